@@ -1,0 +1,120 @@
+//! The order domain: states, outcomes and the application clock.
+//!
+//! Order states are `PENDING -> PAID` and `PENDING -> CANCELLED`, nothing
+//! else. Every transition is a conditional UPDATE naming the old state (see
+//! [`crate::store`]); the affected-row count decides who won.
+
+use serde::{Deserialize, Serialize};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Orders are identified by a 64-bit id chosen by the workload generator, so
+/// the same seed yields the same ids for every strategy.
+pub type OrderId = i64;
+
+/// Microseconds since the Unix epoch. Time always comes from the application
+/// as a parameter, never from the database's `NOW()`.
+pub type Micros = i64;
+
+/// The application clock: wall-clock microseconds since the Unix epoch.
+///
+/// Wall clock (not monotonic) because deadlines are stored in the database and
+/// compared across processes and restarts.
+pub fn now_us() -> Micros {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("system clock is before 1970");
+    i64::try_from(d.as_micros()).expect("clock beyond year 292277")
+}
+
+/// The three order states of the schema contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum OrderStatus {
+    Pending,
+    Paid,
+    Cancelled,
+}
+
+impl OrderStatus {
+    /// The text stored in `orders.status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderStatus::Pending => "PENDING",
+            OrderStatus::Paid => "PAID",
+            OrderStatus::Cancelled => "CANCELLED",
+        }
+    }
+
+    /// Parses the text stored in `orders.status`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "PENDING" => Some(OrderStatus::Pending),
+            "PAID" => Some(OrderStatus::Paid),
+            "CANCELLED" => Some(OrderStatus::Cancelled),
+            _ => None,
+        }
+    }
+}
+
+/// What one `cancel_if_due` call found. Only [`CancelOutcome::Cancelled`]
+/// changed anything; every other outcome is an absorbed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelOutcome {
+    /// This call moved the order to CANCELLED and released its stock.
+    Cancelled,
+    /// The order was paid first; nothing changed.
+    AlreadyPaid,
+    /// Someone else cancelled it first (duplicate delivery, another instance).
+    AlreadyCancelled,
+    /// The deadline has not passed yet; nothing changed.
+    NotDue,
+    /// No such order.
+    Missing,
+}
+
+/// What one payment callback did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentOutcome {
+    /// The order moved PENDING -> PAID.
+    Applied,
+    /// The order was already cancelled (or paid by another capture): the
+    /// captured money is refunded, exactly once per callback id.
+    Refunded,
+    /// A retry of a callback already applied or refunded.
+    Duplicate,
+    /// No such order (for example its creation was refused for lack of stock).
+    Missing,
+}
+
+impl PaymentOutcome {
+    /// The text stored in `payments.outcome` (`Missing` is never stored).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentOutcome::Applied => "APPLIED",
+            PaymentOutcome::Refunded => "REFUNDED",
+            PaymentOutcome::Duplicate => "DUPLICATE",
+            PaymentOutcome::Missing => "MISSING",
+        }
+    }
+}
+
+/// An order to create: it is inserted PENDING and reserves `qty` of `sku`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewOrder {
+    pub id: OrderId,
+    pub sku: i64,
+    pub qty: i32,
+    pub created_at_us: Micros,
+    pub expire_at_us: Micros,
+}
+
+/// What creating an order did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CreateOutcome {
+    Created,
+    /// Refused: not enough stock available for the SKU. Nothing was written.
+    OutOfStock,
+}

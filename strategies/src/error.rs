@@ -1,0 +1,76 @@
+//! The library's one error type.
+//!
+//! It never exposes a driver's types (sqlx, lapin, redis): callers see what
+//! went wrong in words, and the [`Canceller`](crate::Canceller) trait stays
+//! independent of any backend crate.
+
+/// Everything that can go wrong inside the strategies library.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A service could not be reached. `hint` says how to start one.
+    #[error("cannot reach {service} at {url}: {reason}\n  hint: {hint}")]
+    Unreachable {
+        service: &'static str,
+        /// The URL with any password removed.
+        url: String,
+        reason: String,
+        hint: String,
+    },
+    /// A statement or transaction failed.
+    #[error("database error while {context}: {message}")]
+    Database {
+        context: &'static str,
+        message: String,
+        /// True when retrying the whole transaction may succeed
+        /// (deadlock, serialization failure, SQLite busy).
+        retryable: bool,
+    },
+    /// A configuration value is invalid; the message names the field.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A strategy name that the registry does not know.
+    #[error("unknown strategy `{name}`; known strategies: {known}")]
+    UnknownStrategy { name: String, known: String },
+}
+
+/// Result alias used throughout the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Adds a context to a sqlx error and classifies it as retryable or not.
+pub(crate) trait DbContext<T> {
+    fn ctx(self, context: &'static str) -> Result<T>;
+}
+
+impl<T> DbContext<T> for std::result::Result<T, sqlx::Error> {
+    fn ctx(self, context: &'static str) -> Result<T> {
+        self.map_err(|e| db_error(context, &e))
+    }
+}
+
+pub(crate) fn db_error(context: &'static str, e: &sqlx::Error) -> Error {
+    let retryable = match e {
+        sqlx::Error::Database(db) => matches!(
+            db.code().as_deref(),
+            // PostgreSQL deadlock / serialization failure.
+            Some("40P01") | Some("40001")
+            // MySQL/MariaDB deadlock (1213) and lock wait timeout (1205).
+            | Some("1213") | Some("1205")
+            // SQLite SQLITE_BUSY / SQLITE_LOCKED (and their extended codes).
+            | Some("5") | Some("6") | Some("517") | Some("261")
+        ),
+        sqlx::Error::PoolTimedOut => true,
+        _ => false,
+    };
+    Error::Database {
+        context,
+        message: e.to_string(),
+        retryable,
+    }
+}
+
+impl Error {
+    /// Whether retrying the failed transaction may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Database { retryable: true, .. })
+    }
+}

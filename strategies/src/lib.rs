@@ -1,0 +1,23 @@
+//! delaybench strategies: the order domain and store, the [`Canceller`]
+//! trait, the delay strategies, the checker and the conformance suite.
+//!
+//! Where to find things:
+//! - the domain rules and the one cancel function: [`store::OrderStore::cancel_if_due`]
+//! - each invariant: [`checker::queries`]
+//! - each strategy: [`registry::STRATEGIES`] and its module ([`db_scan`], ...)
+//! - the contract every strategy meets: [`Canceller`] and [`conformance`]
+
+pub mod canceller;
+pub mod checker;
+pub mod conformance;
+pub mod db_scan;
+pub mod domain;
+pub mod error;
+pub mod registry;
+pub mod store;
+
+pub use canceller::{Canceller, Capabilities, Service, StrategyCounters};
+pub use domain::{now_us, CancelOutcome, CreateOutcome, Micros, NewOrder, OrderId, OrderStatus, PaymentOutcome};
+pub use error::{Error, Result};
+pub use registry::StrategyOptions;
+pub use store::{DbKind, DbLocation, DbServer, OrderStore, StoreStats};

@@ -1,0 +1,175 @@
+//! Every strategy by name: what it needs, whether it is built yet, and how
+//! to construct it. The one place to look up a strategy.
+
+use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
+use crate::db_scan::{DbScan, DbScanConfig, FallbackScanConfig};
+use crate::domain::{Micros, OrderId};
+use crate::error::{Error, Result};
+use crate::store::{OrderStore, StoreStats};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+/// A strategy the registry knows about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StrategyInfo {
+    pub name: &'static str,
+    /// One line for `--help` and reports.
+    pub summary: &'static str,
+    /// Services needed besides the order database.
+    pub requires: &'static [Service],
+    /// `None` when it can be built; otherwise why not (reported as skipped).
+    pub unavailable: Option<&'static str>,
+}
+
+/// All strategies, in report order.
+pub const STRATEGIES: &[StrategyInfo] = &[
+    StrategyInfo {
+        name: "db-scan",
+        summary: "periodic indexed SELECT of due PENDING orders, batch after batch",
+        requires: &[],
+        unavailable: None,
+    },
+    StrategyInfo {
+        name: "timing-wheel",
+        summary: "in-process hierarchical timing wheel, reloads PENDING orders on start",
+        requires: &[],
+        unavailable: Some("not implemented yet (issue #3)"),
+    },
+    StrategyInfo {
+        name: "rabbit-ttl",
+        summary: "RabbitMQ wait queue per timeout with TTL + dead-letter exchange",
+        requires: &[Service::RabbitMq],
+        unavailable: Some("not implemented yet (issue #4)"),
+    },
+    StrategyInfo {
+        name: "rabbit-delayed",
+        summary: "RabbitMQ x-delayed-message exchange with a per-message x-delay",
+        requires: &[Service::RabbitMq],
+        unavailable: Some("not implemented yet (issue #4)"),
+    },
+    StrategyInfo {
+        name: "redis-zset",
+        summary: "Redis ZSET scored by deadline, atomic Lua claim, visibility timeout",
+        requires: &[Service::Redis],
+        unavailable: Some("not implemented yet (issue #5)"),
+    },
+];
+
+/// Looks a strategy up; the error lists the known names.
+pub fn info(name: &str) -> Result<&'static StrategyInfo> {
+    STRATEGIES
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| Error::UnknownStrategy {
+            name: name.to_string(),
+            known: STRATEGIES.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+        })
+}
+
+/// `[strategies]` in a scenario file: every strategy's options.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct StrategyOptions {
+    pub db_scan: DbScanConfig,
+    pub fallback_scan: FallbackScanConfig,
+}
+
+impl StrategyOptions {
+    /// Checks every option's range; messages name the field.
+    pub fn validate(&self) -> Result<()> {
+        self.db_scan.validate("strategies.db-scan")?;
+        let f = &self.fallback_scan;
+        DbScanConfig {
+            interval: f.interval,
+            batch_size: f.batch_size,
+        }
+        .validate("strategies.fallback-scan")
+    }
+}
+
+/// Builds one instance of strategy `name` on `store` (each instance gets its
+/// own store, so its counters are its own). With `fallback-scan` enabled the
+/// strategy is wrapped so a slow db-scan runs beside it.
+pub fn build(name: &str, options: &StrategyOptions, store: OrderStore) -> Result<Box<dyn Canceller>> {
+    let info = info(name)?;
+    if let Some(reason) = info.unavailable {
+        return Err(Error::Config(format!("strategy `{name}` cannot run: {reason}")));
+    }
+    let strategy: Box<dyn Canceller> = match name {
+        "db-scan" => Box::new(DbScan::new(store.clone(), &options.db_scan)),
+        other => unreachable!("registry entry `{other}` is available but has no constructor"),
+    };
+    // A fallback db-scan beside db-scan itself would only add load.
+    if options.fallback_scan.enabled && name != "db-scan" {
+        return Ok(Box::new(WithFallback {
+            fallback: DbScan::fallback(store, &options.fallback_scan),
+            strategy,
+        }));
+    }
+    Ok(strategy)
+}
+
+/// A strategy with a `fallback-scan` running beside it in the same instance.
+#[derive(Debug)]
+struct WithFallback {
+    strategy: Box<dyn Canceller>,
+    fallback: DbScan,
+}
+
+#[async_trait]
+impl Canceller for WithFallback {
+    fn name(&self) -> &str {
+        self.strategy.name()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = self.strategy.capabilities();
+        caps.notes
+            .push("runs with fallback-scan: lost work is cancelled by the slow scan".into());
+        caps
+    }
+
+    async fn setup(&self) -> Result<()> {
+        self.strategy.setup().await
+    }
+
+    async fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> Result<()> {
+        self.strategy.schedule(order_id, expire_at_us).await
+    }
+
+    async fn run(&self, shutdown: CancellationToken) -> Result<()> {
+        let (a, b) = tokio::join!(self.strategy.run(shutdown.clone()), self.fallback.run(shutdown));
+        a.and(b)
+    }
+
+    async fn teardown(&self) -> Result<()> {
+        self.strategy.teardown().await
+    }
+
+    /// Both paths share one store, so its counters already hold both.
+    fn store_stats(&self) -> StoreStats {
+        self.strategy.store_stats()
+    }
+
+    fn counters(&self) -> StrategyCounters {
+        let mut counters = self.strategy.counters();
+        for (k, v) in self.fallback.counters() {
+            counters.insert(format!("fallback_{k}"), v);
+        }
+        counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_strategy_lists_known_ones() {
+        let msg = info("db-scna").unwrap_err().to_string();
+        for s in STRATEGIES {
+            assert!(msg.contains(s.name), "{msg}");
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! Where a run's data lives: a database server and a namespace on it.
+//!
+//! Each strategy's run gets its own namespace, kept after the run so outside
+//! checkers can read it: a PostgreSQL schema, a MariaDB/MySQL database, or a
+//! SQLite file under the run's results folder.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::Path;
+
+/// The three supported database kinds, chosen by URL scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DbKind {
+    Postgres,
+    Mysql,
+    Sqlite,
+}
+
+impl DbKind {
+    /// The name used in `summary.json` (`postgres`, `mysql`, `sqlite`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DbKind::Postgres => "postgres",
+            DbKind::Mysql => "mysql",
+            DbKind::Sqlite => "sqlite",
+        }
+    }
+
+    pub(crate) fn service_name(self) -> &'static str {
+        match self {
+            DbKind::Postgres => "PostgreSQL",
+            DbKind::Mysql => "MariaDB/MySQL",
+            DbKind::Sqlite => "SQLite",
+        }
+    }
+
+    /// How to get a server of this kind running, for error messages.
+    pub(crate) fn start_hint(self) -> &'static str {
+        match self {
+            DbKind::Postgres => {
+                "start PostgreSQL: `docker compose up -d --wait postgres`, or on a Debian host \
+                 `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`; \
+                 or pass another --db postgres://user@host/db"
+            }
+            DbKind::Mysql => {
+                "start MariaDB: `docker compose up -d --wait mariadb`, or on a Debian host \
+                 `start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd`; \
+                 or pass another --db mysql://user@host/db"
+            }
+            DbKind::Sqlite => "check that the results folder exists and is writable",
+        }
+    }
+}
+
+/// A database server given by URL (`postgres://`, `mysql://`, `sqlite://`),
+/// in which namespaces are created. For SQLite there is no server: every
+/// namespace is a file under the run's folder, and the URL only selects the kind.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DbServer {
+    kind: DbKind,
+    url: String,
+}
+
+impl fmt::Debug for DbServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DbServer")
+            .field("kind", &self.kind)
+            .field("url", &redact_url(&self.url))
+            .finish()
+    }
+}
+
+impl DbServer {
+    /// Parses a database URL; the error names the accepted schemes.
+    pub fn parse(url: &str) -> Result<Self> {
+        let kind = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            DbKind::Postgres
+        } else if url.starts_with("mysql://") || url.starts_with("mariadb://") {
+            DbKind::Mysql
+        } else if url.starts_with("sqlite:") {
+            DbKind::Sqlite
+        } else {
+            return Err(Error::Config(format!(
+                "database URL `{}` has an unknown scheme; accepted: postgres://user@host/db, \
+                 mysql://user@host/db, sqlite:// (embedded, one file per strategy in the run folder)",
+                redact_url(url)
+            )));
+        };
+        let url = url.replacen("mariadb://", "mysql://", 1);
+        if kind != DbKind::Sqlite {
+            url::Url::parse(&url).map_err(|e| {
+                Error::Config(format!("database URL `{}` is malformed: {e}", redact_url(&url)))
+            })?;
+        }
+        Ok(DbServer { kind, url })
+    }
+
+    pub fn kind(&self) -> DbKind {
+        self.kind
+    }
+
+    /// The URL with any password removed, safe to print and store.
+    pub fn display_url(&self) -> String {
+        redact_url(&self.url)
+    }
+
+    /// Creates (or reuses) the namespace `name` and returns where it is.
+    /// `sqlite_dir` is the folder that holds the SQLite file; other kinds ignore it.
+    pub async fn create_namespace(&self, name: &str, sqlite_dir: &Path) -> Result<DbLocation> {
+        check_identifier(name)?;
+        match self.kind {
+            DbKind::Sqlite => {
+                std::fs::create_dir_all(sqlite_dir).map_err(|e| {
+                    Error::Config(format!("cannot create {}: {e}", sqlite_dir.display()))
+                })?;
+                let dir = sqlite_dir.canonicalize().map_err(|e| {
+                    Error::Config(format!("cannot resolve {}: {e}", sqlite_dir.display()))
+                })?;
+                let file = dir.join(format!("{name}.sqlite"));
+                let _ = std::fs::remove_file(&file);
+                Ok(DbLocation {
+                    kind: DbKind::Sqlite,
+                    url: format!("sqlite://{}?mode=rwc", file.display()),
+                    namespace: file.display().to_string(),
+                })
+            }
+            DbKind::Postgres | DbKind::Mysql => {
+                let admin = super::admin_connect(self).await?;
+                let ddl = match self.kind {
+                    DbKind::Postgres => format!("CREATE SCHEMA IF NOT EXISTS \"{name}\""),
+                    _ => format!("CREATE DATABASE IF NOT EXISTS `{name}`"),
+                };
+                super::admin_execute(&admin, &ddl).await?;
+                admin.close().await;
+                Ok(DbLocation {
+                    kind: self.kind,
+                    url: self.url.clone(),
+                    namespace: name.to_string(),
+                })
+            }
+        }
+    }
+
+    /// Drops a namespace created by [`DbServer::create_namespace`] (tests use
+    /// this to clean up; runs keep theirs).
+    pub async fn drop_namespace(&self, location: &DbLocation) -> Result<()> {
+        match self.kind {
+            DbKind::Sqlite => {
+                for suffix in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(format!("{}{suffix}", location.namespace));
+                }
+                Ok(())
+            }
+            DbKind::Postgres | DbKind::Mysql => {
+                check_identifier(&location.namespace)?;
+                let admin = super::admin_connect(self).await?;
+                let ddl = match self.kind {
+                    DbKind::Postgres => {
+                        format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", location.namespace)
+                    }
+                    _ => format!("DROP DATABASE IF EXISTS `{}`", location.namespace),
+                };
+                super::admin_execute(&admin, &ddl).await?;
+                admin.close().await;
+                Ok(())
+            }
+        }
+    }
+
+    /// Connects once and returns the server's version string, or an
+    /// [`Error::Unreachable`] naming the URL and how to start the server.
+    pub async fn server_version(&self) -> Result<String> {
+        let admin = if self.kind == DbKind::Sqlite {
+            let memory = DbServer {
+                kind: DbKind::Sqlite,
+                url: "sqlite::memory:".into(),
+            };
+            super::admin_connect(&memory).await?
+        } else {
+            super::admin_connect(self).await?
+        };
+        let version = super::admin_version(&admin, self.kind).await;
+        admin.close().await;
+        version
+    }
+
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+/// One namespace on one server: what a strategy's store connects to.
+///
+/// Serialisable so a worker process can be told where to connect; its
+/// `Debug` hides the password.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DbLocation {
+    pub kind: DbKind,
+    /// The server URL (for SQLite, the file URL). May contain a password.
+    pub url: String,
+    /// Schema (PostgreSQL), database (MariaDB/MySQL) or file path (SQLite).
+    pub namespace: String,
+}
+
+impl fmt::Debug for DbLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DbLocation")
+            .field("kind", &self.kind)
+            .field("url", &self.display_url())
+            .field("namespace", &self.namespace)
+            .finish()
+    }
+}
+
+impl DbLocation {
+    /// The URL with any password removed, safe to print and store.
+    pub fn display_url(&self) -> String {
+        redact_url(&self.url)
+    }
+
+    /// The URL a pool connects to: for MariaDB/MySQL the namespace is the
+    /// database in the path; PostgreSQL selects its schema with `search_path`.
+    pub(crate) fn connect_url(&self) -> Result<String> {
+        match self.kind {
+            DbKind::Mysql => {
+                let mut url = url::Url::parse(&self.url)
+                    .map_err(|e| Error::Config(format!("malformed database URL: {e}")))?;
+                url.set_path(&format!("/{}", self.namespace));
+                Ok(url.to_string())
+            }
+            _ => Ok(self.url.clone()),
+        }
+    }
+}
+
+/// Removes the password from a URL (`postgres://u:secret@h/db` -> `postgres://u:***@h/db`).
+pub fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Namespaces are interpolated into DDL, so only `[a-z0-9_]` is accepted.
+fn check_identifier(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Config(format!(
+            "namespace `{name}` must be 1-63 characters of [a-z0-9_]"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(
+            redact_url("postgres://u:secret@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(redact_url("mysql://root@h/test"), "mysql://root@h/test");
+        let server = DbServer::parse("postgres://u:hunter2@h/db").unwrap();
+        assert!(!format!("{server:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn rejects_unknown_scheme_and_bad_namespace() {
+        let err = DbServer::parse("oracle://x").unwrap_err().to_string();
+        assert!(err.contains("postgres://"), "{err}");
+        assert!(check_identifier("Robert'); DROP").is_err());
+        assert!(check_identifier("run_1").is_ok());
+    }
+
+    #[test]
+    fn mysql_namespace_is_the_database() {
+        let loc = DbLocation {
+            kind: DbKind::Mysql,
+            url: "mysql://root@127.0.0.1:3306/test".into(),
+            namespace: "ns_1".into(),
+        };
+        assert_eq!(loc.connect_url().unwrap(), "mysql://root@127.0.0.1:3306/ns_1");
+    }
+}

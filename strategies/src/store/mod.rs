@@ -1,0 +1,322 @@
+//! The order store: the schema contract and every state transition, on
+//! PostgreSQL, MariaDB/MySQL and SQLite through one code path (sqlx `Any`).
+//!
+//! The transitions themselves live in [`orders`](self) (create, pay, the one
+//! cancel function); this file holds connecting, schema installation and the
+//! counters that make the canceller's database cost measurable.
+
+mod anti_patterns;
+mod location;
+mod orders;
+mod sql;
+
+pub use anti_patterns::AntiPattern;
+pub use location::{redact_url, DbKind, DbLocation, DbServer};
+pub use orders::{OrderRow, ScanBatch};
+
+use crate::error::{DbContext, Error, Result};
+use serde::{Deserialize, Serialize};
+use sql::Sql;
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, Executor, Row};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long to wait for a connection before reporting the server unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A connection pool on one namespace plus the statement counters of
+/// whoever owns it. Cloning shares the pool and the counters.
+#[derive(Clone)]
+pub struct OrderStore {
+    pool: AnyPool,
+    location: DbLocation,
+    sql: Arc<Sql>,
+    counters: Arc<Counters>,
+}
+
+impl std::fmt::Debug for OrderStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrderStore")
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Counts of what a store's owner did to the database, app-side.
+#[derive(Debug, Default)]
+struct Counters {
+    statements: AtomicU64,
+    transactions: AtomicU64,
+    retries: AtomicU64,
+    rows_read: AtomicU64,
+    cancel_attempts: AtomicU64,
+    cancelled: AtomicU64,
+    already_paid: AtomicU64,
+    already_cancelled: AtomicU64,
+    not_due: AtomicU64,
+    missing: AtomicU64,
+}
+
+/// A snapshot of a store's counters (see [`OrderStore::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreStats {
+    /// SQL statements sent, including `BEGIN`/`COMMIT`.
+    pub statements: u64,
+    pub transactions: u64,
+    /// Transactions retried after a deadlock, serialization failure or busy database.
+    pub retries: u64,
+    /// Rows returned by scans (`db-scan`'s cost on the read side).
+    pub rows_read: u64,
+    /// `cancel_if_due` calls, one per order id.
+    pub cancel_attempts: u64,
+    /// Attempts that cancelled the order; the rest were absorbed.
+    pub cancelled: u64,
+    pub already_paid: u64,
+    pub already_cancelled: u64,
+    pub not_due: u64,
+    pub missing: u64,
+}
+
+impl StoreStats {
+    /// Adds another snapshot (several instances of one strategy).
+    pub fn add(&mut self, other: &StoreStats) {
+        self.statements += other.statements;
+        self.transactions += other.transactions;
+        self.retries += other.retries;
+        self.rows_read += other.rows_read;
+        self.cancel_attempts += other.cancel_attempts;
+        self.cancelled += other.cancelled;
+        self.already_paid += other.already_paid;
+        self.already_cancelled += other.already_cancelled;
+        self.not_due += other.not_due;
+        self.missing += other.missing;
+    }
+}
+
+impl OrderStore {
+    /// Connects a pool of at most `max_connections` to `location`.
+    ///
+    /// PostgreSQL connections select the namespace with `search_path`;
+    /// MariaDB connections use READ COMMITTED (as PostgreSQL does) so a
+    /// locking read sees the latest commit; SQLite uses WAL with a busy
+    /// timeout so several processes can share the file.
+    pub async fn connect(location: &DbLocation, max_connections: u32) -> Result<OrderStore> {
+        sqlx::any::install_default_drivers();
+        let init: Arc<Vec<String>> = Arc::new(match location.kind {
+            DbKind::Postgres => vec![format!("SET search_path TO \"{}\"", location.namespace)],
+            DbKind::Mysql => {
+                vec!["SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string()]
+            }
+            DbKind::Sqlite => vec![
+                "PRAGMA busy_timeout = 10000".to_string(),
+                "PRAGMA journal_mode = WAL".to_string(),
+                "PRAGMA synchronous = NORMAL".to_string(),
+            ],
+        });
+        let pool = AnyPoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .acquire_timeout(CONNECT_TIMEOUT)
+            .after_connect(move |conn, _meta| {
+                let init = Arc::clone(&init);
+                Box::pin(async move {
+                    for statement in init.iter() {
+                        conn.execute(statement.as_str()).await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect(&location.connect_url()?)
+            .await
+            .map_err(|e| unreachable(location.kind, &location.display_url(), &e))?;
+        let skip_locked = match location.kind {
+            DbKind::Postgres => true,
+            DbKind::Mysql => mysql_has_skip_locked(&admin_version(&pool, location.kind).await?),
+            DbKind::Sqlite => false,
+        };
+        Ok(OrderStore {
+            pool,
+            location: location.clone(),
+            sql: Arc::new(Sql::new(location.kind, skip_locked)),
+            counters: Arc::default(),
+        })
+    }
+
+    /// Where this store is connected.
+    pub fn location(&self) -> &DbLocation {
+        &self.location
+    }
+
+    /// Whether db-scan claims rows with `FOR UPDATE SKIP LOCKED` here.
+    pub fn claims_with_skip_locked(&self) -> bool {
+        self.sql.scan_due_skip_locked.is_some()
+    }
+
+    /// A snapshot of this store's counters.
+    pub fn stats(&self) -> StoreStats {
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        StoreStats {
+            statements: get(&c.statements),
+            transactions: get(&c.transactions),
+            retries: get(&c.retries),
+            rows_read: get(&c.rows_read),
+            cancel_attempts: get(&c.cancel_attempts),
+            cancelled: get(&c.cancelled),
+            already_paid: get(&c.already_paid),
+            already_cancelled: get(&c.already_cancelled),
+            not_due: get(&c.not_due),
+            missing: get(&c.missing),
+        }
+    }
+
+    /// Creates the tables and index of the schema contract and fills `stock`
+    /// with SKUs `1..=skus`, each holding `initial` units.
+    pub async fn install_schema(&self, skus: u32, initial: i64) -> Result<()> {
+        for ddl in &self.sql.schema {
+            self.pool.execute(ddl.as_str()).await.ctx("creating the schema")?;
+        }
+        let mut tx = self.pool.begin().await.ctx("filling stock")?;
+        for sku in 1..=i64::from(skus) {
+            sqlx::query(&self.sql.insert_stock)
+                .bind(sku)
+                .bind(initial)
+                .bind(initial)
+                .execute(&mut *tx)
+                .await
+                .ctx("filling stock")?;
+        }
+        tx.commit().await.ctx("filling stock")?;
+        Ok(())
+    }
+
+    /// Closes the pool, waiting for connections to be returned.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Runs a read-only query whose columns are all integers; the checker
+    /// and tests use it. The SQL uses `?` placeholders for `binds`.
+    pub async fn query_i64_rows(&self, sql: &str, binds: &[i64]) -> Result<Vec<Vec<i64>>> {
+        let rendered = sql::render(self.location.kind, sql);
+        let mut query = sqlx::query(&rendered);
+        for b in binds {
+            query = query.bind(*b);
+        }
+        let rows = query.fetch_all(&self.pool).await.ctx("reading for the checker")?;
+        rows.iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| r.try_get::<i64, _>(i).ctx("decoding a checker row"))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// [`OrderStore::query_i64_rows`] for a single-column result.
+    pub async fn query_i64s(&self, sql: &str, binds: &[i64]) -> Result<Vec<i64>> {
+        let rows = self.query_i64_rows(sql, binds).await?;
+        Ok(rows.into_iter().filter_map(|r| r.first().copied()).collect())
+    }
+
+    /// Runs a read-only query returning `(text, i64)` rows (e.g. `GROUP BY status`).
+    pub async fn query_text_counts(&self, sql: &str) -> Result<Vec<(String, i64)>> {
+        let rows: Vec<AnyRow> = sqlx::query(&sql::render(self.location.kind, sql))
+            .fetch_all(&self.pool)
+            .await
+            .ctx("reading for the checker")?;
+        rows.iter()
+            .map(|r| {
+                let label: Option<String> = r.try_get(0).ctx("decoding a checker row")?;
+                let count: i64 = r.try_get(1).ctx("decoding a checker row")?;
+                Ok((label.unwrap_or_else(|| "NULL".into()), count))
+            })
+            .collect()
+    }
+
+    /// The database's plan for the db-scan query, one line per plan row, so
+    /// tests can check that it uses the `(status, expire_at_us)` index.
+    pub async fn explain_scan(&self) -> Result<String> {
+        let (prefix, column) = match self.location.kind {
+            DbKind::Postgres => ("EXPLAIN ", 0),
+            DbKind::Mysql => ("EXPLAIN ", 5), // the `key` column
+            DbKind::Sqlite => ("EXPLAIN QUERY PLAN ", 3),
+        };
+        let sql = format!("{prefix}{}", self.sql.scan_due);
+        let rows = sqlx::query(&sql)
+            .bind(crate::now_us())
+            .bind(100_i64)
+            .fetch_all(&self.pool)
+            .await
+            .ctx("explaining the scan")?;
+        let mut plan = Vec::new();
+        for row in &rows {
+            let line: Option<String> = row.try_get(column).ctx("decoding the plan")?;
+            plan.push(line.unwrap_or_default());
+        }
+        Ok(plan.join("\n"))
+    }
+
+    fn count(&self, counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// Maps a connection failure to an error naming the URL and how to start the server.
+fn unreachable(kind: DbKind, display_url: &str, e: &sqlx::Error) -> Error {
+    Error::Unreachable {
+        service: kind.service_name(),
+        url: display_url.to_string(),
+        reason: e.to_string(),
+        hint: kind.start_hint().to_string(),
+    }
+}
+
+/// A one-connection pool on the server URL itself, for DDL on namespaces.
+async fn admin_connect(server: &DbServer) -> Result<AnyPool> {
+    sqlx::any::install_default_drivers();
+    AnyPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .connect(server.url())
+        .await
+        .map_err(|e| unreachable(server.kind(), &server.display_url(), &e))
+}
+
+async fn admin_execute(pool: &AnyPool, ddl: &str) -> Result<()> {
+    pool.execute(ddl).await.ctx("creating or dropping a namespace")?;
+    Ok(())
+}
+
+async fn admin_version(pool: &AnyPool, kind: DbKind) -> Result<String> {
+    let sql = match kind {
+        DbKind::Sqlite => "SELECT sqlite_version()",
+        _ => "SELECT version()",
+    };
+    let row = sqlx::query(sql).fetch_one(pool).await.ctx("reading the server version")?;
+    row.try_get::<String, _>(0).ctx("reading the server version")
+}
+
+/// MariaDB has `SKIP LOCKED` from 10.6, MySQL from 8.0.
+fn mysql_has_skip_locked(version: &str) -> bool {
+    let mut parts = version.split(|c: char| !c.is_ascii_digit());
+    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    if version.contains("MariaDB") {
+        (major, minor) >= (10, 6)
+    } else {
+        major >= 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn skip_locked_versions() {
+        assert!(super::mysql_has_skip_locked("10.11.19-MariaDB-0+deb12u1"));
+        assert!(!super::mysql_has_skip_locked("10.5.2-MariaDB"));
+        assert!(super::mysql_has_skip_locked("8.0.36"));
+        assert!(!super::mysql_has_skip_locked("5.7.44"));
+    }
+}

@@ -1,0 +1,397 @@
+//! The state transitions: create, pay, and the one cancel function.
+//!
+//! Every transition is a conditional UPDATE naming the old state; the
+//! affected-row count decides who won. Every transaction is retried (a few
+//! times, with backoff) after a deadlock, serialization failure or busy
+//! SQLite file, and stock rows are always updated in ascending SKU order so
+//! two cancellers cannot deadlock on them.
+
+use super::OrderStore;
+use crate::domain::{
+    CancelOutcome, CreateOutcome, Micros, NewOrder, OrderId, OrderStatus, PaymentOutcome,
+};
+use crate::error::{DbContext, Error, Result};
+use sqlx::{AnyConnection, Row};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How often a transaction is retried after a retryable failure.
+const MAX_RETRIES: u32 = 8;
+
+/// Runs `$body` (an async block using `$conn: &mut AnyConnection`) in a
+/// transaction, retrying the whole transaction on retryable errors.
+macro_rules! in_tx {
+    ($store:expr, $context:literal, |$conn:ident| $body:expr) => {{
+        let mut attempt = 0u32;
+        loop {
+            let result: Result<_> = async {
+                let mut tx = $store.pool.begin().await.ctx($context)?;
+                let value = {
+                    let $conn: &mut AnyConnection = &mut tx;
+                    $body.await?
+                };
+                tx.commit().await.ctx($context)?;
+                Ok(value)
+            }
+            .await;
+            $store.count(&$store.counters.transactions, 1);
+            $store.count(&$store.counters.statements, 2); // BEGIN + COMMIT/ROLLBACK
+            match result {
+                Err(e) if e.is_retryable() && attempt < MAX_RETRIES => {
+                    attempt += 1;
+                    $store.count(&$store.counters.retries, 1);
+                    tokio::time::sleep(Duration::from_millis(2u64 << attempt.min(6))).await;
+                }
+                other => break other,
+            }
+        }
+    }};
+}
+
+/// What one db-scan batch did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanBatch {
+    /// Ids the scan returned (rows read).
+    pub claimed: usize,
+    /// Ids this batch actually cancelled.
+    pub cancelled: Vec<OrderId>,
+}
+
+/// One order as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderRow {
+    pub id: OrderId,
+    pub status: OrderStatus,
+    pub expire_at_us: Micros,
+    pub cancelled_at_us: Option<Micros>,
+    pub cancelled_by: Option<String>,
+}
+
+impl OrderStore {
+    /// Creates a PENDING order and reserves its stock, in one transaction.
+    /// Refused (nothing written) when the SKU has fewer than `qty` units.
+    pub async fn create_order(&self, order: &NewOrder) -> Result<CreateOutcome> {
+        in_tx!(self, "creating an order", |conn| async {
+            self.count(&self.counters.statements, 1);
+            let reserved = sqlx::query(&self.sql.reserve_stock)
+                .bind(i64::from(order.qty))
+                .bind(order.sku)
+                .bind(i64::from(order.qty))
+                .execute(&mut *conn)
+                .await
+                .ctx("reserving stock")?
+                .rows_affected();
+            if reserved == 0 {
+                return Ok::<_, Error>(CreateOutcome::OutOfStock);
+            }
+            self.count(&self.counters.statements, 2);
+            sqlx::query(&self.sql.insert_order)
+                .bind(order.id)
+                .bind(order.sku)
+                .bind(order.qty)
+                .bind(order.created_at_us)
+                .bind(order.expire_at_us)
+                .execute(&mut *conn)
+                .await
+                .ctx("inserting an order")?;
+            sqlx::query(&self.sql.insert_move)
+                .bind(order.id)
+                .bind("RESERVE")
+                .bind(order.qty)
+                .bind(order.created_at_us)
+                .bind("order-service")
+                .execute(&mut *conn)
+                .await
+                .ctx("recording a stock reservation")?;
+            Ok(CreateOutcome::Created)
+        })
+    }
+
+    /// The payment callback: `PENDING -> PAID`, or, if the order was
+    /// cancelled first, a refund recorded exactly once per `callback_id`
+    /// however often the gateway retries it.
+    pub async fn pay(
+        &self,
+        order_id: OrderId,
+        callback_id: &str,
+        now_us: Micros,
+    ) -> Result<PaymentOutcome> {
+        in_tx!(self, "applying a payment callback", |conn| async {
+            self.count(&self.counters.statements, 1);
+            let paid = sqlx::query(&self.sql.pay_update)
+                .bind(now_us)
+                .bind(order_id)
+                .execute(&mut *conn)
+                .await
+                .ctx("marking an order paid")?
+                .rows_affected();
+            let outcome = if paid == 1 {
+                PaymentOutcome::Applied
+            } else {
+                // Lock the order row so concurrent copies of one callback
+                // serialise here and only the first records the refund.
+                self.count(&self.counters.statements, 2);
+                let status = sqlx::query(&self.sql.select_status_for_update)
+                    .bind(order_id)
+                    .fetch_optional(&mut *conn)
+                    .await
+                    .ctx("locking a paid or cancelled order")?;
+                if status.is_none() {
+                    return Ok::<_, Error>(PaymentOutcome::Missing);
+                }
+                let captures: i64 = sqlx::query(&self.sql.count_captures)
+                    .bind(callback_id)
+                    .fetch_one(&mut *conn)
+                    .await
+                    .ctx("looking up earlier callbacks")?
+                    .try_get(0)
+                    .ctx("looking up earlier callbacks")?;
+                if captures > 0 {
+                    PaymentOutcome::Duplicate
+                } else {
+                    PaymentOutcome::Refunded
+                }
+            };
+            self.count(&self.counters.statements, 1);
+            sqlx::query(&self.sql.insert_payment)
+                .bind(order_id)
+                .bind(callback_id)
+                .bind(now_us)
+                .bind(outcome.as_str())
+                .execute(&mut *conn)
+                .await
+                .ctx("recording a payment")?;
+            Ok(outcome)
+        })
+    }
+
+    /// **The** cancel function: every strategy and every fallback path ends
+    /// here. Cancels the order if it is still PENDING and its deadline is at
+    /// or before `now_us`, and releases its stock, in one transaction.
+    pub async fn cancel_if_due(
+        &self,
+        order_id: OrderId,
+        now_us: Micros,
+        by: &str,
+    ) -> Result<CancelOutcome> {
+        let outcomes = self.cancel_batch_if_due(&[order_id], now_us, by).await?;
+        Ok(outcomes[0].1)
+    }
+
+    /// [`OrderStore::cancel_if_due`] for several orders in one transaction;
+    /// returns each id's outcome in input order.
+    pub async fn cancel_batch_if_due(
+        &self,
+        ids: &[OrderId],
+        now_us: Micros,
+        by: &str,
+    ) -> Result<Vec<(OrderId, CancelOutcome)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let outcomes =
+            in_tx!(self, "cancelling orders", |conn| self.cancel_in_tx(conn, ids, now_us, by))?;
+        self.count_outcomes(&outcomes);
+        Ok(outcomes)
+    }
+
+    /// One db-scan batch: find up to `limit` PENDING orders whose deadline is
+    /// at or before `due_before_us` on the `(status, expire_at_us)` index,
+    /// and cancel them at `now_us` (`due_before_us <= now_us`).
+    ///
+    /// Where the database has `FOR UPDATE SKIP LOCKED` (PostgreSQL, MariaDB
+    /// 10.6+) the rows are claimed and cancelled in one transaction, so
+    /// concurrent scanners take disjoint batches. SQLite has no row locks:
+    /// scanners may read the same ids, and the conditional UPDATE lets one
+    /// win while the others' attempts are absorbed (counted, harmless).
+    pub async fn scan_and_cancel_due(
+        &self,
+        due_before_us: Micros,
+        now_us: Micros,
+        limit: u32,
+        by: &str,
+    ) -> Result<ScanBatch> {
+        let batch = if let Some(claim_sql) = &self.sql.scan_due_skip_locked {
+            in_tx!(self, "scanning for due orders", |conn| async {
+                let ids = self.select_ids(conn, claim_sql, due_before_us, limit).await?;
+                let outcomes = self.cancel_in_tx(conn, &ids, now_us, by).await?;
+                Ok::<_, Error>((ids.len(), outcomes))
+            })
+            .map(|(claimed, outcomes)| {
+                self.count_outcomes(&outcomes);
+                batch_of(claimed, &outcomes)
+            })?
+        } else {
+            let mut conn = self.pool.acquire().await.ctx("scanning for due orders")?;
+            let ids = self
+                .select_ids(&mut conn, &self.sql.scan_due, due_before_us, limit)
+                .await?;
+            drop(conn);
+            let outcomes = self.cancel_batch_if_due(&ids, now_us, by).await?;
+            batch_of(ids.len(), &outcomes)
+        };
+        self.count(&self.counters.rows_read, batch.claimed as u64);
+        Ok(batch)
+    }
+
+    /// Every PENDING order with its deadline, earliest first (an in-process
+    /// strategy reloads these on start).
+    pub async fn pending_orders(&self) -> Result<Vec<(OrderId, Micros)>> {
+        self.count(&self.counters.statements, 1);
+        let rows = sqlx::query(&self.sql.pending_orders)
+            .fetch_all(&self.pool)
+            .await
+            .ctx("loading pending orders")?;
+        self.count(&self.counters.rows_read, rows.len() as u64);
+        rows.iter()
+            .map(|r| Ok((r.try_get(0).ctx("loading")?, r.try_get(1).ctx("loading")?)))
+            .collect()
+    }
+
+    /// One order as stored, or `None`.
+    pub async fn order(&self, order_id: OrderId) -> Result<Option<OrderRow>> {
+        let sql = super::sql::render(
+            self.location.kind,
+            "SELECT id, status, expire_at_us, cancelled_at_us, cancelled_by FROM orders WHERE id = ?",
+        );
+        let row = sqlx::query(&sql)
+            .bind(order_id)
+            .fetch_optional(&self.pool)
+            .await
+            .ctx("reading an order")?;
+        row.map(|r| {
+            let status: String = r.try_get(1).ctx("reading an order")?;
+            Ok(OrderRow {
+                id: r.try_get(0).ctx("reading an order")?,
+                status: OrderStatus::parse(&status).ok_or_else(|| Error::Database {
+                    context: "reading an order",
+                    message: format!("unknown status `{status}`"),
+                    retryable: false,
+                })?,
+                expire_at_us: r.try_get(2).ctx("reading an order")?,
+                cancelled_at_us: r.try_get(3).ctx("reading an order")?,
+                cancelled_by: r.try_get(4).ctx("reading an order")?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn select_ids(
+        &self,
+        conn: &mut AnyConnection,
+        sql: &str,
+        due_before_us: Micros,
+        limit: u32,
+    ) -> Result<Vec<OrderId>> {
+        self.count(&self.counters.statements, 1);
+        let rows = sqlx::query(sql)
+            .bind(due_before_us)
+            .bind(i64::from(limit))
+            .fetch_all(&mut *conn)
+            .await
+            .ctx("scanning for due orders")?;
+        rows.iter().map(|r| r.try_get(0).ctx("scanning for due orders")).collect()
+    }
+
+    /// The body of the one cancel function, inside the caller's transaction.
+    async fn cancel_in_tx(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[OrderId],
+        now_us: Micros,
+        by: &str,
+    ) -> Result<Vec<(OrderId, CancelOutcome)>> {
+        let mut outcomes = Vec::with_capacity(ids.len());
+        // sku -> units to release, applied in ascending SKU order below.
+        let mut releases: BTreeMap<i64, i64> = BTreeMap::new();
+        for &id in ids {
+            self.count(&self.counters.statements, 2);
+            let won = sqlx::query(&self.sql.cancel_update)
+                .bind(now_us)
+                .bind(by)
+                .bind(id)
+                .bind(now_us)
+                .execute(&mut *conn)
+                .await
+                .ctx("cancelling an order")?
+                .rows_affected()
+                == 1;
+            let outcome = if won {
+                let row = sqlx::query(&self.sql.select_sku_qty)
+                    .bind(id)
+                    .fetch_one(&mut *conn)
+                    .await
+                    .ctx("reading a cancelled order")?;
+                let (sku, qty): (i64, i32) = (
+                    row.try_get(0).ctx("reading a cancelled order")?,
+                    row.try_get(1).ctx("reading a cancelled order")?,
+                );
+                self.count(&self.counters.statements, 1);
+                sqlx::query(&self.sql.insert_move)
+                    .bind(id)
+                    .bind("RELEASE")
+                    .bind(qty)
+                    .bind(now_us)
+                    .bind(by)
+                    .execute(&mut *conn)
+                    .await
+                    .ctx("recording a stock release")?;
+                *releases.entry(sku).or_default() += i64::from(qty);
+                CancelOutcome::Cancelled
+            } else {
+                let status: Option<String> = sqlx::query(&self.sql.select_status)
+                    .bind(id)
+                    .fetch_optional(&mut *conn)
+                    .await
+                    .ctx("classifying a refused cancel")?
+                    .map(|r| r.try_get(0))
+                    .transpose()
+                    .ctx("classifying a refused cancel")?;
+                match status.as_deref().and_then(OrderStatus::parse) {
+                    None => CancelOutcome::Missing,
+                    Some(OrderStatus::Paid) => CancelOutcome::AlreadyPaid,
+                    Some(OrderStatus::Cancelled) => CancelOutcome::AlreadyCancelled,
+                    Some(OrderStatus::Pending) => CancelOutcome::NotDue,
+                }
+            };
+            outcomes.push((id, outcome));
+        }
+        for (sku, qty) in releases {
+            self.count(&self.counters.statements, 1);
+            sqlx::query(&self.sql.release_stock)
+                .bind(qty)
+                .bind(sku)
+                .execute(&mut *conn)
+                .await
+                .ctx("releasing stock")?;
+        }
+        Ok(outcomes)
+    }
+
+    /// Counts committed outcomes only, so a retried transaction counts once.
+    fn count_outcomes(&self, outcomes: &[(OrderId, CancelOutcome)]) {
+        let c = &self.counters;
+        for (_, outcome) in outcomes {
+            self.count(&c.cancel_attempts, 1);
+            let counter = match outcome {
+                CancelOutcome::Cancelled => &c.cancelled,
+                CancelOutcome::AlreadyPaid => &c.already_paid,
+                CancelOutcome::AlreadyCancelled => &c.already_cancelled,
+                CancelOutcome::NotDue => &c.not_due,
+                CancelOutcome::Missing => &c.missing,
+            };
+            self.count(counter, 1);
+        }
+    }
+}
+
+fn batch_of(claimed: usize, outcomes: &[(OrderId, CancelOutcome)]) -> ScanBatch {
+    ScanBatch {
+        claimed,
+        cancelled: outcomes
+            .iter()
+            .filter(|(_, o)| *o == CancelOutcome::Cancelled)
+            .map(|(id, _)| *id)
+            .collect(),
+    }
+}
