@@ -134,7 +134,11 @@ fn find(ids: Vec<i64>, count: &mut u64, examples: &mut Vec<i64>) {
 pub async fn check(store: &OrderStore, drain_us: Micros, check_time_us: Micros) -> Result<Verdict> {
     let mut v = Verdict::default();
     let (a, e) = (&mut v.anomalies, &mut v.anomaly_examples);
-    find(store.query_i64s(queries::EARLY_CANCELS, &[]).await?, &mut a.early_cancels, &mut e.early_cancels);
+    find(
+        store.query_i64s(queries::EARLY_CANCELS, &[]).await?,
+        &mut a.early_cancels,
+        &mut e.early_cancels,
+    );
     find(
         store.query_i64s(queries::PAID_THEN_CANCELLED, &[]).await?,
         &mut a.paid_then_cancelled,
@@ -156,18 +160,27 @@ pub async fn check(store: &OrderStore, drain_us: Micros, check_time_us: Micros) 
         &mut e.orphan_releases,
     );
     find(
-        store.query_i64s(queries::MISSED_CANCELS, &[drain_us, check_time_us]).await?,
+        store
+            .query_i64s(queries::MISSED_CANCELS, &[drain_us, check_time_us])
+            .await?,
         &mut a.missed_cancels,
         &mut e.missed_cancels,
     );
-    find(store.query_i64s(queries::REFUND_ERRORS, &[]).await?, &mut a.refund_errors, &mut e.refund_errors);
+    find(
+        store.query_i64s(queries::REFUND_ERRORS, &[]).await?,
+        &mut a.refund_errors,
+        &mut e.refund_errors,
+    );
     find(
         store.query_i64s(queries::STOCK_MISMATCHES, &[]).await?,
         &mut a.stock_mismatches,
         &mut e.stock_mismatches,
     );
 
-    for (status, n) in store.query_text_counts("SELECT status, COUNT(*) FROM orders GROUP BY status").await? {
+    for (status, n) in store
+        .query_text_counts("SELECT status, COUNT(*) FROM orders GROUP BY status")
+        .await?
+    {
         let n = n as u64;
         v.orders.created += n;
         match status.as_str() {
@@ -192,7 +205,10 @@ pub async fn check(store: &OrderStore, drain_us: Micros, check_time_us: Micros) 
         .map(|(k, n)| (k, n as u64))
         .collect();
     v.releases = store
-        .query_i64s("SELECT COUNT(*) FROM stock_moves WHERE kind = 'RELEASE'", &[])
+        .query_i64s(
+            "SELECT COUNT(*) FROM stock_moves WHERE kind = 'RELEASE'",
+            &[],
+        )
         .await?
         .first()
         .copied()

@@ -9,7 +9,9 @@
 
 use crate::canceller::Canceller;
 use crate::checker;
-use crate::domain::{now_us, CancelOutcome, Micros, NewOrder, OrderId, OrderStatus, PaymentOutcome};
+use crate::domain::{
+    now_us, CancelOutcome, Micros, NewOrder, OrderId, OrderStatus, PaymentOutcome,
+};
 use crate::registry::{self, StrategyOptions};
 use crate::store::{DbLocation, DbServer, OrderStore};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,8 +49,13 @@ impl Fixture {
             .create_namespace(&namespace, &tempdir.0)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        let orders = OrderStore::connect(&location, 8).await.unwrap_or_else(|e| panic!("{e}"));
-        orders.install_schema(4, STOCK).await.expect("install schema");
+        let orders = OrderStore::connect(&location, 8)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        orders
+            .install_schema(4, STOCK)
+            .await
+            .expect("install schema");
         Fixture {
             server,
             location,
@@ -61,7 +68,9 @@ impl Fixture {
 
     /// A new instance of the strategy with its own connection pool, set up.
     pub async fn instance(&self) -> Arc<dyn Canceller> {
-        let store = OrderStore::connect(&self.location, 4).await.expect("connect instance");
+        let store = OrderStore::connect(&self.location, 4)
+            .await
+            .expect("connect instance");
         let instance: Arc<dyn Canceller> = registry::build(&self.strategy, &self.options, store)
             .expect("build strategy")
             .into();
@@ -79,7 +88,10 @@ impl Fixture {
             created_at_us: now,
             expire_at_us: now + due_in_ms * 1000,
         };
-        self.orders.create_order(&order).await.expect("create order");
+        self.orders
+            .create_order(&order)
+            .await
+            .expect("create order");
         order
     }
 
@@ -112,7 +124,9 @@ impl Fixture {
 
     /// Runs the checker and panics unless every invariant holds.
     pub async fn assert_clean(&self) -> checker::Verdict {
-        let verdict = checker::check(&self.orders, 0, now_us()).await.expect("checker");
+        let verdict = checker::check(&self.orders, 0, now_us())
+            .await
+            .expect("checker");
         assert!(
             verdict.is_clean(),
             "{} on {:?} broke invariants: {:#?}",
@@ -124,7 +138,12 @@ impl Fixture {
     }
 
     pub async fn status(&self, id: OrderId) -> OrderStatus {
-        self.orders.order(id).await.expect("read order").expect("order exists").status
+        self.orders
+            .order(id)
+            .await
+            .expect("read order")
+            .expect("order exists")
+            .status
     }
 
     /// Drops the namespace (runs keep theirs; tests clean up).
@@ -149,13 +168,20 @@ impl Running {
             let (instance, token) = (Arc::clone(&instance), token.clone());
             async move { instance.run(token).await }
         });
-        Running { instance, token, task }
+        Running {
+            instance,
+            token,
+            task,
+        }
     }
 
     /// Stops the instance and panics if `run` failed.
     pub async fn stop(self) {
         self.token.cancel();
-        self.task.await.expect("instance task panicked").expect("run failed");
+        self.task
+            .await
+            .expect("instance task panicked")
+            .expect("run failed");
     }
 }
 
@@ -165,22 +191,36 @@ pub async fn fires_after_deadline_never_before(f: &Fixture) {
     let mut orders = Vec::new();
     for i in 0..20 {
         let order = f.create(i + 1, 400 + 40 * i).await;
-        running.instance.schedule(order.id, order.expire_at_us).await.expect("schedule");
+        running
+            .instance
+            .schedule(order.id, order.expire_at_us)
+            .await
+            .expect("schedule");
         orders.push(order);
     }
     // Halfway to the first deadline nothing may have fired.
     tokio::time::sleep(Duration::from_millis(200)).await;
     for o in &orders {
         if now_us() < o.expire_at_us {
-            assert_eq!(f.status(o.id).await, OrderStatus::Pending, "order {} fired early", o.id);
+            assert_eq!(
+                f.status(o.id).await,
+                OrderStatus::Pending,
+                "order {} fired early",
+                o.id
+            );
         }
     }
-    f.wait_for_due_cancels(orders.last().unwrap().expire_at_us).await;
+    f.wait_for_due_cancels(orders.last().unwrap().expire_at_us)
+        .await;
     running.stop().await;
     for o in &orders {
         let row = f.orders.order(o.id).await.unwrap().unwrap();
         assert_eq!(row.status, OrderStatus::Cancelled);
-        assert!(row.cancelled_at_us.unwrap() >= o.expire_at_us, "order {} cancelled early", o.id);
+        assert!(
+            row.cancelled_at_us.unwrap() >= o.expire_at_us,
+            "order {} cancelled early",
+            o.id
+        );
     }
     f.assert_clean().await;
 }
@@ -192,11 +232,19 @@ pub async fn paid_order_never_cancelled(f: &Fixture) {
     let mut last = 0;
     for i in 0..20 {
         let order = f.create(i + 1, 300 + 10 * i).await;
-        running.instance.schedule(order.id, order.expire_at_us).await.expect("schedule");
+        running
+            .instance
+            .schedule(order.id, order.expire_at_us)
+            .await
+            .expect("schedule");
         last = order.expire_at_us;
     }
     for id in (1..=20).step_by(2) {
-        let outcome = f.orders.pay(id, &format!("cb-{id}"), now_us()).await.unwrap();
+        let outcome = f
+            .orders
+            .pay(id, &format!("cb-{id}"), now_us())
+            .await
+            .unwrap();
         assert_eq!(outcome, PaymentOutcome::Applied);
     }
     f.wait_for_due_cancels(last).await;
@@ -204,7 +252,11 @@ pub async fn paid_order_never_cancelled(f: &Fixture) {
     tokio::time::sleep(Duration::from_millis(300)).await;
     running.stop().await;
     for id in 1..=20 {
-        let expected = if id % 2 == 1 { OrderStatus::Paid } else { OrderStatus::Cancelled };
+        let expected = if id % 2 == 1 {
+            OrderStatus::Paid
+        } else {
+            OrderStatus::Cancelled
+        };
         assert_eq!(f.status(id).await, expected, "order {id}");
     }
     f.assert_clean().await;
@@ -218,7 +270,11 @@ pub async fn duplicates_release_once(f: &Fixture) {
     for i in 0..10 {
         let order = f.create(i + 1, 200 + 20 * i).await;
         for _ in 0..3 {
-            running.instance.schedule(order.id, order.expire_at_us).await.expect("schedule");
+            running
+                .instance
+                .schedule(order.id, order.expire_at_us)
+                .await
+                .expect("schedule");
         }
         last = order.expire_at_us;
     }
@@ -226,7 +282,11 @@ pub async fn duplicates_release_once(f: &Fixture) {
     tokio::time::sleep(Duration::from_millis(300)).await;
     running.stop().await;
     // A late duplicate delivery reaches the one cancel function: absorbed.
-    let again = f.orders.cancel_if_due(1, now_us(), "duplicate").await.unwrap();
+    let again = f
+        .orders
+        .cancel_if_due(1, now_us(), "duplicate")
+        .await
+        .unwrap();
     assert_eq!(again, CancelOutcome::AlreadyCancelled);
     let verdict = f.assert_clean().await;
     assert_eq!(verdict.orders.cancelled, 10);
@@ -235,7 +295,8 @@ pub async fn duplicates_release_once(f: &Fixture) {
 
 /// Three instances at once cancel every order exactly once.
 pub async fn several_instances_stay_correct(f: &Fixture) {
-    let instances: Vec<Running> = futures_join_all((0..3).map(|_| f.instance())).await
+    let instances: Vec<Running> = futures_join_all((0..3).map(|_| f.instance()))
+        .await
         .into_iter()
         .map(Running::start)
         .collect();
@@ -245,7 +306,11 @@ pub async fn several_instances_stay_correct(f: &Fixture) {
         // Round-robin, as the harness does: with instance-owned schedules
         // each order lives in exactly one instance.
         let owner = &instances[i as usize % instances.len()];
-        owner.instance.schedule(order.id, order.expire_at_us).await.expect("schedule");
+        owner
+            .instance
+            .schedule(order.id, order.expire_at_us)
+            .await
+            .expect("schedule");
         last = order.expire_at_us;
     }
     f.wait_for_due_cancels(last).await;
@@ -258,7 +323,10 @@ pub async fn several_instances_stay_correct(f: &Fixture) {
     let verdict = f.assert_clean().await;
     assert_eq!(verdict.orders.cancelled, 150);
     assert_eq!(verdict.releases, 150);
-    assert!(attempts >= 150, "instances reported {attempts} attempts for 150 cancels");
+    assert!(
+        attempts >= 150,
+        "instances reported {attempts} attempts for 150 cancels"
+    );
 }
 
 /// An order whose deadline passed while no instance was running is
@@ -269,13 +337,20 @@ pub async fn overdue_while_down_is_cancelled_on_start(f: &Fixture) {
     let mut last = 0;
     for i in 0..10 {
         let order = f.create(i + 1, 50 + 10 * i).await;
-        departed.schedule(order.id, order.expire_at_us).await.expect("schedule");
+        departed
+            .schedule(order.id, order.expire_at_us)
+            .await
+            .expect("schedule");
         last = order.expire_at_us;
     }
     drop(departed);
     let wait = (last - now_us()).max(0) as u64 + 200_000;
     tokio::time::sleep(Duration::from_micros(wait)).await;
-    assert_eq!(f.status(1).await, OrderStatus::Pending, "nothing was running to cancel it");
+    assert_eq!(
+        f.status(1).await,
+        OrderStatus::Pending,
+        "nothing was running to cancel it"
+    );
     let running = Running::start(f.instance().await);
     f.wait_for_due_cancels(last).await;
     running.stop().await;
@@ -301,7 +376,13 @@ fn random_namespace(strategy: &str) -> String {
     let nanos = now_us() % 1_000_000_000;
     let tag: String = strategy
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .collect();
     format!("t_{tag}_{}_{nanos}_{n}", std::process::id())
 }

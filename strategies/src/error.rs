@@ -71,6 +71,12 @@ pub(crate) fn db_error(context: &'static str, e: &sqlx::Error) -> Error {
 impl Error {
     /// Whether retrying the failed transaction may succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Database { retryable: true, .. })
+        matches!(
+            self,
+            Error::Database {
+                retryable: true,
+                ..
+            }
+        )
     }
 }

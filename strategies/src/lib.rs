@@ -17,7 +17,9 @@ pub mod registry;
 pub mod store;
 
 pub use canceller::{Canceller, Capabilities, Service, StrategyCounters};
-pub use domain::{now_us, CancelOutcome, CreateOutcome, Micros, NewOrder, OrderId, OrderStatus, PaymentOutcome};
+pub use domain::{
+    now_us, CancelOutcome, CreateOutcome, Micros, NewOrder, OrderId, OrderStatus, PaymentOutcome,
+};
 pub use error::{Error, Result};
 pub use registry::StrategyOptions;
 pub use store::{DbKind, DbLocation, DbServer, OrderStore, StoreStats};

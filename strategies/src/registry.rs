@@ -63,7 +63,11 @@ pub fn info(name: &str) -> Result<&'static StrategyInfo> {
         .find(|s| s.name == name)
         .ok_or_else(|| Error::UnknownStrategy {
             name: name.to_string(),
-            known: STRATEGIES.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+            known: STRATEGIES
+                .iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+                .join(", "),
         })
 }
 
@@ -91,10 +95,16 @@ impl StrategyOptions {
 /// Builds one instance of strategy `name` on `store` (each instance gets its
 /// own store, so its counters are its own). With `fallback-scan` enabled the
 /// strategy is wrapped so a slow db-scan runs beside it.
-pub fn build(name: &str, options: &StrategyOptions, store: OrderStore) -> Result<Box<dyn Canceller>> {
+pub fn build(
+    name: &str,
+    options: &StrategyOptions,
+    store: OrderStore,
+) -> Result<Box<dyn Canceller>> {
     let info = info(name)?;
     if let Some(reason) = info.unavailable {
-        return Err(Error::Config(format!("strategy `{name}` cannot run: {reason}")));
+        return Err(Error::Config(format!(
+            "strategy `{name}` cannot run: {reason}"
+        )));
     }
     let strategy: Box<dyn Canceller> = match name {
         "db-scan" => Box::new(DbScan::new(store.clone(), &options.db_scan)),
@@ -139,7 +149,10 @@ impl Canceller for WithFallback {
     }
 
     async fn run(&self, shutdown: CancellationToken) -> Result<()> {
-        let (a, b) = tokio::join!(self.strategy.run(shutdown.clone()), self.fallback.run(shutdown));
+        let (a, b) = tokio::join!(
+            self.strategy.run(shutdown.clone()),
+            self.fallback.run(shutdown)
+        );
         a.and(b)
     }
 

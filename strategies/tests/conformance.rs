@@ -3,9 +3,9 @@
 
 mod common;
 
+use std::time::Duration;
 use strategies::conformance::{self, Fixture};
 use strategies::StrategyOptions;
-use std::time::Duration;
 
 /// Options tuned for tests: short intervals so checks finish quickly.
 fn test_options() -> StrategyOptions {

@@ -42,7 +42,13 @@ pub struct DbScan {
 impl DbScan {
     /// The `db-scan` strategy.
     pub fn new(store: OrderStore, config: &DbScanConfig) -> Self {
-        Self::with_parts(store, config.interval, config.batch_size, Duration::ZERO, "db-scan")
+        Self::with_parts(
+            store,
+            config.interval,
+            config.batch_size,
+            Duration::ZERO,
+            "db-scan",
+        )
     }
 
     /// The `fallback-scan` that runs beside another strategy.

@@ -61,7 +61,8 @@ impl OrderStore {
         );
         let release_first = pattern == AntiPattern::ReleaseBeforeUpdate;
         if release_first {
-            self.release_raw(&mut tx, order_id, sku, qty, now_us, by).await?;
+            self.release_raw(&mut tx, order_id, sku, qty, now_us, by)
+                .await?;
         }
         let mut query = sqlx::query(&update).bind(now_us).bind(by).bind(order_id);
         // The always-true `? = ?` keeps the bind count equal across variants.
@@ -76,7 +77,8 @@ impl OrderStore {
             .rows_affected()
             == 1;
         if changed && !release_first {
-            self.release_raw(&mut tx, order_id, sku, qty, now_us, by).await?;
+            self.release_raw(&mut tx, order_id, sku, qty, now_us, by)
+                .await?;
         }
         tx.commit().await.ctx("cancelling (anti-pattern)")?;
         Ok(changed)

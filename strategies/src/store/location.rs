@@ -91,7 +91,10 @@ impl DbServer {
         let url = url.replacen("mariadb://", "mysql://", 1);
         if kind != DbKind::Sqlite {
             url::Url::parse(&url).map_err(|e| {
-                Error::Config(format!("database URL `{}` is malformed: {e}", redact_url(&url)))
+                Error::Config(format!(
+                    "database URL `{}` is malformed: {e}",
+                    redact_url(&url)
+                ))
             })?;
         }
         Ok(DbServer { kind, url })
@@ -292,6 +295,9 @@ mod tests {
             url: "mysql://root@127.0.0.1:3306/test".into(),
             namespace: "ns_1".into(),
         };
-        assert_eq!(loc.connect_url().unwrap(), "mysql://root@127.0.0.1:3306/ns_1");
+        assert_eq!(
+            loc.connect_url().unwrap(),
+            "mysql://root@127.0.0.1:3306/ns_1"
+        );
     }
 }

@@ -175,7 +175,10 @@ impl OrderStore {
     /// with SKUs `1..=skus`, each holding `initial` units.
     pub async fn install_schema(&self, skus: u32, initial: i64) -> Result<()> {
         for ddl in &self.sql.schema {
-            self.pool.execute(ddl.as_str()).await.ctx("creating the schema")?;
+            self.pool
+                .execute(ddl.as_str())
+                .await
+                .ctx("creating the schema")?;
         }
         let mut tx = self.pool.begin().await.ctx("filling stock")?;
         for sku in 1..=i64::from(skus) {
@@ -204,7 +207,10 @@ impl OrderStore {
         for b in binds {
             query = query.bind(*b);
         }
-        let rows = query.fetch_all(&self.pool).await.ctx("reading for the checker")?;
+        let rows = query
+            .fetch_all(&self.pool)
+            .await
+            .ctx("reading for the checker")?;
         rows.iter()
             .map(|r| {
                 (0..r.len())
@@ -217,7 +223,10 @@ impl OrderStore {
     /// [`OrderStore::query_i64_rows`] for a single-column result.
     pub async fn query_i64s(&self, sql: &str, binds: &[i64]) -> Result<Vec<i64>> {
         let rows = self.query_i64_rows(sql, binds).await?;
-        Ok(rows.into_iter().filter_map(|r| r.first().copied()).collect())
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| r.first().copied())
+            .collect())
     }
 
     /// Runs a read-only query returning `(text, i64)` rows (e.g. `GROUP BY status`).
@@ -233,6 +242,18 @@ impl OrderStore {
                 Ok((label.unwrap_or_else(|| "NULL".into()), count))
             })
             .collect()
+    }
+
+    /// Executes `sql` as is, bypassing every rule of the domain. For tests
+    /// that build broken states on purpose (and teaching variants); never
+    /// used by a correct strategy.
+    pub async fn execute_unchecked(&self, sql: &str) -> Result<u64> {
+        let done = self
+            .pool
+            .execute(sql)
+            .await
+            .ctx("executing unchecked SQL")?;
+        Ok(done.rows_affected())
     }
 
     /// The database's plan for the db-scan query, one line per plan row, so
@@ -285,7 +306,9 @@ async fn admin_connect(server: &DbServer) -> Result<AnyPool> {
 }
 
 async fn admin_execute(pool: &AnyPool, ddl: &str) -> Result<()> {
-    pool.execute(ddl).await.ctx("creating or dropping a namespace")?;
+    pool.execute(ddl)
+        .await
+        .ctx("creating or dropping a namespace")?;
     Ok(())
 }
 
@@ -294,8 +317,12 @@ async fn admin_version(pool: &AnyPool, kind: DbKind) -> Result<String> {
         DbKind::Sqlite => "SELECT sqlite_version()",
         _ => "SELECT version()",
     };
-    let row = sqlx::query(sql).fetch_one(pool).await.ctx("reading the server version")?;
-    row.try_get::<String, _>(0).ctx("reading the server version")
+    let row = sqlx::query(sql)
+        .fetch_one(pool)
+        .await
+        .ctx("reading the server version")?;
+    row.try_get::<String, _>(0)
+        .ctx("reading the server version")
 }
 
 /// MariaDB has `SKIP LOCKED` from 10.6, MySQL from 8.0.

@@ -189,8 +189,8 @@ impl OrderStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let outcomes =
-            in_tx!(self, "cancelling orders", |conn| self.cancel_in_tx(conn, ids, now_us, by))?;
+        let outcomes = in_tx!(self, "cancelling orders", |conn| self
+            .cancel_in_tx(conn, ids, now_us, by))?;
         self.count_outcomes(&outcomes);
         Ok(outcomes)
     }
@@ -213,7 +213,9 @@ impl OrderStore {
     ) -> Result<ScanBatch> {
         let batch = if let Some(claim_sql) = &self.sql.scan_due_skip_locked {
             in_tx!(self, "scanning for due orders", |conn| async {
-                let ids = self.select_ids(conn, claim_sql, due_before_us, limit).await?;
+                let ids = self
+                    .select_ids(conn, claim_sql, due_before_us, limit)
+                    .await?;
                 let outcomes = self.cancel_in_tx(conn, &ids, now_us, by).await?;
                 Ok::<_, Error>((ids.len(), outcomes))
             })
@@ -290,7 +292,9 @@ impl OrderStore {
             .fetch_all(&mut *conn)
             .await
             .ctx("scanning for due orders")?;
-        rows.iter().map(|r| r.try_get(0).ctx("scanning for due orders")).collect()
+        rows.iter()
+            .map(|r| r.try_get(0).ctx("scanning for due orders"))
+            .collect()
     }
 
     /// The body of the one cancel function, inside the caller's transaction.

@@ -106,7 +106,12 @@ fn schema(kind: DbKind) -> Vec<String> {
             "BIGINT AUTO_INCREMENT PRIMARY KEY",
             "`by`",
         ),
-        DbKind::Sqlite => ("TEXT", "TEXT", "INTEGER PRIMARY KEY AUTOINCREMENT", "\"by\""),
+        DbKind::Sqlite => (
+            "TEXT",
+            "TEXT",
+            "INTEGER PRIMARY KEY AUTOINCREMENT",
+            "\"by\"",
+        ),
     };
     vec![
         format!(
@@ -146,9 +151,15 @@ mod tests {
 
     #[test]
     fn skip_locked_only_where_supported() {
-        assert!(Sql::new(DbKind::Postgres, true).scan_due_skip_locked.is_some());
-        assert!(Sql::new(DbKind::Mysql, false).scan_due_skip_locked.is_none());
-        assert!(Sql::new(DbKind::Sqlite, true).scan_due_skip_locked.is_none());
+        assert!(Sql::new(DbKind::Postgres, true)
+            .scan_due_skip_locked
+            .is_some());
+        assert!(Sql::new(DbKind::Mysql, false)
+            .scan_due_skip_locked
+            .is_none());
+        assert!(Sql::new(DbKind::Sqlite, true)
+            .scan_due_skip_locked
+            .is_none());
         assert!(Sql::new(DbKind::Mysql, true).insert_move.contains("`by`"));
     }
 }

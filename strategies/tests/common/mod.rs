@@ -5,11 +5,13 @@
 #![allow(dead_code)]
 
 pub fn postgres_url() -> String {
-    std::env::var("DELAYBENCH_PG_URL").unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".into())
+    std::env::var("DELAYBENCH_PG_URL")
+        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".into())
 }
 
 pub fn mysql_url() -> String {
-    std::env::var("DELAYBENCH_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
+    std::env::var("DELAYBENCH_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
 }
 
 pub fn sqlite_url() -> String {

@@ -1,0 +1,289 @@
+//! The checker is itself tested: runs built to break each invariant must be
+//! caught with the exact counts, and correct runs must report zero. Every
+//! test runs on SQLite, PostgreSQL and MariaDB.
+
+mod common;
+
+use strategies::checker::{self, Anomalies};
+use strategies::conformance::Fixture;
+use strategies::store::AntiPattern;
+use strategies::{now_us, CancelOutcome, OrderStatus, PaymentOutcome, StrategyOptions};
+
+/// Orders 1..=10 are overdue (1..=3 paid), 11..=15 are due in a minute.
+/// SKU = 1 + id % 4, so ids 1..=10 touch all four SKUs.
+async fn fixture(url: &str) -> Fixture {
+    let f = Fixture::new(url, "db-scan", StrategyOptions::default()).await;
+    for id in 1..=10 {
+        f.create(id, -1_000).await;
+    }
+    for id in 11..=15 {
+        f.create(id, 60_000).await;
+    }
+    for id in 1..=3 {
+        assert_eq!(
+            f.orders
+                .pay(id, &format!("cb-{id}"), now_us())
+                .await
+                .unwrap(),
+            PaymentOutcome::Applied
+        );
+    }
+    f
+}
+
+async fn verdict(f: &Fixture) -> checker::Verdict {
+    checker::check(&f.orders, 0, now_us()).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn correct_cancels_report_zero() {
+    for url in common::all_databases() {
+        let f = fixture(&url).await;
+        for _round in 0..2 {
+            for id in 1..=15 {
+                f.orders.cancel_if_due(id, now_us(), "test").await.unwrap();
+            }
+        }
+        let v = verdict(&f).await;
+        assert_eq!(v.anomalies, Anomalies::default(), "{url}: {v:#?}");
+        assert_eq!(
+            (v.orders.paid, v.orders.cancelled, v.orders.pending),
+            (3, 7, 5),
+            "{url}"
+        );
+        assert_eq!(v.releases, 7, "{url}");
+        f.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unconditional_update_is_caught() {
+    for url in common::all_databases() {
+        let f = fixture(&url).await;
+        for _round in 0..2 {
+            for id in 1..=10 {
+                f.orders
+                    .cancel_with_anti_pattern(
+                        AntiPattern::UnconditionalUpdate,
+                        id,
+                        now_us(),
+                        "broken",
+                    )
+                    .await
+                    .unwrap();
+            }
+        }
+        let v = verdict(&f).await;
+        let expected = Anomalies {
+            paid_then_cancelled: 3,
+            duplicate_releases: 10,
+            stock_mismatches: 4,
+            ..Anomalies::default()
+        };
+        assert_eq!(v.anomalies, expected, "{url}: {v:#?}");
+        assert_eq!(
+            v.anomaly_examples.paid_then_cancelled,
+            vec![1, 2, 3],
+            "{url}"
+        );
+        f.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_before_update_is_caught() {
+    for url in common::all_databases() {
+        let f = fixture(&url).await;
+        for _round in 0..2 {
+            for id in 1..=10 {
+                f.orders
+                    .cancel_with_anti_pattern(
+                        AntiPattern::ReleaseBeforeUpdate,
+                        id,
+                        now_us(),
+                        "broken",
+                    )
+                    .await
+                    .unwrap();
+            }
+        }
+        let v = verdict(&f).await;
+        let expected = Anomalies {
+            duplicate_releases: 10,
+            orphan_releases: 3,
+            stock_mismatches: 4,
+            ..Anomalies::default()
+        };
+        assert_eq!(v.anomalies, expected, "{url}: {v:#?}");
+        assert_eq!(v.anomaly_examples.orphan_releases, vec![1, 2, 3], "{url}");
+        // The paid orders stay paid: the damage is the stock, not the state.
+        assert_eq!(f.status(1).await, OrderStatus::Paid);
+        f.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_before_deadline_is_caught() {
+    for url in common::all_databases() {
+        let f = fixture(&url).await;
+        for id in 11..=15 {
+            f.orders
+                .cancel_with_anti_pattern(AntiPattern::CancelBeforeDeadline, id, now_us(), "broken")
+                .await
+                .unwrap();
+        }
+        let v = verdict(&f).await;
+        // Orders 4..=10 were never cancelled at all: missed.
+        let expected = Anomalies {
+            early_cancels: 5,
+            missed_cancels: 7,
+            ..Anomalies::default()
+        };
+        assert_eq!(v.anomalies, expected, "{url}: {v:#?}");
+        assert_eq!(
+            v.anomaly_examples.early_cancels,
+            vec![11, 12, 13, 14, 15],
+            "{url}"
+        );
+        assert_eq!(
+            v.anomaly_examples.missed_cancels,
+            vec![4, 5, 6, 7, 8, 9, 10],
+            "{url}"
+        );
+        f.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missed_cancels_respect_the_drain() {
+    for url in common::all_databases() {
+        let f = fixture(&url).await;
+        // Deadlines passed ~1s ago: within a 60s drain they are not missed yet.
+        let lenient = checker::check(&f.orders, 60_000_000, now_us())
+            .await
+            .unwrap();
+        assert_eq!(lenient.anomalies.missed_cancels, 0, "{url}");
+        assert_eq!(verdict(&f).await.anomalies.missed_cancels, 7, "{url}");
+        f.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refunds_are_exactly_once_even_under_concurrent_retries() {
+    for url in common::all_databases() {
+        let f = fixture(&url).await;
+        assert_eq!(
+            f.orders.cancel_if_due(4, now_us(), "test").await.unwrap(),
+            CancelOutcome::Cancelled
+        );
+        // Ten copies of one late callback arrive at once for a cancelled
+        // order, and ten copies of another for a pending one.
+        let late = pay_concurrently(&f, 4, "cb-late", 10).await;
+        let fresh = pay_concurrently(&f, 12, "cb-fresh", 10).await;
+        let count = |v: &[PaymentOutcome], o| v.iter().filter(|x| **x == o).count();
+        assert_eq!(count(&late, PaymentOutcome::Refunded), 1, "{url}: {late:?}");
+        assert_eq!(count(&late, PaymentOutcome::Duplicate), 9, "{url}");
+        assert_eq!(
+            count(&fresh, PaymentOutcome::Applied),
+            1,
+            "{url}: {fresh:?}"
+        );
+        assert_eq!(count(&fresh, PaymentOutcome::Duplicate), 9, "{url}");
+        assert_eq!(
+            f.orders.pay(99, "cb-none", now_us()).await.unwrap(),
+            PaymentOutcome::Missing
+        );
+        let v = checker::check(&f.orders, 60_000_000, now_us())
+            .await
+            .unwrap();
+        assert_eq!(v.anomalies, Anomalies::default(), "{url}: {v:#?}");
+        assert_eq!(v.payments.get("REFUNDED"), Some(&1), "{url}");
+
+        // A second refund for the same capture is a refund error.
+        f.orders
+            .execute_unchecked(&format!(
+                "INSERT INTO payments (order_id, callback_id, at_us, outcome) VALUES (4, 'cb-late', {}, 'REFUNDED')",
+                now_us()
+            ))
+            .await
+            .unwrap();
+        let v = checker::check(&f.orders, 60_000_000, now_us())
+            .await
+            .unwrap();
+        assert_eq!(v.anomalies.refund_errors, 1, "{url}: {v:#?}");
+        assert_eq!(v.anomaly_examples.refund_errors, vec![4], "{url}");
+        f.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreleased_cancel_is_caught() {
+    for url in common::all_databases() {
+        let f = fixture(&url).await;
+        // A cancel that forgot its stock: state changed, no RELEASE move.
+        f.orders
+            .execute_unchecked(&format!(
+                "UPDATE orders SET status = 'CANCELLED', cancelled_at_us = {}, cancelled_by = 'broken' WHERE id = 5",
+                now_us()
+            ))
+            .await
+            .unwrap();
+        let v = checker::check(&f.orders, 60_000_000, now_us())
+            .await
+            .unwrap();
+        let expected = Anomalies {
+            unreleased_cancels: 1,
+            stock_mismatches: 1,
+            ..Anomalies::default()
+        };
+        assert_eq!(v.anomalies, expected, "{url}: {v:#?}");
+        assert_eq!(
+            v.anomaly_examples.stock_mismatches,
+            vec![2],
+            "{url}: SKU of order 5"
+        );
+        f.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_uses_the_status_expire_index() {
+    for url in common::all_databases() {
+        let f = Fixture::new(&url, "db-scan", StrategyOptions::default()).await;
+        for id in 1..=300 {
+            f.create(id, 60_000 + id).await;
+        }
+        let analyze = if url.starts_with("mysql") {
+            "ANALYZE TABLE orders"
+        } else {
+            "ANALYZE"
+        };
+        f.orders.execute_unchecked(analyze).await.unwrap();
+        let plan = f.orders.explain_scan().await.unwrap();
+        assert!(
+            plan.contains("orders_status_expire"),
+            "{url}: scan does not use the index:\n{plan}"
+        );
+        f.cleanup().await;
+    }
+}
+
+/// Delivers `copies` copies of one callback at once, each on its own task.
+async fn pay_concurrently(
+    f: &Fixture,
+    order_id: i64,
+    callback: &str,
+    copies: usize,
+) -> Vec<PaymentOutcome> {
+    let tasks: Vec<_> = (0..copies)
+        .map(|_| {
+            let (store, callback) = (f.orders.clone(), callback.to_string());
+            tokio::spawn(async move { store.pay(order_id, &callback, now_us()).await })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap().unwrap());
+    }
+    outcomes
+}
