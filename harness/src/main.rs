@@ -1,1 +1,106 @@
-fn main() {}
+//! `delaybench`: drives one order/payment workload against every delay
+//! strategy and reports lateness, cost and invariant violations.
+
+mod driver;
+mod instance;
+mod report;
+mod run;
+mod runinfo;
+mod scenario;
+mod summary;
+mod workload;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "delaybench",
+    version,
+    about = "Compare ways of cancelling unpaid orders at their deadline"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the comparison and write results/<run-id>/ with report.md.
+    Run {
+        /// Scenario TOML file (default: the bundled quick scenario, scenarios/quick.toml).
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// Comma-separated strategies (default: all; unavailable ones are reported as skipped).
+        #[arg(long)]
+        strategies: Option<String>,
+        /// Order database: sqlite:// (embedded, default), postgres://user@host/db or mysql://user@host/db.
+        #[arg(long, default_value = "sqlite://")]
+        db: String,
+        /// Folder that receives <run-id>/.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+    },
+    /// Regenerate report.md of a run folder from its JSON.
+    Report {
+        /// A run folder, e.g. results/20261129-201500-quick.
+        dir: PathBuf,
+    },
+    /// List the strategies and whether each can run.
+    List,
+    /// Internal: one canceller instance, started by `run`.
+    #[command(hide = true)]
+    Worker,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Run {
+                scenario,
+                strategies,
+                db,
+                out,
+            } => run::run(&run::RunArgs {
+                scenario,
+                strategies,
+                db,
+                out,
+            })
+            .await
+            .map(|_| ()),
+            Command::Report { dir } => {
+                report::write(&dir)?;
+                let (_, summaries) = report::load(&dir)?;
+                println!("{}", report::terminal_table(&summaries));
+                println!("report: {}", dir.join("report.md").display());
+                Ok(())
+            }
+            Command::List => {
+                for s in strategies::registry::STRATEGIES {
+                    let status = s.unavailable.unwrap_or("available");
+                    println!("{:<16} {:<60} {status}", s.name, s.summary);
+                }
+                Ok(())
+            }
+            Command::Worker => instance::worker_main().await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

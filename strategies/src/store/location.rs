@@ -42,12 +42,12 @@ impl DbKind {
             DbKind::Postgres => {
                 "start PostgreSQL: `docker compose up -d --wait postgres`, or on a Debian host \
                  `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`; \
-                 or pass another --db postgres://user@host/db"
+                 if it is running, check the user, password and database in the URL"
             }
             DbKind::Mysql => {
                 "start MariaDB: `docker compose up -d --wait mariadb`, or on a Debian host \
                  `start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd`; \
-                 or pass another --db mysql://user@host/db"
+                 if it is running, check the user, password and database in the URL"
             }
             DbKind::Sqlite => "check that the results folder exists and is writable",
         }
@@ -130,13 +130,13 @@ impl DbServer {
                 })
             }
             DbKind::Postgres | DbKind::Mysql => {
-                let admin = super::admin_connect(self).await?;
+                let mut admin = super::admin_connect(self).await?;
                 let ddl = match self.kind {
                     DbKind::Postgres => format!("CREATE SCHEMA IF NOT EXISTS \"{name}\""),
                     _ => format!("CREATE DATABASE IF NOT EXISTS `{name}`"),
                 };
-                super::admin_execute(&admin, &ddl).await?;
-                admin.close().await;
+                super::admin_execute(&mut admin, &ddl).await?;
+                let _ = sqlx::Connection::close(admin).await;
                 Ok(DbLocation {
                     kind: self.kind,
                     url: self.url.clone(),
@@ -158,15 +158,15 @@ impl DbServer {
             }
             DbKind::Postgres | DbKind::Mysql => {
                 check_identifier(&location.namespace)?;
-                let admin = super::admin_connect(self).await?;
+                let mut admin = super::admin_connect(self).await?;
                 let ddl = match self.kind {
                     DbKind::Postgres => {
                         format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", location.namespace)
                     }
                     _ => format!("DROP DATABASE IF EXISTS `{}`", location.namespace),
                 };
-                super::admin_execute(&admin, &ddl).await?;
-                admin.close().await;
+                super::admin_execute(&mut admin, &ddl).await?;
+                let _ = sqlx::Connection::close(admin).await;
                 Ok(())
             }
         }
@@ -175,7 +175,7 @@ impl DbServer {
     /// Connects once and returns the server's version string, or an
     /// [`Error::Unreachable`] naming the URL and how to start the server.
     pub async fn server_version(&self) -> Result<String> {
-        let admin = if self.kind == DbKind::Sqlite {
+        let mut admin = if self.kind == DbKind::Sqlite {
             let memory = DbServer {
                 kind: DbKind::Sqlite,
                 url: "sqlite::memory:".into(),
@@ -184,8 +184,8 @@ impl DbServer {
         } else {
             super::admin_connect(self).await?
         };
-        let version = super::admin_version(&admin, self.kind).await;
-        admin.close().await;
+        let version = super::admin_version(&mut admin, self.kind).await;
+        let _ = sqlx::Connection::close(admin).await;
         version
     }
 

@@ -18,7 +18,7 @@ use crate::error::{DbContext, Error, Result};
 use serde::{Deserialize, Serialize};
 use sql::Sql;
 use sqlx::any::{AnyPoolOptions, AnyRow};
-use sqlx::{AnyPool, Executor, Row};
+use sqlx::{AnyConnection, AnyPool, Connection, Executor, Row};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -92,6 +92,24 @@ impl StoreStats {
         self.already_cancelled += other.already_cancelled;
         self.not_due += other.not_due;
         self.missing += other.missing;
+    }
+}
+
+impl StoreStats {
+    /// What happened since `earlier` (counters only grow).
+    pub fn since(&self, earlier: &StoreStats) -> StoreStats {
+        StoreStats {
+            statements: self.statements - earlier.statements,
+            transactions: self.transactions - earlier.transactions,
+            retries: self.retries - earlier.retries,
+            rows_read: self.rows_read - earlier.rows_read,
+            cancel_attempts: self.cancel_attempts - earlier.cancel_attempts,
+            cancelled: self.cancelled - earlier.cancelled,
+            already_paid: self.already_paid - earlier.already_paid,
+            already_cancelled: self.already_cancelled - earlier.already_cancelled,
+            not_due: self.not_due - earlier.not_due,
+            missing: self.missing - earlier.missing,
+        }
     }
 }
 
@@ -294,31 +312,40 @@ fn unreachable(kind: DbKind, display_url: &str, e: &sqlx::Error) -> Error {
     }
 }
 
-/// A one-connection pool on the server URL itself, for DDL on namespaces.
-async fn admin_connect(server: &DbServer) -> Result<AnyPool> {
+/// One connection on the server URL itself, for DDL on namespaces. A plain
+/// connection, not a pool, so a refused connection fails at once instead of
+/// being retried until a timeout.
+async fn admin_connect(server: &DbServer) -> Result<AnyConnection> {
     sqlx::any::install_default_drivers();
-    AnyPoolOptions::new()
-        .max_connections(1)
-        .acquire_timeout(CONNECT_TIMEOUT)
-        .connect(server.url())
-        .await
-        .map_err(|e| unreachable(server.kind(), &server.display_url(), &e))
+    let connect = AnyConnection::connect(server.url());
+    match tokio::time::timeout(CONNECT_TIMEOUT, connect).await {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(e)) => Err(unreachable(server.kind(), &server.display_url(), &e)),
+        Err(_) => Err(unreachable(
+            server.kind(),
+            &server.display_url(),
+            &sqlx::Error::PoolTimedOut,
+        )),
+    }
 }
 
-async fn admin_execute(pool: &AnyPool, ddl: &str) -> Result<()> {
-    pool.execute(ddl)
+async fn admin_execute(conn: &mut AnyConnection, ddl: &str) -> Result<()> {
+    conn.execute(ddl)
         .await
         .ctx("creating or dropping a namespace")?;
     Ok(())
 }
 
-async fn admin_version(pool: &AnyPool, kind: DbKind) -> Result<String> {
+async fn admin_version<'c, E: sqlx::Executor<'c, Database = sqlx::Any>>(
+    executor: E,
+    kind: DbKind,
+) -> Result<String> {
     let sql = match kind {
         DbKind::Sqlite => "SELECT sqlite_version()",
         _ => "SELECT version()",
     };
     let row = sqlx::query(sql)
-        .fetch_one(pool)
+        .fetch_one(executor)
         .await
         .ctx("reading the server version")?;
     row.try_get::<String, _>(0)

@@ -1,0 +1,175 @@
+//! The open-loop driver: performs every planned event at its intended time,
+//! whatever the backend does, and records how late each one actually
+//! started (no coordinated omission: a slow database makes the lag grow, it
+//! never slows the schedule).
+
+use crate::instance::Instance;
+use crate::workload::{Action, Plan};
+use hdrhistogram::Histogram;
+use indicatif::ProgressBar;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use strategies::{now_us, CreateOutcome, NewOrder, OrderStore, PaymentOutcome};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// Lag above which the harness warns that it fell behind its own schedule.
+pub const LAG_WARNING: Duration = Duration::from_millis(20);
+
+/// What the driver did, and how well it kept to the schedule.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GeneratorHealth {
+    pub orders_planned: u64,
+    pub created: u64,
+    /// Refused for lack of stock (not an anomaly; reported).
+    pub refused: u64,
+    pub create_errors: u64,
+    pub callbacks_delivered: u64,
+    pub payment_outcomes: BTreeMap<String, u64>,
+    pub payment_errors: u64,
+    /// Intended vs actual start of each event, us.
+    pub lag_us_p50: u64,
+    pub lag_us_p99: u64,
+    pub lag_us_max: u64,
+    /// Set when the harness fell behind (p99 lag above the warning threshold).
+    pub warning: Option<String>,
+    /// First error seen, if any, to make failures diagnosable.
+    pub first_error: Option<String>,
+}
+
+enum Done {
+    Created(CreateOutcome),
+    Paid(PaymentOutcome),
+    Failed { create: bool, error: String },
+}
+
+/// Runs `plan` from `t0`, scheduling each created
+/// order on the instances round-robin by order id. Returns once every event
+/// has been performed. Tells the instances when the warm-up ends.
+pub async fn drive(
+    plan: &Plan,
+    store: &OrderStore,
+    instances: &Arc<Vec<Instance>>,
+    t0: Instant,
+    progress: &ProgressBar,
+) -> GeneratorHealth {
+    let mut health = GeneratorHealth {
+        orders_planned: plan.orders as u64,
+        ..GeneratorHealth::default()
+    };
+    let mut lag = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
+    let (tx, mut rx) = mpsc::unbounded_channel::<(u64, Done)>();
+    let mut measuring = false;
+    for event in &plan.events {
+        if !measuring && event.at_us >= plan.measured_from_us {
+            measuring = true;
+            instances.iter().for_each(Instance::start_measuring);
+        }
+        let intended = t0 + Duration::from_micros(event.at_us as u64);
+        tokio::time::sleep_until(intended).await;
+        let (store, instances, tx, action) = (
+            store.clone(),
+            Arc::clone(instances),
+            tx.clone(),
+            event.action.clone(),
+        );
+        tokio::spawn(async move {
+            let lag_us = Instant::now()
+                .saturating_duration_since(intended)
+                .as_micros() as u64;
+            let done = match action {
+                Action::Create {
+                    id,
+                    sku,
+                    qty,
+                    timeout_us,
+                } => {
+                    let created_at_us = now_us();
+                    let order = NewOrder {
+                        id,
+                        sku,
+                        qty,
+                        created_at_us,
+                        expire_at_us: created_at_us + timeout_us,
+                    };
+                    match store.create_order(&order).await {
+                        Ok(CreateOutcome::Created) => {
+                            // Scheduled only after the creating transaction committed.
+                            instances[id as usize % instances.len()]
+                                .schedule(id, order.expire_at_us);
+                            Done::Created(CreateOutcome::Created)
+                        }
+                        Ok(other) => Done::Created(other),
+                        Err(e) => Done::Failed {
+                            create: true,
+                            error: e.to_string(),
+                        },
+                    }
+                }
+                Action::Pay { id, callback_id } => {
+                    match store.pay(id, &callback_id, now_us()).await {
+                        Ok(outcome) => Done::Paid(outcome),
+                        Err(e) => Done::Failed {
+                            create: false,
+                            error: e.to_string(),
+                        },
+                    }
+                }
+            };
+            let _ = tx.send((lag_us, done));
+        });
+        while let Ok((lag_us, done)) = rx.try_recv() {
+            record(&mut health, &mut lag, lag_us, done, progress);
+        }
+    }
+    drop(tx);
+    while let Some((lag_us, done)) = rx.recv().await {
+        record(&mut health, &mut lag, lag_us, done, progress);
+    }
+    health.lag_us_p50 = lag.value_at_quantile(0.5);
+    health.lag_us_p99 = lag.value_at_quantile(0.99);
+    health.lag_us_max = lag.max();
+    if health.lag_us_p99 > LAG_WARNING.as_micros() as u64 {
+        health.warning = Some(format!(
+            "the harness fell behind its schedule: p99 start lag {:.1} ms, max {:.1} ms \
+             (threshold {} ms). Lateness then includes harness delay; lower `rate` or \
+             give the machine fewer other jobs",
+            health.lag_us_p99 as f64 / 1000.0,
+            health.lag_us_max as f64 / 1000.0,
+            LAG_WARNING.as_millis()
+        ));
+    }
+    health
+}
+
+fn record(
+    health: &mut GeneratorHealth,
+    lag: &mut Histogram<u64>,
+    lag_us: u64,
+    done: Done,
+    progress: &ProgressBar,
+) {
+    let _ = lag.record(lag_us.max(1));
+    progress.inc(1);
+    match done {
+        Done::Created(CreateOutcome::Created) => health.created += 1,
+        Done::Created(CreateOutcome::OutOfStock) => health.refused += 1,
+        Done::Paid(outcome) => {
+            health.callbacks_delivered += 1;
+            *health
+                .payment_outcomes
+                .entry(outcome.as_str().to_string())
+                .or_default() += 1;
+        }
+        Done::Failed { create, error } => {
+            if create {
+                health.create_errors += 1;
+            } else {
+                health.payment_errors += 1;
+            }
+            health.first_error.get_or_insert(error);
+        }
+    }
+}

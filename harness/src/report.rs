@@ -1,0 +1,287 @@
+//! `report.md` and the terminal table, rendered from `run.json` and every
+//! `<strategy>/summary.json` on disk (the JSON is the source of truth, so a
+//! report can be regenerated with `delaybench report DIR`).
+
+use crate::runinfo::RunInfo;
+use crate::summary::{Status, Summary};
+use anyhow::{Context, Result};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Reads `run.json` and the summaries in the order the run listed them.
+pub fn load(run_dir: &Path) -> Result<(RunInfo, Vec<Summary>)> {
+    let info = RunInfo::read(run_dir)?;
+    let mut summaries = Vec::new();
+    for name in &info.strategies {
+        let dir = run_dir.join(name);
+        if dir.join("summary.json").exists() {
+            summaries.push(Summary::read(&dir)?);
+        }
+    }
+    Ok((info, summaries))
+}
+
+/// Writes `report.md` for the run in `run_dir`.
+pub fn write(run_dir: &Path) -> Result<()> {
+    let (info, summaries) = load(run_dir)?;
+    let path = run_dir.join("report.md");
+    std::fs::write(&path, markdown(&info, &summaries))
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+fn ms(us: u64) -> String {
+    format!("{:.1}", us as f64 / 1000.0)
+}
+
+fn ratio(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into())
+}
+
+/// Anomalies as `name=count` for the non-zero ones, or `0`.
+fn anomaly_cell(s: &Summary) -> String {
+    let a = &s.anomalies;
+    let named = [
+        ("early", a.early_cancels),
+        ("paid-then-cancelled", a.paid_then_cancelled),
+        ("duplicate-releases", a.duplicate_releases),
+        ("missed", a.missed_cancels),
+        ("refund-errors", a.refund_errors),
+        ("stock-mismatches", a.stock_mismatches),
+        ("unreleased", a.unreleased_cancels),
+        ("orphan-releases", a.orphan_releases),
+    ];
+    let parts: Vec<String> = named
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k}={n}"))
+        .collect();
+    if parts.is_empty() {
+        "0".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// The main table, one row per strategy (skipped and failed ones included).
+fn rows(summaries: &[Summary]) -> Vec<Vec<String>> {
+    let mut rows = vec![[
+        "strategy",
+        "status",
+        "created",
+        "paid",
+        "cancelled",
+        "pending",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "max ms",
+        "anomalies",
+        "stmts/cancel",
+        "attempts/cancel",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()];
+    for s in summaries {
+        if s.status != Status::Ok {
+            let mut row = vec![s.strategy.clone(), format!("{:?}", s.status).to_lowercase()];
+            row.extend(std::iter::repeat_n("-".to_string(), 12));
+            rows.push(row);
+            continue;
+        }
+        let l = &s.lateness_us;
+        let c = &s.cost.store;
+        let attempts = (c.cancelled > 0).then(|| c.cancel_attempts as f64 / c.cancelled as f64);
+        rows.push(vec![
+            s.strategy.clone(),
+            "ok".into(),
+            s.orders.created.to_string(),
+            s.orders.paid.to_string(),
+            s.orders.cancelled.to_string(),
+            s.orders.pending.to_string(),
+            ms(l.p50),
+            ms(l.p90),
+            ms(l.p99),
+            ms(l.p999),
+            ms(l.max),
+            anomaly_cell(s),
+            ratio(s.cost.statements_per_cancel),
+            ratio(attempts),
+        ]);
+    }
+    rows
+}
+
+fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
+    let mut out = String::new();
+    let sc = &info.scenario;
+    let _ = writeln!(out, "# delaybench run `{}`\n", info.run_id);
+    let _ = writeln!(
+        out,
+        "Scenario **{}** ({}), seed {}: {} orders/s for {} after a {} warm-up, drain {}, {} instance(s) per strategy.  \n\
+         **Timeouts: {}** — every latency below is lateness past these deadlines.  \n\
+         Database: `{}` ({}). Commit `{}`. Machine: {}.\n",
+        sc.name,
+        info.scenario_source,
+        sc.seed,
+        sc.rate,
+        humantime::format_duration(sc.duration),
+        humantime::format_duration(sc.warmup),
+        humantime::format_duration(sc.drain),
+        sc.instances,
+        sc.timeouts_label(),
+        info.database_url,
+        info.database_version,
+        info.git_commit,
+        info.machine.summary(),
+    );
+    let _ = writeln!(out, "## Results\n");
+    let table = rows(summaries);
+    let _ = writeln!(out, "| {} |", table[0].join(" | "));
+    let _ = writeln!(out, "|{}", " --- |".repeat(table[0].len()));
+    for row in &table[1..] {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    let _ = writeln!(out);
+    for s in summaries.iter().filter(|s| s.status != Status::Ok) {
+        let _ = writeln!(
+            out,
+            "- **{}** {}: {}",
+            s.strategy,
+            format!("{:?}", s.status).to_lowercase(),
+            s.reason.as_deref().unwrap_or("no reason recorded")
+        );
+    }
+    for s in summaries.iter().filter(|s| s.status == Status::Ok) {
+        let _ = writeln!(out, "\n### {}\n", s.strategy);
+        let _ = writeln!(
+            out,
+            "- database: {} `{}`, namespace `{}`",
+            s.database.kind,
+            s.database.url,
+            s.database.namespace.as_deref().unwrap_or("-")
+        );
+        let by: Vec<String> = s
+            .cancelled_by
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "- cancels by path: {}",
+            if by.is_empty() {
+                "none".into()
+            } else {
+                by.join(", ")
+            }
+        );
+        let pays: Vec<String> = s
+            .payments
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        let _ = writeln!(out, "- payment callbacks recorded: {}", pays.join(", "));
+        let c = &s.cost;
+        let _ = writeln!(
+            out,
+            "- cost (measured window): {} statements, {} transactions, {} retries, {} rows read by scans, \
+             {} cancel attempts of which {} absorbed; CPU {} ms over {} instance(s), peak RSS {} KiB",
+            c.store.statements,
+            c.store.transactions,
+            c.store.retries,
+            c.store.rows_read,
+            c.store.cancel_attempts,
+            c.absorbed_attempts,
+            c.cpu_ms,
+            c.instances.len(),
+            c.peak_rss_kib
+        );
+        let g = &s.generator;
+        let _ = writeln!(
+            out,
+            "- generator: {}/{} orders created ({} refused for stock, {} errors), {} callbacks, \
+             start lag p50 {} ms p99 {} ms max {} ms",
+            g.created,
+            g.orders_planned,
+            g.refused,
+            g.create_errors,
+            g.callbacks_delivered,
+            ms(g.lag_us_p50),
+            ms(g.lag_us_p99),
+            ms(g.lag_us_max)
+        );
+        if let Some(w) = &g.warning {
+            let _ = writeln!(out, "- **warning**: {w}");
+        }
+        if let Some(caps) = &s.capabilities {
+            let _ = writeln!(
+                out,
+                "- capabilities: durable across restart: {}, arbitrary delay: {}, needs fallback: {}, multi-instance safe: {}",
+                caps.durable_across_restart, caps.arbitrary_delay, caps.needs_fallback, caps.multi_instance_safe
+            );
+            for note in &caps.notes {
+                let _ = writeln!(out, "- note: {note}");
+            }
+        }
+        if s.anomalies.total() > 0 {
+            let _ = writeln!(
+                out,
+                "- **anomaly examples** (order ids; SKUs for stock): `{}`",
+                serde_json::to_string(&s.anomaly_examples).unwrap_or_default()
+            );
+        }
+    }
+    out.push_str(GLOSSARY);
+    out
+}
+
+const GLOSSARY: &str = "
+## How to read this
+
+- **lateness** = `cancelled_at_us - expire_at_us` of each cancelled order created after the warm-up
+  (HdrHistogram, 3 significant digits; full distribution in `<strategy>/lateness.hgrm`).
+- **anomalies** are computed from the database by the checker; every one must be 0:
+  `early` cancelled before its deadline; `paid-then-cancelled` a paid order ended CANCELLED;
+  `duplicate-releases` stock released more than once; `missed` still PENDING `drain` after its
+  deadline; `refund-errors` a captured payment not applied-or-refunded exactly once;
+  `stock-mismatches` SKUs whose stock is not initial minus what live orders hold;
+  `unreleased` cancelled without a release; `orphan-releases` released but not cancelled.
+- **stmts/cancel**: SQL statements the canceller instances sent (BEGIN/COMMIT included) per order
+  they cancelled, app-side, after the warm-up. **attempts/cancel**: `cancel_if_due` calls per
+  effective cancel; above 1 means duplicates were absorbed by the conditional UPDATE.
+- Raw numbers: `run.json` and `<strategy>/summary.json`.
+";
+
+/// The table for the terminal, columns aligned.
+pub fn terminal_table(summaries: &[Summary]) -> String {
+    let table = rows(summaries);
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|i| {
+            table
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in &table {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+    }
+    for s in summaries.iter().filter(|s| s.status != Status::Ok) {
+        let _ = writeln!(
+            out,
+            "{} {}: {}",
+            s.strategy,
+            format!("{:?}", s.status).to_lowercase(),
+            s.reason.as_deref().unwrap_or("")
+        );
+    }
+    out
+}

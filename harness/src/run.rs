@@ -1,0 +1,339 @@
+//! `delaybench run`: every selected strategy in turn on a fresh namespace,
+//! the same plan for each, then the checker, then `summary.json` and the
+//! report, rewritten after every strategy so a crash loses nothing measured.
+
+use crate::driver;
+use crate::instance::{Instance, WorkerReport, WorkerSpec};
+use crate::report;
+use crate::runinfo::{self, Machine, RunInfo};
+use crate::scenario::Scenario;
+use crate::summary::{self, Cost, DatabaseInfo, Status, Summary};
+use crate::workload::{self, Plan};
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use strategies::registry::{self, STRATEGIES};
+use strategies::{checker, now_us, DbServer, OrderStore, StoreStats};
+use tokio::time::Instant;
+
+/// What `delaybench run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RunArgs {
+    pub scenario: Option<PathBuf>,
+    /// Comma-separated names; `None` means every known strategy.
+    pub strategies: Option<String>,
+    pub db: String,
+    pub out: PathBuf,
+}
+
+/// Runs the comparison and returns the run folder.
+pub async fn run(args: &RunArgs) -> Result<PathBuf> {
+    let (scenario, scenario_source) = Scenario::load(args.scenario.as_deref())?;
+    let names = select(args.strategies.as_deref())?;
+    let server = DbServer::parse(&args.db)?;
+    let database_version = server.server_version().await?;
+    let (run_id, run_dir) = new_run_dir(&args.out, &scenario.name)?;
+    RunInfo {
+        run_id: run_id.clone(),
+        started_at: chrono::Local::now().to_rfc3339(),
+        delaybench_version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit: runinfo::git_commit(),
+        command: std::env::args().collect(),
+        scenario_source,
+        seed: scenario.seed,
+        scenario: scenario.clone(),
+        strategies: names.clone(),
+        database_kind: server.kind().as_str().to_string(),
+        database_url: server.display_url(),
+        database_version,
+        machine: Machine::detect(),
+    }
+    .write(&run_dir)?;
+    let plan = workload::plan(&scenario);
+    eprintln!(
+        "delaybench: run {run_id}: scenario {} ({} orders, {} payment callbacks, timeouts {}), database {}, strategies {}",
+        scenario.name,
+        plan.orders,
+        plan.callbacks,
+        scenario.timeouts_label(),
+        server.display_url(),
+        names.join(", ")
+    );
+    let mut summaries = Vec::new();
+    for name in &names {
+        let dir = run_dir.join(name);
+        let database = DatabaseInfo {
+            kind: server.kind().as_str().to_string(),
+            url: server.display_url(),
+            namespace: None,
+        };
+        let info = registry::info(name)?;
+        let summary = if let Some(reason) = info.unavailable {
+            Summary::not_run(name, Status::Skipped, reason.to_string(), database)
+        } else {
+            match run_strategy(name, &scenario, &plan, &server, &run_id, &dir).await {
+                Ok(summary) => summary,
+                Err(e) => Summary::not_run(name, Status::Failed, format!("{e:#}"), database),
+            }
+        };
+        summary.write(&dir)?;
+        report::write(&run_dir)?;
+        eprintln!("delaybench: {}", one_line(&summary));
+        summaries.push(summary);
+    }
+    println!("\n{}", report::terminal_table(&summaries));
+    println!("report: {}", run_dir.join("report.md").display());
+    Ok(run_dir)
+}
+
+/// Validates `--strategies`; every known strategy when absent.
+fn select(list: Option<&str>) -> Result<Vec<String>> {
+    let Some(list) = list else {
+        return Ok(STRATEGIES.iter().map(|s| s.name.to_string()).collect());
+    };
+    let mut names = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        registry::info(name)?;
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+    anyhow::ensure!(
+        !names.is_empty(),
+        "--strategies is empty; known strategies: {}",
+        known()
+    );
+    Ok(names)
+}
+
+fn known() -> String {
+    STRATEGIES
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn new_run_dir(out: &Path, scenario: &str) -> Result<(String, PathBuf)> {
+    let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+    for n in 1.. {
+        let run_id = if n == 1 {
+            format!("{stamp}-{scenario}")
+        } else {
+            format!("{stamp}-{scenario}-{n}")
+        };
+        let dir = out.join(&run_id);
+        if !dir.exists() {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            return Ok((run_id, dir));
+        }
+    }
+    unreachable!()
+}
+
+/// `dlb_<run id>_<strategy>` in `[a-z0-9_]`, at most 63 characters.
+fn namespace_name(run_id: &str, strategy: &str) -> String {
+    let raw = format!("dlb_{run_id}_{strategy}");
+    let clean: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    clean.chars().take(63).collect()
+}
+
+fn progress_bar(name: &str, len: u64) -> ProgressBar {
+    let quiet = std::env::var_os("CI").is_some() || !std::io::stderr().is_terminal();
+    let bar = ProgressBar::with_draw_target(
+        Some(len),
+        if quiet {
+            ProgressDrawTarget::hidden()
+        } else {
+            ProgressDrawTarget::stderr()
+        },
+    );
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} events {elapsed} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(name.to_string());
+    bar
+}
+
+async fn run_strategy(
+    name: &str,
+    scenario: &Scenario,
+    plan: &Plan,
+    server: &DbServer,
+    run_id: &str,
+    dir: &Path,
+) -> Result<Summary> {
+    let started = Instant::now();
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let location = server
+        .create_namespace(&namespace_name(run_id, name), dir)
+        .await?;
+    let store = OrderStore::connect(&location, 16).await?;
+    store
+        .install_schema(scenario.stock.skus, scenario.stock.initial)
+        .await?;
+    let control = registry::build(
+        name,
+        &scenario.strategies,
+        OrderStore::connect(&location, 2).await?,
+    )?;
+    control.setup().await.context("strategy setup")?;
+    let capabilities = control.capabilities();
+
+    let mut instances = Vec::new();
+    for instance in 0..scenario.instances {
+        let spec = WorkerSpec {
+            strategy: name.to_string(),
+            instance,
+            location: location.clone(),
+            options: scenario.strategies.clone(),
+        };
+        instances.push(Instance::spawn(&spec).await?);
+    }
+    let instances = Arc::new(instances);
+    let progress = progress_bar(name, plan.events.len() as u64);
+    let (t0, t0_us) = (Instant::now(), now_us());
+    let generator = driver::drive(plan, &store, &instances, t0, &progress).await;
+
+    // Every order has had `drain` past its (actual) deadline when we stop.
+    progress.set_message("draining");
+    let drain_end = t0
+        + Duration::from_micros(plan.last_deadline_us as u64 + generator.lag_us_max)
+        + scenario.drain;
+    tokio::time::sleep_until(drain_end).await;
+    progress.finish_and_clear();
+    let mut reports = Vec::new();
+    for instance in unwrap_when_idle(instances).await {
+        reports.push(instance.stop().await?);
+    }
+    control.teardown().await.context("strategy teardown")?;
+
+    let drain_us = scenario.drain.as_micros() as i64;
+    let verdict = checker::check(&store, drain_us, now_us()).await?;
+    let timings = checker::cancel_timings(&store).await?;
+    store.close().await;
+    let (histogram, buckets) = summary::lateness(&timings, t0_us + plan.measured_from_us, t0_us);
+    std::fs::write(dir.join("lateness.hgrm"), summary::hgrm(&histogram))
+        .with_context(|| format!("writing {}", dir.join("lateness.hgrm").display()))?;
+
+    Ok(Summary {
+        strategy: name.to_string(),
+        status: Status::Ok,
+        reason: None,
+        database: DatabaseInfo {
+            kind: location.kind.as_str().to_string(),
+            url: location.display_url(),
+            namespace: Some(location.namespace.clone()),
+        },
+        orders: verdict.orders,
+        lateness_us: summary::stats(&histogram),
+        anomalies: verdict.anomalies,
+        anomaly_examples: verdict.anomaly_examples,
+        cancelled_by: verdict.cancelled_by,
+        payments: verdict.payments,
+        releases: verdict.releases,
+        lateness_over_time: buckets,
+        cost: cost(reports),
+        generator,
+        capabilities: Some(capabilities),
+        instances: scenario.instances,
+        timeouts: scenario.timeouts_label(),
+        drain_ms: scenario.drain.as_millis() as u64,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The driver's tasks hold clones of the instance list until they finish.
+async fn unwrap_when_idle(mut instances: Arc<Vec<Instance>>) -> Vec<Instance> {
+    loop {
+        match Arc::try_unwrap(instances) {
+            Ok(list) => return list,
+            Err(shared) => {
+                instances = shared;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+fn cost(reports: Vec<WorkerReport>) -> Cost {
+    let mut store = StoreStats::default();
+    let mut strategy_counters = std::collections::BTreeMap::new();
+    for r in &reports {
+        store.add(&r.measured);
+        for (k, v) in &r.counters {
+            *strategy_counters.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+    let per_cancel = |n: u64| (store.cancelled > 0).then(|| n as f64 / store.cancelled as f64);
+    Cost {
+        statements_per_cancel: per_cancel(store.statements),
+        rows_read_per_cancel: per_cancel(store.rows_read),
+        absorbed_attempts: store.cancel_attempts - store.cancelled,
+        cpu_ms: reports.iter().map(|r| r.cpu_ms).sum(),
+        peak_rss_kib: reports.iter().map(|r| r.peak_rss_kib).max().unwrap_or(0),
+        store,
+        strategy_counters,
+        instances: reports,
+    }
+}
+
+fn one_line(s: &Summary) -> String {
+    match s.status {
+        Status::Ok => format!(
+            "{}: ok in {:.1}s, {} orders, {} cancelled, lateness p99 {:.1} ms, {} anomalies{}",
+            s.strategy,
+            s.elapsed_s,
+            s.orders.created,
+            s.orders.cancelled,
+            s.lateness_us.p99 as f64 / 1000.0,
+            s.anomalies.total(),
+            s.generator
+                .warning
+                .as_deref()
+                .map(|w| format!("\n  warning: {w}"))
+                .unwrap_or_default()
+        ),
+        _ => format!(
+            "{}: {} ({})",
+            s.strategy,
+            format!("{:?}", s.status).to_lowercase(),
+            s.reason.as_deref().unwrap_or("")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_are_safe_identifiers() {
+        let ns = namespace_name("20261129-201500-quick", "db-scan");
+        assert_eq!(ns, "dlb_20261129_201500_quick_db_scan");
+    }
+
+    #[test]
+    fn unknown_strategy_lists_known_ones() {
+        let msg = format!("{:#}", select(Some("db-scan,nope")).unwrap_err());
+        assert!(
+            msg.contains("nope") && msg.contains("db-scan") && msg.contains("redis-zset"),
+            "{msg}"
+        );
+        assert_eq!(select(Some("db-scan, db-scan")).unwrap(), vec!["db-scan"]);
+    }
+}

@@ -1,0 +1,118 @@
+//! `run.json`: what was run, where, on what (scenario, seed, git commit,
+//! machine, service versions), so a published run can be reproduced.
+
+use crate::scenario::Scenario;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub run_id: String,
+    pub started_at: String,
+    pub delaybench_version: String,
+    /// `git rev-parse HEAD`, with `-dirty` when the tree had changes.
+    pub git_commit: String,
+    pub command: Vec<String>,
+    pub scenario_source: String,
+    pub scenario: Scenario,
+    pub seed: u64,
+    /// Strategies requested, in run order (skipped ones included).
+    pub strategies: Vec<String>,
+    pub database_kind: String,
+    pub database_url: String,
+    pub database_version: String,
+    pub machine: Machine,
+}
+
+impl RunInfo {
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let path = dir.join("run.json");
+        std::fs::write(&path, serde_json::to_string_pretty(self)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    pub fn read(dir: &Path) -> Result<RunInfo> {
+        let path = dir.join("run.json");
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "reading {} (is this a delaybench run folder?)",
+                path.display()
+            )
+        })?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+}
+
+/// The machine the run happened on.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Machine {
+    pub hostname: String,
+    pub os: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpus: usize,
+    pub memory_mib: u64,
+}
+
+impl Machine {
+    /// Reads what Linux tells in /proc and /etc; fields stay empty elsewhere.
+    pub fn detect() -> Machine {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let field = |text: &str, key: &str| {
+            text.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| {
+                    l.split_once([':', '='])
+                        .map(|(_, v)| v.trim().trim_matches('"').to_string())
+                })
+                .unwrap_or_default()
+        };
+        Machine {
+            hostname: read("/proc/sys/kernel/hostname").trim().to_string(),
+            os: field(&read("/etc/os-release"), "PRETTY_NAME"),
+            kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
+            cpu_model: field(&read("/proc/cpuinfo"), "model name"),
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(0),
+            memory_mib: field(&read("/proc/meminfo"), "MemTotal")
+                .split_whitespace()
+                .next()
+                .and_then(|kb| kb.parse::<u64>().ok())
+                .unwrap_or(0)
+                / 1024,
+        }
+    }
+
+    pub fn summary(&self) -> String {
+        format!(
+            "{} CPUs ({}), {} MiB, {}",
+            self.cpus, self.cpu_model, self.memory_mib, self.os
+        )
+    }
+}
+
+/// The current git commit, `-dirty` if the work tree has changes, or `unknown`.
+pub fn git_commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    match git(&["rev-parse", "HEAD"]) {
+        Some(commit) => {
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|s| !s.is_empty());
+            if dirty {
+                format!("{commit}-dirty")
+            } else {
+                commit
+            }
+        }
+        None => "unknown".into(),
+    }
+}

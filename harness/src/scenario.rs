@@ -1,0 +1,301 @@
+//! Scenario files: the workload, as TOML with humantime durations.
+//!
+//! Every field is documented here, with its default; `scenarios/quick.toml`
+//! is the bundled example. Errors name the file, the field and the accepted
+//! values.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::Duration;
+use strategies::StrategyOptions;
+
+/// The bundled quick scenario, used when no `--scenario` is given.
+pub const QUICK: &str = include_str!("../../scenarios/quick.toml");
+
+/// One workload, identical for every strategy of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Scenario {
+    /// Short name, used in the run id.
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Seeds the generator: the same seed gives the same orders, payments
+    /// and fault times for every strategy.
+    pub seed: u64,
+    /// Orders arrive during `warmup + duration`; only orders created after
+    /// the warm-up count in the lateness figures (default `0s`).
+    #[serde(default, with = "humantime_serde")]
+    pub warmup: Duration,
+    /// The measured arrival window.
+    #[serde(with = "humantime_serde")]
+    pub duration: Duration,
+    /// How long after its deadline an order may still be PENDING before it
+    /// counts as a missed cancel; the run waits this long after the last deadline.
+    #[serde(with = "humantime_serde")]
+    pub drain: Duration,
+    /// Orders per second, open loop: order i is due at t0 + i/rate whatever
+    /// the backend does.
+    pub rate: f64,
+    /// Canceller instances per strategy, each its own OS process (default 1).
+    #[serde(default = "one")]
+    pub instances: u32,
+    /// The timeout mix: each order draws one, weighted.
+    pub timeouts: Vec<Timeout>,
+    #[serde(default)]
+    pub stock: Stock,
+    #[serde(default)]
+    pub payments: Payments,
+    /// Per-strategy options (`[strategies.db-scan]`, `[strategies.fallback-scan]`, ...).
+    #[serde(default)]
+    pub strategies: StrategyOptions,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// `[[timeouts]]`: how long an order may stay unpaid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Timeout {
+    #[serde(with = "humantime_serde")]
+    pub after: Duration,
+    /// Relative weight (default 1).
+    #[serde(default = "one")]
+    pub weight: u32,
+}
+
+/// `[stock]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Stock {
+    /// Number of SKUs; orders pick one uniformly (default 50).
+    pub skus: u32,
+    /// Units per SKU at the start (default 1000000). Creation is refused
+    /// when a SKU runs short, and the report counts refusals.
+    pub initial: i64,
+    /// Orders take 1..=max-qty units (default 3).
+    pub max_qty: u32,
+}
+
+impl Default for Stock {
+    fn default() -> Self {
+        Stock {
+            skus: 50,
+            initial: 1_000_000,
+            max_qty: 3,
+        }
+    }
+}
+
+/// `[payments]`: how the simulated payment gateway behaves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Payments {
+    /// Share of orders that are paid at all (default 0.5).
+    pub pay_ratio: f64,
+    /// Share of payers paying within +-epsilon of the deadline, racing the
+    /// canceller (default 0.1).
+    pub near_deadline_share: f64,
+    #[serde(with = "humantime_serde")]
+    pub near_deadline_epsilon: Duration,
+    /// Share of payers whose callback arrives after the deadline, when the
+    /// order should already be cancelled: exactly one refund each (default 0.05).
+    pub late_share: f64,
+    /// Late callbacks arrive between late-by/2 and late-by after the deadline.
+    #[serde(with = "humantime_serde")]
+    pub late_by: Duration,
+    /// Added to every callback (gateway-to-shop delay; default 0).
+    #[serde(with = "humantime_serde")]
+    pub callback_delay: Duration,
+    /// Share of callbacks the gateway delivers twice (default 0.1).
+    pub duplicate_ratio: f64,
+    /// The retry comes this long after the first copy (default 100ms).
+    #[serde(with = "humantime_serde")]
+    pub duplicate_after: Duration,
+}
+
+impl Default for Payments {
+    fn default() -> Self {
+        Payments {
+            pay_ratio: 0.5,
+            near_deadline_share: 0.1,
+            near_deadline_epsilon: Duration::from_millis(20),
+            late_share: 0.05,
+            late_by: Duration::from_secs(1),
+            callback_delay: Duration::ZERO,
+            duplicate_ratio: 0.1,
+            duplicate_after: Duration::from_millis(100),
+        }
+    }
+}
+
+impl Scenario {
+    /// Loads and validates a scenario; `None` loads the bundled quick one.
+    pub fn load(path: Option<&Path>) -> Result<(Scenario, String)> {
+        let (text, origin) = match path {
+            Some(p) => (
+                std::fs::read_to_string(p)
+                    .with_context(|| format!("cannot read scenario file {}", p.display()))?,
+                p.display().to_string(),
+            ),
+            None => (
+                QUICK.to_string(),
+                "scenarios/quick.toml (bundled)".to_string(),
+            ),
+        };
+        let scenario = Scenario::parse(&text, &origin)?;
+        Ok((scenario, origin))
+    }
+
+    /// Parses and validates scenario text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
+        let scenario: Scenario =
+            toml::from_str(text).map_err(|e| anyhow::anyhow!("scenario {origin}: {e}"))?;
+        scenario
+            .validate()
+            .map_err(|e| anyhow::anyhow!("scenario {origin}: {e}"))?;
+        Ok(scenario)
+    }
+
+    /// Checks every range; the message names the field and what is accepted.
+    pub fn validate(&self) -> Result<()> {
+        let ratio = |field: &str, v: f64| -> Result<()> {
+            if !(0.0..=1.0).contains(&v) {
+                bail!("field `{field}` = {v} is out of range; accepted values: 0.0 to 1.0");
+            }
+            Ok(())
+        };
+        let day = Duration::from_secs(86_400);
+        if self.name.is_empty()
+            || !self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            bail!(
+                "field `name` = {:?} is invalid; accepted values: letters, digits, - and _",
+                self.name
+            );
+        }
+        if !(self.rate > 0.0 && self.rate <= 100_000.0) {
+            bail!("field `rate` = {} is out of range; accepted values: more than 0 up to 100000 orders/s", self.rate);
+        }
+        if self.duration.is_zero() || self.duration > day {
+            bail!(
+                "field `duration` = {:?} is out of range; accepted values: 1ms to 24h",
+                self.duration
+            );
+        }
+        if self.warmup > day || self.drain > day {
+            bail!("fields `warmup` and `drain` accept 0s to 24h");
+        }
+        if !(1..=64).contains(&self.instances) {
+            bail!(
+                "field `instances` = {} is out of range; accepted values: 1 to 64",
+                self.instances
+            );
+        }
+        if self.timeouts.is_empty() {
+            bail!("field `timeouts` is empty; add at least one [[timeouts]] with `after` (e.g. \"2s\")");
+        }
+        for (i, t) in self.timeouts.iter().enumerate() {
+            if t.after < Duration::from_millis(1) || t.after > day {
+                bail!("field `timeouts[{i}].after` = {:?} is out of range; accepted values: 1ms to 24h", t.after);
+            }
+            if t.weight == 0 {
+                bail!(
+                    "field `timeouts[{i}].weight` = 0 is out of range; accepted values: 1 or more"
+                );
+            }
+        }
+        if !(1..=1_000_000).contains(&self.stock.skus) {
+            bail!(
+                "field `stock.skus` = {} is out of range; accepted values: 1 to 1000000",
+                self.stock.skus
+            );
+        }
+        if self.stock.initial < 0 {
+            bail!(
+                "field `stock.initial` = {} is out of range; accepted values: 0 or more",
+                self.stock.initial
+            );
+        }
+        if !(1..=1000).contains(&self.stock.max_qty) {
+            bail!(
+                "field `stock.max-qty` = {} is out of range; accepted values: 1 to 1000",
+                self.stock.max_qty
+            );
+        }
+        let p = &self.payments;
+        ratio("payments.pay-ratio", p.pay_ratio)?;
+        ratio("payments.near-deadline-share", p.near_deadline_share)?;
+        ratio("payments.late-share", p.late_share)?;
+        ratio("payments.duplicate-ratio", p.duplicate_ratio)?;
+        if p.near_deadline_share + p.late_share > 1.0 {
+            bail!(
+                "fields `payments.near-deadline-share` + `payments.late-share` = {} exceed 1.0; \
+                 accepted values: shares of the payers that sum to at most 1.0",
+                p.near_deadline_share + p.late_share
+            );
+        }
+        self.strategies
+            .validate()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(())
+    }
+
+    /// The timeouts as humans read them, e.g. `2s (x3), 4s (x1)`.
+    pub fn timeouts_label(&self) -> String {
+        self.timeouts
+            .iter()
+            .map(|t| format!("{} (x{})", humantime::format_duration(t.after), t.weight))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_quick_scenario_is_valid() {
+        let s = Scenario::parse(QUICK, "quick").unwrap();
+        assert_eq!(s.name, "quick");
+        assert_eq!(s.timeouts.len(), 2);
+    }
+
+    fn error_for(edit: (&str, &str)) -> String {
+        let text = QUICK.replace(edit.0, edit.1);
+        assert_ne!(text, QUICK, "edit {edit:?} did not apply");
+        format!("{:#}", Scenario::parse(&text, "my.toml").unwrap_err())
+    }
+
+    #[test]
+    fn out_of_range_names_file_field_and_accepted_values() {
+        let msg = error_for(("pay-ratio = 0.5", "pay-ratio = 1.5"));
+        assert!(
+            msg.contains("my.toml")
+                && msg.contains("payments.pay-ratio")
+                && msg.contains("0.0 to 1.0"),
+            "{msg}"
+        );
+        let msg = error_for(("rate = 50.0", "rate = 0.0"));
+        assert!(msg.contains("`rate`") && msg.contains("accepted"), "{msg}");
+        let msg = error_for(("batch-size = 200", "batch-size = 0"));
+        assert!(msg.contains("strategies.db-scan.batch-size"), "{msg}");
+    }
+
+    #[test]
+    fn malformed_values_name_the_field() {
+        let msg = error_for(("duration = \"15s\"", "duration = \"fifteen\""));
+        assert!(msg.contains("my.toml") && msg.contains("duration"), "{msg}");
+        let msg = error_for(("rate = 50.0", "rte = 50.0"));
+        assert!(msg.contains("rte") && msg.contains("rate"), "{msg}");
+        let msg = error_for(("[strategies.db-scan]", "[strategies.db-scna]"));
+        assert!(msg.contains("db-scna") && msg.contains("db-scan"), "{msg}");
+    }
+}

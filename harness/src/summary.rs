@@ -1,0 +1,290 @@
+//! `summary.json`, the source of truth for one strategy's run, and the
+//! lateness statistics it carries. Reports are rendered from these files.
+
+use crate::driver::GeneratorHealth;
+use crate::instance::WorkerReport;
+use anyhow::{Context, Result};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use strategies::checker::{Anomalies, AnomalyExamples, CancelTiming, OrderCounts};
+use strategies::{Capabilities, StoreStats};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Skipped,
+    Failed,
+}
+
+/// Where the strategy's data lives (kept after the run).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DatabaseInfo {
+    /// `postgres`, `mysql` or `sqlite`.
+    pub kind: String,
+    /// Password removed.
+    pub url: String,
+    /// Schema, database or file; `null` if none was created.
+    pub namespace: Option<String>,
+}
+
+/// Lateness = cancelled_at_us - expire_at_us over the measured orders.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatenessStats {
+    pub count: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+    pub mean: f64,
+}
+
+/// Lateness of the orders whose deadline fell in one second of the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatenessBucket {
+    /// Seconds after t0 of the deadline.
+    pub second: u64,
+    pub count: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+}
+
+/// What the strategy cost, over the measured window (after warm-up).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Cost {
+    /// Canceller instances' store counters, summed, measured window.
+    pub store: StoreStats,
+    /// Statements the canceller issued per order it cancelled (app-side).
+    pub statements_per_cancel: Option<f64>,
+    /// Rows the canceller's scans returned per order it cancelled.
+    pub rows_read_per_cancel: Option<f64>,
+    /// Cancel attempts that changed nothing (duplicates absorbed).
+    pub absorbed_attempts: u64,
+    /// CPU of all instances, ms.
+    pub cpu_ms: u64,
+    /// Largest peak RSS of any instance, KiB.
+    pub peak_rss_kib: u64,
+    pub strategy_counters: BTreeMap<String, u64>,
+    pub instances: Vec<WorkerReport>,
+}
+
+/// One strategy's result. Keys required by outside checkers: `strategy`,
+/// `status`, `reason`, `database`, `orders`, `lateness_us`, `anomalies`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub strategy: String,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub database: DatabaseInfo,
+    pub orders: OrderCounts,
+    pub lateness_us: LatenessStats,
+    pub anomalies: Anomalies,
+    pub anomaly_examples: AnomalyExamples,
+    pub cancelled_by: BTreeMap<String, u64>,
+    pub payments: BTreeMap<String, u64>,
+    pub releases: u64,
+    pub lateness_over_time: Vec<LatenessBucket>,
+    pub cost: Cost,
+    pub generator: GeneratorHealth,
+    pub capabilities: Option<Capabilities>,
+    pub instances: u32,
+    /// The configured timeouts, next to every latency.
+    pub timeouts: String,
+    pub drain_ms: u64,
+    /// Wall-clock seconds this strategy's run took.
+    pub elapsed_s: f64,
+}
+
+impl Summary {
+    /// A row for a strategy that did not run, with the reason.
+    pub fn not_run(
+        strategy: &str,
+        status: Status,
+        reason: String,
+        database: DatabaseInfo,
+    ) -> Summary {
+        Summary {
+            strategy: strategy.to_string(),
+            status,
+            reason: Some(reason),
+            database,
+            orders: OrderCounts::default(),
+            lateness_us: LatenessStats::default(),
+            anomalies: Anomalies::default(),
+            anomaly_examples: AnomalyExamples::default(),
+            cancelled_by: BTreeMap::new(),
+            payments: BTreeMap::new(),
+            releases: 0,
+            lateness_over_time: Vec::new(),
+            cost: Cost::default(),
+            generator: GeneratorHealth::default(),
+            capabilities: None,
+            instances: 0,
+            timeouts: String::new(),
+            drain_ms: 0,
+            elapsed_s: 0.0,
+        }
+    }
+
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join("summary.json");
+        std::fs::write(&path, serde_json::to_string_pretty(self)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    pub fn read(dir: &Path) -> Result<Summary> {
+        let path = dir.join("summary.json");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+}
+
+/// A lateness histogram in microseconds, 3 significant digits.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 24 * 3_600_000_000, 3).expect("valid histogram bounds")
+}
+
+/// Lateness of the measured orders (created at or after `measured_from_us`),
+/// overall and per second of deadline. Early cancels (negative lateness) are
+/// anomalies, counted by the checker, and left out of the histogram.
+pub fn lateness(
+    timings: &[CancelTiming],
+    measured_from_us: i64,
+    t0_us: i64,
+) -> (Histogram<u64>, Vec<LatenessBucket>) {
+    let mut all = new_histogram();
+    let mut per_second: BTreeMap<u64, Histogram<u64>> = BTreeMap::new();
+    for t in timings
+        .iter()
+        .filter(|t| t.created_at_us >= measured_from_us)
+    {
+        let late = t.cancelled_at_us - t.expire_at_us;
+        if late < 0 {
+            continue;
+        }
+        let late = late as u64;
+        all.saturating_record(late);
+        let second = ((t.expire_at_us - t0_us).max(0) / 1_000_000) as u64;
+        per_second
+            .entry(second)
+            .or_insert_with(new_histogram)
+            .saturating_record(late);
+    }
+    let buckets = per_second
+        .into_iter()
+        .map(|(second, h)| LatenessBucket {
+            second,
+            count: h.len(),
+            p50_us: h.value_at_quantile(0.5),
+            p99_us: h.value_at_quantile(0.99),
+            max_us: h.max(),
+        })
+        .collect();
+    (all, buckets)
+}
+
+pub fn stats(h: &Histogram<u64>) -> LatenessStats {
+    if h.is_empty() {
+        return LatenessStats::default();
+    }
+    LatenessStats {
+        count: h.len(),
+        p50: h.value_at_quantile(0.5),
+        p90: h.value_at_quantile(0.9),
+        p99: h.value_at_quantile(0.99),
+        p999: h.value_at_quantile(0.999),
+        max: h.max(),
+        mean: h.mean(),
+    }
+}
+
+/// HdrHistogram's percentile-distribution text (values in milliseconds),
+/// readable by HdrHistogram's plotting tools.
+pub fn hgrm(h: &Histogram<u64>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>12} {:>14} {:>10} {:>14}\n",
+        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
+    );
+    if !h.is_empty() {
+        let mut total = 0;
+        for v in h.iter_quantiles(5) {
+            total += v.count_since_last_iteration();
+            let q = v.quantile_iterated_to();
+            let inv = if q < 1.0 {
+                format!("{:>14.2}", 1.0 / (1.0 - q))
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "{:>12.3} {:>14.12} {:>10} {inv}",
+                v.value_iterated_to() as f64 / 1000.0,
+                q,
+                total
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
+        h.mean() / 1000.0,
+        h.stdev() / 1000.0
+    );
+    let _ = writeln!(
+        out,
+        "#[Max     = {:>12.3}, Total count    = {:>12}]",
+        h.max() as f64 / 1000.0,
+        h.len()
+    );
+    let _ = writeln!(
+        out,
+        "#[Buckets = {:>12}, SubBuckets     = {:>12}]",
+        h.buckets(),
+        h.distinct_values()
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timing(created: i64, expire: i64, cancelled: i64) -> CancelTiming {
+        CancelTiming {
+            created_at_us: created,
+            expire_at_us: expire,
+            cancelled_at_us: cancelled,
+        }
+    }
+
+    #[test]
+    fn lateness_skips_warmup_and_early_cancels() {
+        let timings = vec![
+            timing(0, 1_000_000, 1_500_000),         // warm-up: excluded
+            timing(2_000_000, 3_000_000, 3_010_000), // 10 ms late
+            timing(2_000_000, 3_000_000, 3_030_000), // 30 ms late
+            timing(2_000_000, 3_000_000, 2_990_000), // early: the checker's business
+        ];
+        let (h, buckets) = lateness(&timings, 1_000_000, 0);
+        let s = stats(&h);
+        assert_eq!(s.count, 2);
+        // HdrHistogram reports the highest value equivalent at 3 significant digits.
+        assert!((30_000..=30_030).contains(&s.max), "{s:?}");
+        assert_eq!(buckets.len(), 1);
+        assert_eq!(buckets[0].second, 3);
+        let text = hgrm(&h);
+        assert!(
+            text.contains("Total count") && text.contains("Percentile"),
+            "{text}"
+        );
+    }
+}

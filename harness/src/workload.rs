@@ -1,0 +1,161 @@
+//! The workload plan: every order and payment callback with its intended
+//! time, generated from the scenario's seed alone, so every strategy of a
+//! run (and every rerun with the same seed) sees the same orders.
+
+use crate::scenario::Scenario;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use strategies::OrderId;
+
+/// One thing the driver does at `at_us` after t0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Intended time, microseconds after t0.
+    pub at_us: i64,
+    pub action: Action,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Create order `id`; its deadline is its creation time plus `timeout_us`.
+    Create {
+        id: OrderId,
+        sku: i64,
+        qty: i32,
+        timeout_us: i64,
+    },
+    /// Deliver payment callback `callback_id` for order `id`.
+    Pay { id: OrderId, callback_id: String },
+}
+
+/// The whole plan, sorted by intended time.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub events: Vec<Event>,
+    pub orders: usize,
+    pub callbacks: usize,
+    /// Orders created before this (after t0, in us) are warm-up.
+    pub measured_from_us: i64,
+    /// The latest intended deadline (after t0, in us).
+    pub last_deadline_us: i64,
+}
+
+/// Builds the plan for `scenario`. Draws happen in a fixed order per
+/// order, so the plan depends on the seed and the scenario only.
+pub fn plan(scenario: &Scenario) -> Plan {
+    let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
+    let arrival_us = (scenario.warmup + scenario.duration).as_micros() as f64;
+    let count = (arrival_us / 1e6 * scenario.rate).floor() as u64;
+    let total_weight: u32 = scenario.timeouts.iter().map(|t| t.weight).sum();
+    let p = &scenario.payments;
+    let us = |d: std::time::Duration| d.as_micros() as i64;
+    let mut events = Vec::new();
+    let mut callbacks = 0;
+    let mut last_deadline_us = 0;
+    for i in 0..count {
+        let id = i as OrderId + 1;
+        let created = (i as f64 * 1e6 / scenario.rate) as i64;
+        let mut pick = rng.gen_range(0..total_weight);
+        let timeout = scenario
+            .timeouts
+            .iter()
+            .find(|t| {
+                let hit = pick < t.weight;
+                pick = pick.saturating_sub(t.weight);
+                hit
+            })
+            .expect("weights sum to total");
+        let timeout_us = us(timeout.after);
+        let sku = rng.gen_range(1..=i64::from(scenario.stock.skus));
+        let qty = rng.gen_range(1..=scenario.stock.max_qty) as i32;
+        let deadline = created + timeout_us;
+        last_deadline_us = last_deadline_us.max(deadline);
+        events.push(Event {
+            at_us: created,
+            action: Action::Create {
+                id,
+                sku,
+                qty,
+                timeout_us,
+            },
+        });
+
+        // Draw every payment variable for every order, paying or not, so
+        // one order's choices never shift the next order's draws.
+        let pays = rng.gen_bool(p.pay_ratio);
+        let kind: f64 = rng.gen();
+        let spread: f64 = rng.gen();
+        let near: f64 = rng.gen_range(-1.0..=1.0);
+        let late: f64 = rng.gen_range(0.5..=1.0);
+        let duplicated = rng.gen_bool(p.duplicate_ratio);
+        if !pays {
+            continue;
+        }
+        let paid_at = if kind < p.near_deadline_share {
+            deadline + (near * us(p.near_deadline_epsilon) as f64) as i64
+        } else if kind < p.near_deadline_share + p.late_share {
+            deadline + (late * us(p.late_by) as f64) as i64
+        } else {
+            // Spread over the timeout, clear of the deadline race.
+            created + (timeout_us as f64 * (0.05 + 0.85 * spread)) as i64
+        };
+        let arrives = paid_at.max(created + 1) + us(p.callback_delay);
+        let callback_id = format!("cb-{id}");
+        callbacks += 1;
+        events.push(Event {
+            at_us: arrives,
+            action: Action::Pay {
+                id,
+                callback_id: callback_id.clone(),
+            },
+        });
+        if duplicated {
+            events.push(Event {
+                at_us: arrives + us(p.duplicate_after),
+                action: Action::Pay { id, callback_id },
+            });
+        }
+    }
+    events.sort_by_key(|e| e.at_us);
+    Plan {
+        events,
+        orders: count as usize,
+        callbacks,
+        measured_from_us: us(scenario.warmup),
+        last_deadline_us,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Scenario, QUICK};
+
+    #[test]
+    fn same_seed_same_plan_and_sorted() {
+        let s = Scenario::parse(QUICK, "quick").unwrap();
+        let (a, b) = (plan(&s), plan(&s));
+        assert_eq!(a.events, b.events);
+        assert_eq!(a.orders, 850);
+        assert!(a.events.windows(2).all(|w| w[0].at_us <= w[1].at_us));
+        let mut other = s.clone();
+        other.seed += 1;
+        assert_ne!(plan(&other).events, a.events);
+    }
+
+    #[test]
+    fn payments_follow_the_ratios() {
+        let mut s = Scenario::parse(QUICK, "quick").unwrap();
+        s.rate = 2000.0;
+        let p = plan(&s);
+        let payers = p.callbacks as f64 / p.orders as f64;
+        assert!((payers - 0.5).abs() < 0.03, "pay ratio {payers}");
+        let pays = p
+            .events
+            .iter()
+            .filter(|e| matches!(e.action, Action::Pay { .. }))
+            .count();
+        let dup = (pays - p.callbacks) as f64 / p.callbacks as f64;
+        assert!((dup - 0.1).abs() < 0.02, "duplicate ratio {dup}");
+    }
+}

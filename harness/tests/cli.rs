@@ -1,0 +1,259 @@
+//! End-to-end tests of the `delaybench` binary against the real databases:
+//! a small run on each, and the error messages for bad input.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const TINY: &str = r#"
+name = "tiny"
+seed = 7
+warmup = "500ms"
+duration = "2s"
+drain = "1s"
+rate = 40.0
+instances = 2
+
+[[timeouts]]
+after = "500ms"
+weight = 2
+
+[[timeouts]]
+after = "1s"
+
+[payments]
+pay-ratio = 0.5
+late-by = "400ms"
+
+[strategies.db-scan]
+interval = "50ms"
+"#;
+
+fn delaybench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_delaybench"))
+        .args(args)
+        .env("CI", "true")
+        .output()
+        .expect("run delaybench")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn pg() -> String {
+    std::env::var("DELAYBENCH_PG_URL")
+        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".into())
+}
+
+fn mysql() -> String {
+    std::env::var("DELAYBENCH_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
+}
+
+/// Runs the tiny scenario with `strategies` on `db` and returns the run folder.
+fn tiny_run(db: &str, strategies: &str, out: &Path) -> std::path::PathBuf {
+    let scenario = out.join("tiny.toml");
+    std::fs::write(&scenario, TINY).unwrap();
+    let o = delaybench(&[
+        "run",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--strategies",
+        strategies,
+        "--db",
+        db,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        o.status.success(),
+        "delaybench run failed on {db}:\n{}",
+        stderr(&o)
+    );
+    let mut runs: Vec<_> = std::fs::read_dir(out)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(
+        runs.len(),
+        1,
+        "one run folder expected in {}",
+        out.display()
+    );
+    runs.pop().unwrap()
+}
+
+fn summary(run: &Path, strategy: &str) -> Value {
+    let text = std::fs::read_to_string(run.join(strategy).join("summary.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The keys outside checkers read are present, and a correct strategy is clean.
+fn assert_clean_db_scan(run: &Path, kind: &str) {
+    let s = summary(run, "db-scan");
+    assert_eq!(s["strategy"], "db-scan");
+    assert_eq!(s["status"], "ok", "{s:#}");
+    assert_eq!(s["database"]["kind"], kind);
+    assert!(s["database"]["namespace"]
+        .as_str()
+        .is_some_and(|n| !n.is_empty()));
+    let orders = &s["orders"];
+    let created = orders["created"].as_u64().unwrap();
+    assert_eq!(created, 100, "{orders}");
+    assert_eq!(
+        orders["paid"].as_u64().unwrap()
+            + orders["cancelled"].as_u64().unwrap()
+            + orders["pending"].as_u64().unwrap(),
+        created
+    );
+    assert_eq!(orders["pending"], 0);
+    for key in ["count", "p50", "p90", "p99", "p999", "max"] {
+        assert!(s["lateness_us"][key].is_u64(), "lateness_us.{key} missing");
+    }
+    assert!(s["lateness_us"]["count"].as_u64().unwrap() > 10);
+    for key in [
+        "early_cancels",
+        "paid_then_cancelled",
+        "duplicate_releases",
+        "missed_cancels",
+        "refund_errors",
+        "stock_mismatches",
+    ] {
+        assert_eq!(
+            s["anomalies"][key], 0,
+            "anomaly {key} on {kind}: {:#}",
+            s["anomaly_examples"]
+        );
+    }
+    let hgrm = std::fs::read_to_string(run.join("db-scan").join("lateness.hgrm")).unwrap();
+    assert!(hgrm.contains("Total count"));
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("| db-scan | ok |"), "{report}");
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["seed"], 7);
+    assert_eq!(info["database_kind"], kind);
+}
+
+#[test]
+fn db_scan_runs_clean_on_sqlite_and_reports_skipped_strategies() {
+    let out = tempfile::tempdir().unwrap();
+    let run = tiny_run("sqlite://", "db-scan,redis-zset", out.path());
+    assert_clean_db_scan(&run, "sqlite");
+    let skipped = summary(&run, "redis-zset");
+    assert_eq!(skipped["status"], "skipped");
+    assert!(
+        skipped["reason"].as_str().unwrap().contains("issue"),
+        "{skipped:#}"
+    );
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("**redis-zset** skipped"), "{report}");
+    // The report is regenerated from the JSON alone.
+    std::fs::remove_file(run.join("report.md")).unwrap();
+    let o = delaybench(&["report", run.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(run.join("report.md"))
+        .unwrap()
+        .contains("| db-scan | ok |"));
+}
+
+#[test]
+fn db_scan_runs_clean_on_postgres() {
+    let out = tempfile::tempdir().unwrap();
+    let run = tiny_run(&pg(), "db-scan", out.path());
+    assert_clean_db_scan(&run, "postgres");
+}
+
+#[test]
+fn db_scan_runs_clean_on_mariadb() {
+    let out = tempfile::tempdir().unwrap();
+    let run = tiny_run(&mysql(), "db-scan", out.path());
+    assert_clean_db_scan(&run, "mysql");
+}
+
+#[test]
+fn unreachable_database_names_url_and_how_to_start_it_without_the_password() {
+    let out = tempfile::tempdir().unwrap();
+    let o = delaybench(&[
+        "run",
+        "--db",
+        "postgres://root:hunter2@127.0.0.1:1/test",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("cannot reach PostgreSQL at postgres://root:***@127.0.0.1:1/test"),
+        "{err}"
+    );
+    assert!(
+        err.contains("docker compose up -d --wait postgres"),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2"), "{err}");
+    let o = delaybench(&[
+        "run",
+        "--db",
+        "mysql://root@127.0.0.1:1/test",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(
+        stderr(&o).contains("cannot reach MariaDB/MySQL at mysql://root@127.0.0.1:1/test"),
+        "{}",
+        stderr(&o)
+    );
+    let o = delaybench(&[
+        "run",
+        "--db",
+        "oracle://x",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(
+        stderr(&o).contains("accepted: postgres://"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn malformed_scenario_names_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    std::fs::write(&file, TINY.replace("pay-ratio = 0.5", "pay-ratio = 2.0")).unwrap();
+    let o = delaybench(&[
+        "run",
+        "--scenario",
+        file.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("bad.toml")
+            && err.contains("payments.pay-ratio")
+            && err.contains("0.0 to 1.0"),
+        "{err}"
+    );
+    std::fs::write(&file, TINY.replace("rate = 40.0", "rate = \"fast\"")).unwrap();
+    let err = stderr(&delaybench(&["run", "--scenario", file.to_str().unwrap()]));
+    assert!(err.contains("bad.toml") && err.contains("rate"), "{err}");
+    let err = stderr(&delaybench(&["run", "--scenario", "/nonexistent/x.toml"]));
+    assert!(err.contains("/nonexistent/x.toml"), "{err}");
+}
+
+#[test]
+fn unknown_strategy_lists_the_known_ones() {
+    let o = delaybench(&["run", "--strategies", "db-scan,cron-job"]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("unknown strategy `cron-job`") && err.contains("db-scan, timing-wheel"),
+        "{err}"
+    );
+}
