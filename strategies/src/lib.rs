@@ -15,6 +15,7 @@ pub mod domain;
 pub mod error;
 pub mod registry;
 pub mod store;
+pub mod timing_wheel;
 
 pub use canceller::{Canceller, Capabilities, Service, StrategyCounters};
 pub use domain::{

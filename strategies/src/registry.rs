@@ -6,6 +6,7 @@ use crate::db_scan::{DbScan, DbScanConfig, FallbackScanConfig};
 use crate::domain::{Micros, OrderId};
 use crate::error::{Error, Result};
 use crate::store::{OrderStore, StoreStats};
+use crate::timing_wheel::{TimingWheelConfig, TimingWheelStrategy};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -34,7 +35,7 @@ pub const STRATEGIES: &[StrategyInfo] = &[
         name: "timing-wheel",
         summary: "in-process hierarchical timing wheel, reloads PENDING orders on start",
         requires: &[],
-        unavailable: Some("not implemented yet (issue #3)"),
+        unavailable: None,
     },
     StrategyInfo {
         name: "rabbit-ttl",
@@ -76,6 +77,7 @@ pub fn info(name: &str) -> Result<&'static StrategyInfo> {
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct StrategyOptions {
     pub db_scan: DbScanConfig,
+    pub timing_wheel: TimingWheelConfig,
     pub fallback_scan: FallbackScanConfig,
 }
 
@@ -83,6 +85,7 @@ impl StrategyOptions {
     /// Checks every option's range; messages name the field.
     pub fn validate(&self) -> Result<()> {
         self.db_scan.validate("strategies.db-scan")?;
+        self.timing_wheel.validate("strategies.timing-wheel")?;
         let f = &self.fallback_scan;
         DbScanConfig {
             interval: f.interval,
@@ -108,6 +111,10 @@ pub fn build(
     }
     let strategy: Box<dyn Canceller> = match name {
         "db-scan" => Box::new(DbScan::new(store.clone(), &options.db_scan)),
+        "timing-wheel" => Box::new(TimingWheelStrategy::new(
+            store.clone(),
+            &options.timing_wheel,
+        )),
         other => unreachable!("registry entry `{other}` is available but has no constructor"),
     };
     // A fallback db-scan beside db-scan itself would only add load.

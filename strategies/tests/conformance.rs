@@ -53,3 +53,4 @@ macro_rules! conformance_suite {
 }
 
 conformance_suite!(db_scan, "db-scan");
+conformance_suite!(timing_wheel, "timing-wheel");

@@ -1,0 +1,289 @@
+//! `timing-wheel`: an in-process hierarchical timing wheel per instance.
+//!
+//! `schedule` puts the order in this process's wheel; a driver task owns the
+//! clock, sleeps until the wheel's next deadline (or until an earlier one is
+//! scheduled), advances the wheel and sends what fired through
+//! `cancel_batch_if_due`. On start it reloads every PENDING order from the
+//! database, so orders created while it was down are still cancelled.
+//!
+//! What it cannot do, and says so in its capabilities: scheduled work lives
+//! only in the process. If an instance dies, the orders it owned wait until
+//! some instance starts again (and reloads them) or a `fallback-scan` takes
+//! them. With several instances, each owns the orders it was given; every
+//! instance that starts reloads all PENDING orders, and the conditional
+//! UPDATE absorbs the resulting duplicate attempts.
+
+mod config;
+pub mod wheel;
+
+pub use config::TimingWheelConfig;
+
+use crate::canceller::{Canceller, Capabilities, StrategyCounters};
+use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
+use crate::error::Result;
+use crate::store::{OrderStore, StoreStats};
+use async_trait::async_trait;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use wheel::{ticks_ceil, TimerKey, TimingWheel, WheelConfig};
+
+/// How long to wait before retrying a batch whose cancel failed.
+const RETRY_AFTER: Duration = Duration::from_millis(100);
+
+/// The timing-wheel strategy (one instance).
+#[derive(Debug)]
+pub struct TimingWheelStrategy {
+    store: OrderStore,
+    config: TimingWheelConfig,
+    /// Wall-clock microseconds of tick 0.
+    origin_us: Micros,
+    tick_us: u64,
+    state: Mutex<State>,
+    /// Wakes the driver when a deadline earlier than its sleep arrives.
+    wake: Notify,
+    counters: Counters,
+}
+
+#[derive(Debug)]
+struct State {
+    wheel: TimingWheel<(OrderId, Micros)>,
+    /// One timer per order: a duplicate `schedule` is dropped here.
+    keys: HashMap<OrderId, TimerKey>,
+    /// Orders due when scheduled (deadline already passed): fire at once.
+    due_now: Vec<(OrderId, Micros)>,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    scheduled: AtomicU64,
+    duplicate_schedules: AtomicU64,
+    reloaded: AtomicU64,
+    fired: AtomicU64,
+    wakeups: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl TimingWheelStrategy {
+    pub fn new(store: OrderStore, config: &TimingWheelConfig) -> Self {
+        let tick_us = config.tick.as_micros().max(1) as u64;
+        let origin_us = now_us();
+        let geometry = WheelConfig::new(config.slot_bits, config.levels);
+        TimingWheelStrategy {
+            store,
+            config: config.clone(),
+            origin_us,
+            tick_us,
+            state: Mutex::new(State {
+                wheel: TimingWheel::new(geometry, 0),
+                keys: HashMap::new(),
+                due_now: Vec::new(),
+            }),
+            wake: Notify::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// The tick at whose start `deadline_us` has passed (rounded up, so a
+    /// timer never fires before its deadline).
+    fn deadline_tick(&self, deadline_us: Micros) -> u64 {
+        ticks_ceil((deadline_us - self.origin_us).max(0) as u64, self.tick_us)
+    }
+
+    /// The current tick (rounded down).
+    fn now_tick(&self) -> u64 {
+        (now_us() - self.origin_us).max(0) as u64 / self.tick_us
+    }
+
+    /// Puts one order in the wheel (or in `due_now`); returns whether the
+    /// driver should wake up to look at it.
+    fn insert(&self, order_id: OrderId, expire_at_us: Micros) -> bool {
+        let mut state = self.state.lock().expect("wheel lock");
+        if state.keys.contains_key(&order_id) {
+            self.counters
+                .duplicate_schedules
+                .fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        let earliest_before = state.wheel.next_deadline();
+        let tick = self.deadline_tick(expire_at_us);
+        match state.wheel.insert(tick, (order_id, expire_at_us)) {
+            Ok(key) => {
+                state.keys.insert(order_id, key);
+                earliest_before.is_none_or(|t| tick < t)
+            }
+            Err(value) => {
+                state.due_now.push(value);
+                true
+            }
+        }
+    }
+
+    /// Advances the wheel to now and takes everything due.
+    fn take_due(&self) -> (Vec<(OrderId, Micros)>, Option<u64>) {
+        let now_tick = self.now_tick();
+        let mut state = self.state.lock().expect("wheel lock");
+        let mut due = std::mem::take(&mut state.due_now);
+        let State { wheel, keys, .. } = &mut *state;
+        wheel.advance(now_tick, |_, (id, expire)| {
+            keys.remove(&id);
+            due.push((id, expire));
+        });
+        (due, state.wheel.next_deadline())
+    }
+
+    /// Cancels fired orders in batches. An order the database says is not
+    /// due yet (the wall clock stepped back) goes back in the wheel; a batch
+    /// that failed is retried shortly, so nothing fired is ever dropped.
+    async fn cancel_fired(&self, due: Vec<(OrderId, Micros)>) {
+        self.counters
+            .fired
+            .fetch_add(due.len() as u64, Ordering::Relaxed);
+        for chunk in due.chunks(self.config.batch_size as usize) {
+            let ids: Vec<OrderId> = chunk.iter().map(|(id, _)| *id).collect();
+            match self
+                .store
+                .cancel_batch_if_due(&ids, now_us(), "timing-wheel")
+                .await
+            {
+                Ok(outcomes) => {
+                    for ((_, outcome), (id, expire)) in outcomes.iter().zip(chunk) {
+                        if *outcome == CancelOutcome::NotDue {
+                            self.insert(*id, *expire);
+                        }
+                    }
+                }
+                Err(e) => {
+                    self.counters.errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(error = %e, orders = ids.len(), "cancel failed; retrying");
+                    let retry_at = now_us() + RETRY_AFTER.as_micros() as i64;
+                    for (id, expire) in chunk {
+                        self.insert(*id, (*expire).max(retry_at));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Loads every PENDING order into the wheel, retrying until it works or
+    /// shutdown: an instance that cannot reload must not run half-blind.
+    async fn reload(&self, shutdown: &CancellationToken) -> bool {
+        loop {
+            match self.store.pending_orders().await {
+                Ok(pending) => {
+                    self.counters
+                        .reloaded
+                        .fetch_add(pending.len() as u64, Ordering::Relaxed);
+                    for (id, expire) in pending {
+                        self.insert(id, expire);
+                    }
+                    return true;
+                }
+                Err(e) => {
+                    self.counters.errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(error = %e, "reloading PENDING orders failed; retrying");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return false,
+                        _ = tokio::time::sleep(RETRY_AFTER) => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Canceller for TimingWheelStrategy {
+    fn name(&self) -> &str {
+        "timing-wheel"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            durable_across_restart: false,
+            arbitrary_delay: true,
+            needs_fallback: true,
+            multi_instance_safe: true,
+            instance_owns_its_orders: true,
+            requires: Vec::new(),
+            notes: vec![
+                "scheduled work lives only in the process: orders owned by a dead instance wait \
+                 until an instance restarts (it reloads PENDING orders) or fallback-scan runs"
+                    .into(),
+                format!(
+                    "deadlines are rounded up to the {:?} tick, so lateness includes up to one tick",
+                    self.config.tick
+                ),
+            ],
+        }
+    }
+
+    async fn setup(&self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> Result<()> {
+        self.counters.scheduled.fetch_add(1, Ordering::Relaxed);
+        if self.insert(order_id, expire_at_us) {
+            self.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    async fn run(&self, shutdown: CancellationToken) -> Result<()> {
+        if !self.reload(&shutdown).await {
+            return Ok(());
+        }
+        loop {
+            let (due, next_tick) = self.take_due();
+            if !due.is_empty() {
+                self.cancel_fired(due).await;
+                continue;
+            }
+            // Sleep until the next deadline's tick starts (or a long while
+            // when the wheel is empty); an earlier schedule wakes us.
+            let sleep = match next_tick {
+                Some(tick) => {
+                    let at_us = self.origin_us + (tick * self.tick_us) as i64;
+                    Duration::from_micros((at_us - now_us()).max(0) as u64)
+                }
+                None => Duration::from_secs(3600),
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(sleep) => {}
+            }
+            self.counters.wakeups.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    async fn teardown(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn store_stats(&self) -> StoreStats {
+        self.store.stats()
+    }
+
+    fn counters(&self) -> StrategyCounters {
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let pending = self.state.lock().map(|s| s.wheel.len() as u64).unwrap_or(0);
+        StrategyCounters::from([
+            ("scheduled".to_string(), get(&c.scheduled)),
+            (
+                "duplicate_schedules".to_string(),
+                get(&c.duplicate_schedules),
+            ),
+            ("reloaded".to_string(), get(&c.reloaded)),
+            ("fired".to_string(), get(&c.fired)),
+            ("wakeups".to_string(), get(&c.wakeups)),
+            ("errors".to_string(), get(&c.errors)),
+            ("pending_at_stop".to_string(), pending),
+        ])
+    }
+}
