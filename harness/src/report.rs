@@ -186,13 +186,17 @@ fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
         let _ = writeln!(
             out,
             "- cost (measured window): {} statements, {} transactions, {} retries, {} rows read by scans, \
-             {} cancel attempts of which {} absorbed; CPU {} ms over {} instance(s), peak RSS {} KiB",
+             {} cancel attempts of which {} changed nothing (already paid {}, already cancelled {}, \
+             not due {}); CPU {} ms over {} instance(s), peak RSS {} KiB",
             c.store.statements,
             c.store.transactions,
             c.store.retries,
             c.store.rows_read,
             c.store.cancel_attempts,
             c.absorbed_attempts,
+            c.store.already_paid,
+            c.store.already_cancelled,
+            c.store.not_due,
             c.cpu_ms,
             c.instances.len(),
             c.peak_rss_kib
@@ -249,7 +253,9 @@ const GLOSSARY: &str = "
   `unreleased` cancelled without a release; `orphan-releases` released but not cancelled.
 - **stmts/cancel**: SQL statements the canceller instances sent (BEGIN/COMMIT included) per order
   they cancelled, app-side, after the warm-up. **attempts/cancel**: `cancel_if_due` calls per
-  effective cancel; above 1 means duplicates were absorbed by the conditional UPDATE.
+  effective cancel; above 1 means some attempts changed nothing because the order was already
+  paid (a schedule nobody withdrew), already cancelled (a duplicate, or another instance won) or
+  not yet due; the conditional UPDATE absorbed them all.
 - Raw numbers: `run.json` and `<strategy>/summary.json`.
 ";
 

@@ -70,14 +70,17 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
             url: server.display_url(),
             namespace: None,
         };
-        let info = registry::info(name)?;
-        let summary = if let Some(reason) = info.unavailable {
-            Summary::not_run(name, Status::Skipped, reason.to_string(), database)
-        } else {
-            match run_strategy(name, &scenario, &plan, &server, &run_id, &dir).await {
+        let summary = match skip_reason(name, args.strategies.is_some())? {
+            Some(reason) => Summary::not_run(name, Status::Skipped, reason, database),
+            None => match run_strategy(name, &scenario, &plan, &server, &run_id, &dir).await {
                 Ok(summary) => summary,
+                // A service the strategy needs is down: say so and how to
+                // start it, as a skip rather than a failure of the strategy.
+                Err(e) if is_unreachable(&e) => {
+                    Summary::not_run(name, Status::Skipped, format!("{e:#}"), database)
+                }
                 Err(e) => Summary::not_run(name, Status::Failed, format!("{e:#}"), database),
-            }
+            },
         };
         summary.write(&dir)?;
         report::write(&run_dir)?;
@@ -107,6 +110,34 @@ fn select(list: Option<&str>) -> Result<Vec<String>> {
         known()
     );
     Ok(names)
+}
+
+/// Why `name` will not run, if it will not. With no `--strategies` the
+/// embedded default runs only what needs no service besides the database.
+fn skip_reason(name: &str, explicitly_selected: bool) -> Result<Option<String>> {
+    let info = registry::info(name)?;
+    if let Some(reason) = info.unavailable {
+        return Ok(Some(reason.to_string()));
+    }
+    if !explicitly_selected && !info.requires.is_empty() {
+        let needs: Vec<&str> = info.requires.iter().map(|s| s.name()).collect();
+        return Ok(Some(format!(
+            "needs {}, which the embedded default does not use; run it with \
+             `delaybench run --strategies {name}` once {} is up (`docker compose up -d --wait`)",
+            needs.join(" and "),
+            needs.join(" and ")
+        )));
+    }
+    Ok(None)
+}
+
+fn is_unreachable(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<strategies::Error>(),
+            Some(strategies::Error::Unreachable { .. })
+        )
+    })
 }
 
 fn known() -> String {

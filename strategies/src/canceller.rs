@@ -37,6 +37,16 @@ pub enum Service {
     Redis,
 }
 
+impl Service {
+    /// The product name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Service::RabbitMq => "RabbitMQ",
+            Service::Redis => "Redis",
+        }
+    }
+}
+
 /// What a strategy can honestly do. Gates which conformance checks apply
 /// and is printed in every report next to the strategy's numbers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
