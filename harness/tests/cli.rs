@@ -51,21 +51,24 @@ fn mysql() -> String {
         .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
 }
 
-/// Runs the tiny scenario with `strategies` on `db` and returns the run folder.
+/// Runs the tiny scenario with `strategies` (default selection when empty)
+/// on `db` and returns the run folder.
 fn tiny_run(db: &str, strategies: &str, out: &Path) -> std::path::PathBuf {
     let scenario = out.join("tiny.toml");
     std::fs::write(&scenario, TINY).unwrap();
-    let o = delaybench(&[
+    let mut args = vec![
         "run",
         "--scenario",
         scenario.to_str().unwrap(),
-        "--strategies",
-        strategies,
         "--db",
         db,
         "--out",
         out.to_str().unwrap(),
-    ]);
+    ];
+    if !strategies.is_empty() {
+        args.extend(["--strategies", strategies]);
+    }
+    let o = delaybench(&args);
     assert!(
         o.status.success(),
         "delaybench run failed on {db}:\n{}",
@@ -91,9 +94,9 @@ fn summary(run: &Path, strategy: &str) -> Value {
 }
 
 /// The keys outside checkers read are present, and a correct strategy is clean.
-fn assert_clean_db_scan(run: &Path, kind: &str) {
-    let s = summary(run, "db-scan");
-    assert_eq!(s["strategy"], "db-scan");
+fn assert_clean(run: &Path, strategy: &str, kind: &str) {
+    let s = summary(run, strategy);
+    assert_eq!(s["strategy"], strategy);
     assert_eq!(s["status"], "ok", "{s:#}");
     assert_eq!(s["database"]["kind"], kind);
     assert!(s["database"]["namespace"]
@@ -127,10 +130,10 @@ fn assert_clean_db_scan(run: &Path, kind: &str) {
             s["anomaly_examples"]
         );
     }
-    let hgrm = std::fs::read_to_string(run.join("db-scan").join("lateness.hgrm")).unwrap();
+    let hgrm = std::fs::read_to_string(run.join(strategy).join("lateness.hgrm")).unwrap();
     assert!(hgrm.contains("Total count"));
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
-    assert!(report.contains("| db-scan | ok |"), "{report}");
+    assert!(report.contains(&format!("| {strategy} | ok |")), "{report}");
     let info: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
     assert_eq!(info["seed"], 7);
@@ -138,18 +141,28 @@ fn assert_clean_db_scan(run: &Path, kind: &str) {
 }
 
 #[test]
-fn db_scan_runs_clean_on_sqlite_and_reports_skipped_strategies() {
+fn default_selection_runs_clean_on_sqlite_and_reports_skipped_strategies() {
     let out = tempfile::tempdir().unwrap();
-    let run = tiny_run("sqlite://", "db-scan,redis-zset", out.path());
-    assert_clean_db_scan(&run, "sqlite");
-    let skipped = summary(&run, "redis-zset");
-    assert_eq!(skipped["status"], "skipped");
-    assert!(
-        skipped["reason"].as_str().unwrap().contains("issue"),
-        "{skipped:#}"
-    );
+    let run = tiny_run("sqlite://", "", out.path());
+    // The embedded default runs what needs no service besides the database...
+    for strategy in ["db-scan", "timing-wheel"] {
+        assert_clean(&run, strategy, "sqlite");
+    }
+    // ...and lists every other strategy as skipped, with the reason.
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
-    assert!(report.contains("**redis-zset** skipped"), "{report}");
+    for info in strategies::registry::STRATEGIES
+        .iter()
+        .filter(|s| !s.requires.is_empty())
+    {
+        let skipped = summary(&run, info.name);
+        assert_eq!(skipped["status"], "skipped", "{skipped:#}");
+        let reason = skipped["reason"].as_str().unwrap();
+        assert!(!reason.is_empty());
+        assert!(
+            report.contains(&format!("**{}** skipped: {reason}", info.name)),
+            "{report}"
+        );
+    }
     // The report is regenerated from the JSON alone.
     std::fs::remove_file(run.join("report.md")).unwrap();
     let o = delaybench(&["report", run.to_str().unwrap()]);
@@ -160,17 +173,19 @@ fn db_scan_runs_clean_on_sqlite_and_reports_skipped_strategies() {
 }
 
 #[test]
-fn db_scan_runs_clean_on_postgres() {
+fn db_scan_and_timing_wheel_run_clean_on_postgres() {
     let out = tempfile::tempdir().unwrap();
-    let run = tiny_run(&pg(), "db-scan", out.path());
-    assert_clean_db_scan(&run, "postgres");
+    let run = tiny_run(&pg(), "db-scan,timing-wheel", out.path());
+    assert_clean(&run, "db-scan", "postgres");
+    assert_clean(&run, "timing-wheel", "postgres");
 }
 
 #[test]
-fn db_scan_runs_clean_on_mariadb() {
+fn db_scan_and_timing_wheel_run_clean_on_mariadb() {
     let out = tempfile::tempdir().unwrap();
-    let run = tiny_run(&mysql(), "db-scan", out.path());
-    assert_clean_db_scan(&run, "mysql");
+    let run = tiny_run(&mysql(), "db-scan,timing-wheel", out.path());
+    assert_clean(&run, "db-scan", "mysql");
+    assert_clean(&run, "timing-wheel", "mysql");
 }
 
 #[test]
