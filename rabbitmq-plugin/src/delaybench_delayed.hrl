@@ -1,0 +1,26 @@
+%% Shared definitions of the delaybench_delayed_exchange plugin.
+
+%% The exchange type this plugin registers.
+-define(TYPE_NAME, <<"x-delayed-message">>).
+%% Exchange argument naming the type that does the actual routing.
+-define(ARG_TYPE, <<"x-delayed-type">>).
+%% Message header carrying the delay in milliseconds.
+-define(HDR_DELAY, <<"x-delay">>).
+
+%% Mnesia table of pending messages (ordered_set, disc_copies,
+%% local_content). One record per delayed message.
+-define(TABLE, delaybench_delayed_message).
+
+-record(delaybench_delayed_message,
+        {key,      %% {DueMicros, Seq, Guid}: wall-clock due time in
+                   %% microseconds since the Unix epoch, then a
+                   %% per-incarnation counter (FIFO among equal due times),
+                   %% then a globally unique id (no clash across restarts)
+         exchange, %% #resource{kind = exchange} the message was published to
+         message   %% the #basic_message{} as published
+        }).
+
+%% Process-dictionary key the scheduler sets while it routes a stored
+%% message, so that route/2 of that exchange routes at once instead of
+%% storing the message again.
+-define(RELEASING, '$delaybench_delayed_releasing').

@@ -1,0 +1,14 @@
+%% Application callback: starts the scheduler's supervisor. The exchange
+%% type and the table are set up by boot steps (see
+%% delaybench_delayed_exchange), which RabbitMQ runs before starting this
+%% application.
+-module(delaybench_delayed_app).
+-behaviour(application).
+
+-export([start/2, stop/1]).
+
+start(_Type, _Args) ->
+    delaybench_delayed_sup:start_link().
+
+stop(_State) ->
+    ok.

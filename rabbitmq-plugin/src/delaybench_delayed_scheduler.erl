@@ -1,0 +1,172 @@
+%% The scheduler: one process per node that sleeps until the earliest due
+%% time in the store, then routes every message that is due, in due-time
+%% order, through its exchange, and sleeps again.
+%%
+%% It never polls: it arms one timer for the first key of the ordered
+%% table, and delaybench_delayed_store:insert/3 casts each new due time to
+%% it, so an earlier message re-arms the timer. Timer waits are capped at
+%% ?MAX_SLEEP_MS so that a wall-clock jump forward is noticed soon. Due
+%% messages are released in batches of ?BATCH, yielding between batches so
+%% new due times are still taken in.
+-module(delaybench_delayed_scheduler).
+-behaviour(gen_server).
+
+-include_lib("rabbit_common/include/rabbit.hrl").
+-include("delaybench_delayed.hrl").
+
+-export([start_link/0, notify/1, status/0]).
+-export([init/1, handle_call/3, handle_cast/2, handle_info/2,
+         terminate/2, code_change/3]).
+
+-define(SERVER, ?MODULE).
+-define(BATCH, 500).
+-define(MAX_SLEEP_MS, 60000).
+
+-record(state, {timer = undefined :: undefined | reference(),
+                armed = infinity :: infinity | integer(), %% due (us) armed for
+                released = 0 :: non_neg_integer(),
+                dropped = 0 :: non_neg_integer()}).
+
+start_link() ->
+    gen_server:start_link({local, ?SERVER}, ?MODULE, [], []).
+
+%% A message due at Due (us) was stored. Cheap and asynchronous; harmless
+%% when the scheduler is not running (it reads the table when it starts).
+notify(Due) ->
+    gen_server:cast(?SERVER, {stored, Due}).
+
+%% Counters for rabbitmqctl eval 'delaybench_delayed_scheduler:status().'
+status() ->
+    gen_server:call(?SERVER, status).
+
+init([]) ->
+    {ok, rearm(#state{})}.
+
+handle_call(status, _From, S = #state{armed = Armed, released = R,
+                                      dropped = D}) ->
+    Reply = #{pending => delaybench_delayed_store:count(),
+              next_due_us => Armed,
+              released => R,
+              dropped => D},
+    {reply, Reply, S};
+handle_call(_Req, _From, S) ->
+    {reply, {error, unknown_call}, S}.
+
+handle_cast({stored, Due}, S = #state{armed = Armed}) when Due < Armed ->
+    {noreply, arm(Due, S)};
+handle_cast(_Msg, S) ->
+    {noreply, S}.
+
+handle_info({timeout, Ref, release}, S = #state{timer = Ref}) ->
+    {noreply, release(S#state{timer = undefined, armed = infinity})};
+handle_info({timeout, _StaleRef, release}, S) ->
+    {noreply, S};
+handle_info(_Info, S) ->
+    {noreply, S}.
+
+terminate(_Reason, _S) ->
+    ok.
+
+code_change(_OldVsn, S, _Extra) ->
+    {ok, S}.
+
+%%----------------------------------------------------------------------------
+
+%% Arm the timer for the first key of the table (or go idle).
+rearm(S) ->
+    case delaybench_delayed_store:first() of
+        '$end_of_table' -> cancel(S);
+        Key -> arm(delaybench_delayed_store:due_of(Key), cancel(S))
+    end.
+
+arm(Due, S0) ->
+    S = cancel(S0),
+    WaitMs = min(?MAX_SLEEP_MS,
+                 ceil_div(Due - delaybench_delayed_store:now_micros(), 1000)),
+    Ref = erlang:start_timer(max(0, WaitMs), self(), release),
+    S#state{timer = Ref, armed = Due}.
+
+cancel(S = #state{timer = undefined}) ->
+    S#state{armed = infinity};
+cancel(S = #state{timer = Ref}) ->
+    _ = erlang:cancel_timer(Ref, [{async, true}, {info, false}]),
+    S#state{timer = undefined, armed = infinity}.
+
+ceil_div(A, B) when A =< 0 -> A div B;
+ceil_div(A, B) -> (A + B - 1) div B.
+
+%% Release due messages, at most ?BATCH, then re-arm.
+release(S) ->
+    release(delaybench_delayed_store:now_micros(), ?BATCH, #{}, S).
+
+release(_Now, 0, _XCache, S) ->
+    %% Batch done; more may be due: come back right after pending casts.
+    arm(0, S);
+release(Now, Left, XCache, S) ->
+    case delaybench_delayed_store:first() of
+        '$end_of_table' ->
+            cancel(S);
+        Key ->
+            case delaybench_delayed_store:due_of(Key) of
+                Due when Due =< Now ->
+                    {XCache1, S1} = release_one(Key, XCache, S),
+                    release(Now, Left - 1, XCache1, S1);
+                Due ->
+                    arm(Due, S)
+            end
+    end.
+
+release_one(Key, XCache, S) ->
+    case delaybench_delayed_store:read(Key) of
+        [#delaybench_delayed_message{exchange = XName, message = Msg}] ->
+            {Lookup, XCache1} = lookup_exchange(XName, XCache),
+            Outcome = case Lookup of
+                          {ok, X} -> route(X, Msg);
+                          {error, not_found} -> {dropped, exchange_not_found}
+                      end,
+            %% Deleted after routing: a crash in between re-delivers the
+            %% message after the restart (at least once).
+            ok = delaybench_delayed_store:delete(Key),
+            {XCache1, count(Outcome, XName, S)};
+        [] ->
+            {XCache, S}
+    end.
+
+lookup_exchange(XName, XCache) ->
+    case maps:find(XName, XCache) of
+        {ok, Found} ->
+            {Found, XCache};
+        error ->
+            Found = rabbit_exchange:lookup(XName),
+            {Found, XCache#{XName => Found}}
+    end.
+
+route(X = #exchange{name = XName}, Msg) ->
+    Delivery = #delivery{mandatory = false,
+                         confirm = false,
+                         sender = self(),
+                         message = Msg,
+                         msg_seq_no = undefined,
+                         flow = noflow},
+    put(?RELEASING, XName),
+    try
+        QNames = rabbit_exchange:route(X, Delivery),
+        Qs = rabbit_amqqueue:lookup(QNames),
+        case rabbit_queue_type:deliver(Qs, Delivery, stateless) of
+            {ok, _, _} -> released;
+            {error, Reason} -> {dropped, Reason}
+        end
+    catch
+        Class:Error ->
+            {dropped, {Class, Error}}
+    after
+        erase(?RELEASING)
+    end.
+
+count(released, _XName, S = #state{released = R}) ->
+    S#state{released = R + 1};
+count({dropped, Reason}, XName, S = #state{dropped = D}) ->
+    rabbit_log:warning("delaybench_delayed_exchange: dropped a delayed "
+                       "message of ~s: ~p",
+                       [rabbit_misc:rs(XName), Reason]),
+    S#state{dropped = D + 1}.

@@ -1,0 +1,805 @@
+//! Tests of the `x-delayed-message` plugin against the real broker
+//! (`DELAYBENCH_AMQP_URL`, default `amqp://guest:guest@127.0.0.1:5672/%2f`).
+//!
+//! They fail, never skip, when the broker is unreachable or the plugin is
+//! not enabled (`bash rabbitmq-plugin/install.sh`). Every test uses its own
+//! exchanges and queues. The restart test stops and starts the broker
+//! application, so it takes [`BROKER`] for writing and every other test
+//! takes it for reading: the others run in parallel with each other, never
+//! during the restart.
+//!
+//! Timing: the plugin releases a message no earlier than its due time
+//! (computed by the broker when it receives the publish, so after the
+//! publish instant taken here), so `arrival - publish >= x-delay` holds
+//! exactly. Lateness is only checked against the generous [`LATE_BOUND`].
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use futures_lite::StreamExt;
+use lapin::message::Delivery;
+use lapin::options::{
+    BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions,
+    ExchangeDeleteOptions, QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
+};
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::{BasicProperties, Channel, Connection, Consumer, ExchangeKind};
+use rabbitmq_plugin::{
+    amqp_url, check_plugin, connect, delay_headers, delayed_exchange_args, unique_name,
+    EXCHANGE_TYPE, HEADER_DELAY,
+};
+use tokio::sync::RwLock;
+
+/// Read by every test, written by the restart test.
+static BROKER: RwLock<()> = RwLock::const_new(());
+
+/// How late a delayed message may arrive after its due time before a test
+/// fails: generous, this is no benchmark.
+const LATE_BOUND: Duration = Duration::from_millis(2000);
+
+struct Broker {
+    conn: Connection,
+    ch: Channel,
+}
+
+impl Broker {
+    /// Connects, after checking that the plugin is there; panics with what
+    /// to do otherwise.
+    async fn new() -> Self {
+        let url = amqp_url();
+        if let Err(e) = check_plugin(&url).await {
+            panic!("{e}");
+        }
+        let conn = connect(&url).await.unwrap_or_else(|e| panic!("{e}"));
+        let ch = conn.create_channel().await.expect("open a channel");
+        Self { conn, ch }
+    }
+
+    /// A non-durable, auto-delete delayed exchange routing as `kind`.
+    async fn delayed_exchange(&self, kind: &str) -> String {
+        let name = unique_name(&format!("x-{kind}"));
+        self.ch
+            .exchange_declare(
+                &name,
+                ExchangeKind::Custom(EXCHANGE_TYPE.into()),
+                ExchangeDeclareOptions {
+                    auto_delete: true,
+                    ..Default::default()
+                },
+                delayed_exchange_args(kind),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("declare {EXCHANGE_TYPE} exchange {name} ({kind}): {e}"));
+        name
+    }
+
+    /// An exclusive queue bound to `exchange` with `key` and `args`.
+    async fn bound_queue(&self, exchange: &str, key: &str, args: FieldTable) -> String {
+        let q = self
+            .ch
+            .queue_declare(
+                "",
+                QueueDeclareOptions {
+                    exclusive: true,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .expect("declare queue");
+        let name = q.name().as_str().to_owned();
+        self.ch
+            .queue_bind(&name, exchange, key, QueueBindOptions::default(), args)
+            .await
+            .expect("bind queue");
+        name
+    }
+
+    async fn consume(&self, queue: &str) -> Consumer {
+        self.ch
+            .basic_consume(
+                queue,
+                "",
+                BasicConsumeOptions {
+                    no_ack: true,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .expect("consume")
+    }
+
+    /// Publishes `body` with `headers`; returns the instant just before.
+    async fn publish(&self, exchange: &str, key: &str, body: &str, headers: FieldTable) -> Instant {
+        let sent = Instant::now();
+        self.ch
+            .basic_publish(
+                exchange,
+                key,
+                BasicPublishOptions::default(),
+                body.as_bytes(),
+                BasicProperties::default().with_headers(headers),
+            )
+            .await
+            .expect("publish")
+            .await
+            .expect("publish accepted");
+        sent
+    }
+
+    async fn close(self) {
+        let _ = self.conn.close(200, "done").await;
+    }
+}
+
+/// The next delivery on `consumer` and its arrival instant, if one comes
+/// within `within`.
+async fn next(consumer: &mut Consumer, within: Duration) -> Option<(Delivery, Instant)> {
+    match tokio::time::timeout(within, consumer.next()).await {
+        Ok(Some(Ok(d))) => Some((d, Instant::now())),
+        Ok(Some(Err(e))) => panic!("consumer failed: {e}"),
+        Ok(None) => panic!("consumer stream ended"),
+        Err(_) => None,
+    }
+}
+
+/// Waits for one delivery; panics naming `what` if none comes in `within`.
+async fn expect_one(consumer: &mut Consumer, within: Duration, what: &str) -> (String, Instant) {
+    let (d, at) = next(consumer, within)
+        .await
+        .unwrap_or_else(|| panic!("{what}: no message within {within:?}"));
+    (String::from_utf8_lossy(&d.data).into_owned(), at)
+}
+
+/// Asserts that nothing arrives on `consumer` for `quiet`.
+async fn expect_none(consumer: &mut Consumer, quiet: Duration, what: &str) {
+    if let Some((d, _)) = next(consumer, quiet).await {
+        panic!(
+            "{what}: unexpected message {:?}",
+            String::from_utf8_lossy(&d.data)
+        );
+    }
+}
+
+/// Asserts `sent + delay <= arrived <= sent + delay + LATE_BOUND`.
+fn assert_on_time(what: &str, sent: Instant, arrived: Instant, delay_ms: u64) {
+    let elapsed = arrived.duration_since(sent);
+    let delay = Duration::from_millis(delay_ms);
+    assert!(
+        elapsed >= delay,
+        "{what}: arrived after {elapsed:?}, before its x-delay of {delay:?}"
+    );
+    assert!(
+        elapsed <= delay + LATE_BOUND,
+        "{what}: arrived after {elapsed:?}, more than {LATE_BOUND:?} after its x-delay of {delay:?}"
+    );
+}
+
+fn headers(pairs: &[(&str, AMQPValue)]) -> FieldTable {
+    let mut t = FieldTable::default();
+    for (k, v) in pairs {
+        t.insert(ShortString::from(*k), v.clone());
+    }
+    t
+}
+
+fn longstr(s: &str) -> AMQPValue {
+    AMQPValue::LongString(LongString::from(s))
+}
+
+#[tokio::test]
+async fn delayed_messages_arrive_not_before_their_delay_and_soon_after() {
+    let _shared = BROKER.read().await;
+    let b = Broker::new().await;
+    let x = b.delayed_exchange("direct").await;
+    let q = b.bound_queue(&x, "k", FieldTable::default()).await;
+    let mut c = b.consume(&q).await;
+
+    let delays = [300u64, 1000, 2000];
+    let mut sent = Vec::new();
+    for d in delays {
+        sent.push(
+            b.publish(&x, "k", &format!("m{d}"), delay_headers(d as i64))
+                .await,
+        );
+    }
+    for (i, d) in delays.iter().enumerate() {
+        let (body, at) = expect_one(&mut c, Duration::from_secs(10), "delayed message").await;
+        assert_eq!(body, format!("m{d}"), "messages out of due-time order");
+        assert_on_time(&body, sent[i], at, *d);
+    }
+    expect_none(
+        &mut c,
+        Duration::from_millis(300),
+        "after the last delayed message",
+    )
+    .await;
+    b.close().await;
+}
+
+#[tokio::test]
+async fn long_delay_published_first_arrives_after_short_delay_published_second() {
+    let _shared = BROKER.read().await;
+    let b = Broker::new().await;
+    let x = b.delayed_exchange("direct").await;
+    let q = b.bound_queue(&x, "k", FieldTable::default()).await;
+    let mut c = b.consume(&q).await;
+
+    let sent_long = b.publish(&x, "k", "long", delay_headers(2500)).await;
+    let sent_short = b.publish(&x, "k", "short", delay_headers(500)).await;
+    let (first, at_first) = expect_one(&mut c, Duration::from_secs(10), "first").await;
+    let (second, at_second) = expect_one(&mut c, Duration::from_secs(10), "second").await;
+    assert_eq!(
+        (first.as_str(), second.as_str()),
+        ("short", "long"),
+        "due-time order"
+    );
+    assert_on_time("short", sent_short, at_first, 500);
+    assert_on_time("long", sent_long, at_second, 2500);
+    b.close().await;
+}
+
+#[tokio::test]
+async fn topic_type_routes_by_pattern_after_the_delay() {
+    let _shared = BROKER.read().await;
+    let b = Broker::new().await;
+    let x = b.delayed_exchange("topic").await;
+    let q_cancel = b
+        .bound_queue(&x, "orders.*.cancel", FieldTable::default())
+        .await;
+    let q_all = b.bound_queue(&x, "orders.#", FieldTable::default()).await;
+    let mut c_cancel = b.consume(&q_cancel).await;
+    let mut c_all = b.consume(&q_all).await;
+
+    let sent = b
+        .publish(&x, "orders.eu.cancel", "eu-cancel", delay_headers(700))
+        .await;
+    b.publish(&x, "orders.eu", "eu", delay_headers(700)).await;
+    b.publish(&x, "payments.eu.cancel", "nowhere", delay_headers(700))
+        .await;
+
+    // Nothing before the delay.
+    expect_none(&mut c_all, Duration::from_millis(400), "topic before delay").await;
+    let (body, at) = expect_one(&mut c_cancel, Duration::from_secs(10), "orders.*.cancel").await;
+    assert_eq!(body, "eu-cancel");
+    assert_on_time("orders.*.cancel", sent, at, 700);
+    let mut all = Vec::new();
+    for _ in 0..2 {
+        let (body, at) = expect_one(&mut c_all, Duration::from_secs(10), "orders.#").await;
+        assert_on_time("orders.#", sent, at, 700);
+        all.push(body);
+    }
+    all.sort();
+    assert_eq!(all, ["eu", "eu-cancel"]);
+    expect_none(
+        &mut c_cancel,
+        Duration::from_millis(500),
+        "orders.*.cancel extra",
+    )
+    .await;
+    expect_none(&mut c_all, Duration::from_millis(100), "orders.# extra").await;
+    b.close().await;
+}
+
+#[tokio::test]
+async fn headers_type_routes_by_headers_after_the_delay() {
+    let _shared = BROKER.read().await;
+    let b = Broker::new().await;
+    let x = b.delayed_exchange("headers").await;
+    let q_all = b
+        .bound_queue(
+            &x,
+            "",
+            headers(&[
+                ("x-match", longstr("all")),
+                ("region", longstr("eu")),
+                ("kind", longstr("cancel")),
+            ]),
+        )
+        .await;
+    let q_any = b
+        .bound_queue(
+            &x,
+            "",
+            headers(&[("x-match", longstr("any")), ("region", longstr("us"))]),
+        )
+        .await;
+    let mut c_all = b.consume(&q_all).await;
+    let mut c_any = b.consume(&q_any).await;
+
+    let delay = AMQPValue::LongLongInt(600);
+    let sent_eu = b
+        .publish(
+            &x,
+            "",
+            "eu-cancel",
+            headers(&[
+                (HEADER_DELAY, delay.clone()),
+                ("region", longstr("eu")),
+                ("kind", longstr("cancel")),
+            ]),
+        )
+        .await;
+    let sent_us = b
+        .publish(
+            &x,
+            "",
+            "us",
+            headers(&[(HEADER_DELAY, delay.clone()), ("region", longstr("us"))]),
+        )
+        .await;
+    b.publish(
+        &x,
+        "",
+        "eu-only",
+        headers(&[(HEADER_DELAY, delay), ("region", longstr("eu"))]),
+    )
+    .await;
+
+    let (body, at) = expect_one(&mut c_all, Duration::from_secs(10), "x-match all").await;
+    assert_eq!(body, "eu-cancel");
+    assert_on_time("x-match all", sent_eu, at, 600);
+    let (body, at) = expect_one(&mut c_any, Duration::from_secs(10), "x-match any").await;
+    assert_eq!(body, "us");
+    assert_on_time("x-match any", sent_us, at, 600);
+    expect_none(&mut c_all, Duration::from_millis(500), "x-match all extra").await;
+    expect_none(&mut c_any, Duration::from_millis(100), "x-match any extra").await;
+    b.close().await;
+}
+
+#[tokio::test]
+async fn fanout_type_copies_to_every_queue_after_the_delay() {
+    let _shared = BROKER.read().await;
+    let b = Broker::new().await;
+    let x = b.delayed_exchange("fanout").await;
+    let q1 = b.bound_queue(&x, "", FieldTable::default()).await;
+    let q2 = b.bound_queue(&x, "ignored", FieldTable::default()).await;
+    let mut c1 = b.consume(&q1).await;
+    let mut c2 = b.consume(&q2).await;
+    let sent = b.publish(&x, "any", "fan", delay_headers(500)).await;
+    for (c, what) in [(&mut c1, "q1"), (&mut c2, "q2")] {
+        let (body, at) = expect_one(c, Duration::from_secs(10), what).await;
+        assert_eq!(body, "fan");
+        assert_on_time(what, sent, at, 500);
+    }
+    b.close().await;
+}
+
+#[tokio::test]
+async fn messages_without_a_positive_delay_are_routed_at_once() {
+    let _shared = BROKER.read().await;
+    let b = Broker::new().await;
+    let x = b.delayed_exchange("direct").await;
+    let q = b.bound_queue(&x, "k", FieldTable::default()).await;
+    let mut c = b.consume(&q).await;
+
+    let cases = [
+        ("no-header", FieldTable::default()),
+        ("zero", delay_headers(0)),
+        ("negative", delay_headers(-5000)),
+        ("other-headers", headers(&[("region", longstr("eu"))])),
+        ("not-a-number", headers(&[(HEADER_DELAY, longstr("soon"))])),
+    ];
+    for (label, h) in cases {
+        let sent = b.publish(&x, "k", label, h).await;
+        let (body, at) = expect_one(&mut c, Duration::from_secs(5), label).await;
+        assert_eq!(body, label);
+        let took = at.duration_since(sent);
+        assert!(
+            took < LATE_BOUND,
+            "{label}: an undelayed message took {took:?}"
+        );
+    }
+    b.close().await;
+}
+
+#[tokio::test]
+async fn x_delay_of_any_integer_type_or_a_decimal_string_delays() {
+    let _shared = BROKER.read().await;
+    let b = Broker::new().await;
+    let x = b.delayed_exchange("direct").await;
+    let q = b.bound_queue(&x, "k", FieldTable::default()).await;
+    let mut c = b.consume(&q).await;
+
+    let cases = [
+        ("short", AMQPValue::ShortInt(400)),
+        ("ushort", AMQPValue::ShortUInt(400)),
+        ("int", AMQPValue::LongInt(400)),
+        ("uint", AMQPValue::LongUInt(400)),
+        ("long", AMQPValue::LongLongInt(400)),
+        ("string", longstr("400")),
+        ("double", AMQPValue::Double(400.0)),
+    ];
+    let mut sent = std::collections::HashMap::new();
+    for (label, v) in cases {
+        sent.insert(
+            label.to_owned(),
+            b.publish(&x, "k", label, headers(&[(HEADER_DELAY, v)]))
+                .await,
+        );
+    }
+    for _ in 0..sent.len() {
+        let (body, at) = expect_one(&mut c, Duration::from_secs(10), "typed x-delay").await;
+        let s = *sent.get(&body).expect("known body");
+        assert_on_time(&body, s, at, 400);
+    }
+    b.close().await;
+}
+
+#[tokio::test]
+async fn routing_uses_the_bindings_in_place_when_the_message_is_due() {
+    let _shared = BROKER.read().await;
+    let b = Broker::new().await;
+    let x = b.delayed_exchange("direct").await;
+    // Keeps the auto-delete exchange alive while q_then/q_now change.
+    let _anchor = b.bound_queue(&x, "anchor", FieldTable::default()).await;
+    let q_then = b.bound_queue(&x, "k", FieldTable::default()).await;
+    let mut c_then = b.consume(&q_then).await;
+
+    let sent = b.publish(&x, "k", "late-bound", delay_headers(1500)).await;
+    // Unbind the queue bound at publish time, bind another one.
+    b.ch.queue_unbind(&q_then, &x, "k", FieldTable::default())
+        .await
+        .expect("unbind");
+    let q_now = b.bound_queue(&x, "k", FieldTable::default()).await;
+    let mut c_now = b.consume(&q_now).await;
+
+    let (body, at) = expect_one(
+        &mut c_now,
+        Duration::from_secs(10),
+        "queue bound at due time",
+    )
+    .await;
+    assert_eq!(body, "late-bound");
+    assert_on_time("late-bound", sent, at, 1500);
+    expect_none(
+        &mut c_then,
+        Duration::from_millis(300),
+        "queue unbound before due time",
+    )
+    .await;
+    b.close().await;
+}
+
+/// Documents the known limit (README): a `mandatory` delayed publish is
+/// returned as unroutable at once, and still delivered when due.
+#[tokio::test]
+async fn mandatory_delayed_publish_is_returned_at_once_and_still_delivered() {
+    let _shared = BROKER.read().await;
+    let b = Broker::new().await;
+    let x = b.delayed_exchange("direct").await;
+    let q = b.bound_queue(&x, "k", FieldTable::default()).await;
+    let mut c = b.consume(&q).await;
+    b.ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .expect("confirm.select");
+    let sent = Instant::now();
+    let confirmation =
+        b.ch.basic_publish(
+            &x,
+            "k",
+            BasicPublishOptions {
+                mandatory: true,
+                ..Default::default()
+            },
+            b"mandatory",
+            BasicProperties::default().with_headers(delay_headers(600)),
+        )
+        .await
+        .expect("publish")
+        .await
+        .expect("confirm");
+    let returned = confirmation
+        .take_message()
+        .expect("a mandatory delayed publish comes back as basic.return (known limit)");
+    assert_eq!(returned.reply_code, 312, "NO_ROUTE");
+    let (body, at) = expect_one(&mut c, Duration::from_secs(10), "returned but delayed").await;
+    assert_eq!(body, "mandatory");
+    assert_on_time("mandatory", sent, at, 600);
+    b.close().await;
+}
+
+#[tokio::test]
+async fn deleting_the_exchange_drops_its_pending_messages() {
+    let _shared = BROKER.read().await;
+    let b = Broker::new().await;
+    let x = unique_name("deleted");
+    let declare = || async {
+        b.ch.exchange_declare(
+            &x,
+            ExchangeKind::Custom(EXCHANGE_TYPE.into()),
+            ExchangeDeclareOptions::default(),
+            delayed_exchange_args("fanout"),
+        )
+        .await
+        .expect("declare")
+    };
+    declare().await;
+    b.publish(&x, "", "orphan", delay_headers(800)).await;
+    b.ch.exchange_delete(&x, ExchangeDeleteOptions::default())
+        .await
+        .expect("delete");
+    // A new exchange of the same name must not inherit the message.
+    declare().await;
+    let q = b.bound_queue(&x, "", FieldTable::default()).await;
+    let mut c = b.consume(&q).await;
+    let sent = b.publish(&x, "", "fresh", delay_headers(1200)).await;
+    let (body, at) = expect_one(&mut c, Duration::from_secs(10), "fresh").await;
+    assert_eq!(
+        body, "fresh",
+        "a message of the deleted exchange came through"
+    );
+    assert_on_time("fresh", sent, at, 1200);
+    b.ch.exchange_delete(&x, ExchangeDeleteOptions::default())
+        .await
+        .expect("delete");
+    b.close().await;
+}
+
+#[tokio::test]
+async fn declaring_without_a_valid_x_delayed_type_is_precondition_failed() {
+    let _shared = BROKER.read().await;
+    let b = Broker::new().await;
+    let string_arg = |v: &str| headers(&[("x-delayed-type", longstr(v))]);
+    let cases = [
+        ("missing x-delayed-type", FieldTable::default()),
+        ("unknown x-delayed-type", string_arg("no-such-type")),
+        ("x-delayed-type naming itself", string_arg(EXCHANGE_TYPE)),
+        (
+            "non-string x-delayed-type",
+            headers(&[("x-delayed-type", AMQPValue::LongInt(1))]),
+        ),
+    ];
+    for (what, args) in cases {
+        // A refused declare closes the channel: one channel per case.
+        let ch = b.conn.create_channel().await.expect("channel");
+        let name = unique_name("refused");
+        let err = ch
+            .exchange_declare(
+                &name,
+                ExchangeKind::Custom(EXCHANGE_TYPE.into()),
+                ExchangeDeclareOptions {
+                    auto_delete: true,
+                    ..Default::default()
+                },
+                args,
+            )
+            .await
+            .expect_err(what);
+        match err.kind() {
+            lapin::ErrorKind::ProtocolError(e) => assert_eq!(
+                e.get_id(),
+                406,
+                "{what}: expected PRECONDITION_FAILED, got {e}"
+            ),
+            other => panic!("{what}: expected PRECONDITION_FAILED, got {other:?}"),
+        }
+    }
+    // The connection itself is still fine.
+    let x = b.delayed_exchange("direct").await;
+    // Redeclaring with another x-delayed-type is refused too.
+    let ch = b.conn.create_channel().await.expect("channel");
+    let err = ch
+        .exchange_declare(
+            &x,
+            ExchangeKind::Custom(EXCHANGE_TYPE.into()),
+            ExchangeDeclareOptions {
+                auto_delete: true,
+                ..Default::default()
+            },
+            delayed_exchange_args("topic"),
+        )
+        .await
+        .expect_err("redeclare with another x-delayed-type");
+    match err.kind() {
+        lapin::ErrorKind::ProtocolError(e) => assert_eq!(e.get_id(), 406, "redeclare: got {e}"),
+        other => panic!("redeclare: expected PRECONDITION_FAILED, got {other:?}"),
+    }
+    b.ch.exchange_delete(&x, ExchangeDeleteOptions::default())
+        .await
+        .expect("delete");
+    b.close().await;
+}
+
+/// Runs `program args`; Err carries its status and output.
+async fn run(program: &str, args: &[&str]) -> Result<(), String> {
+    let (prog, owned) = (
+        program.to_owned(),
+        args.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
+    );
+    let out = tokio::task::spawn_blocking(move || Command::new(prog).args(&owned).output())
+        .await
+        .expect("join")
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run {program} ({e}): the restart test needs the broker's \
+                 command-line tools on PATH and root"
+            )
+        });
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{program} {args:?} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// Runs `rabbitmqctl args`, panicking with its output if it fails.
+async fn rabbitmqctl(args: &[&str]) {
+    if let Err(e) = run("rabbitmqctl", args).await {
+        panic!("{e}");
+    }
+}
+
+/// Restarts the broker: the application (`stop_app`/`start_app`), or, with
+/// `DELAYBENCH_PLUGIN_TEST_FULL_RESTART=1`, the whole node (`rabbitmqctl
+/// stop`, then `rabbitmq-server -detached`).
+async fn restart_broker() {
+    let full = std::env::var("DELAYBENCH_PLUGIN_TEST_FULL_RESTART").is_ok_and(|v| v == "1");
+    let started = Instant::now();
+    if full {
+        rabbitmqctl(&["stop"]).await;
+        if let Err(e) = run("rabbitmq-server", &["-detached"]).await {
+            panic!("{e}");
+        }
+        // await_startup fails until the new node has registered: retry.
+        let mut last = String::new();
+        for _ in 0..60 {
+            match run("rabbitmqctl", &["await_startup", "--timeout", "60"]).await {
+                Ok(()) => {
+                    last.clear();
+                    break;
+                }
+                Err(e) => {
+                    last = e;
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+        assert!(last.is_empty(), "broker did not come back: {last}");
+    } else {
+        rabbitmqctl(&["stop_app"]).await;
+        rabbitmqctl(&["start_app"]).await;
+        rabbitmqctl(&["await_startup", "--timeout", "120"]).await;
+    }
+    eprintln!(
+        "broker {} restarted in {:?}",
+        if full { "node" } else { "app" },
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn pending_messages_survive_a_broker_app_restart() {
+    let _exclusive = BROKER.write().await;
+    let b = Broker::new().await;
+    let x = unique_name("restart-x");
+    let q = unique_name("restart-q");
+    b.ch.exchange_declare(
+        &x,
+        ExchangeKind::Custom(EXCHANGE_TYPE.into()),
+        ExchangeDeclareOptions {
+            durable: true,
+            ..Default::default()
+        },
+        delayed_exchange_args("direct"),
+    )
+    .await
+    .expect("declare durable exchange");
+    b.ch.queue_declare(
+        &q,
+        QueueDeclareOptions {
+            durable: true,
+            ..Default::default()
+        },
+        FieldTable::default(),
+    )
+    .await
+    .expect("declare durable queue");
+    b.ch.queue_bind(
+        &q,
+        &x,
+        "k",
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .expect("bind");
+    b.ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .expect("confirm.select");
+
+    let delays = [5000u64, 8000];
+    let mut sent = Vec::new();
+    for d in delays {
+        let at = Instant::now();
+        b.ch.basic_publish(
+            &x,
+            "k",
+            BasicPublishOptions::default(),
+            format!("persist-{d}").as_bytes(),
+            BasicProperties::default()
+                .with_delivery_mode(2)
+                .with_headers(delay_headers(d as i64)),
+        )
+        .await
+        .expect("publish")
+        .await
+        .expect("confirm");
+        sent.push(at);
+    }
+    // Still pending: nothing in the queue yet.
+    let passive =
+        b.ch.queue_declare(
+            &q,
+            QueueDeclareOptions {
+                passive: true,
+                durable: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .expect("passive declare");
+    assert_eq!(
+        passive.message_count(),
+        0,
+        "messages routed before their delay"
+    );
+    b.close().await;
+
+    restart_broker().await;
+
+    let url = amqp_url();
+    let mut conn = None;
+    for _ in 0..60 {
+        match connect(&url).await {
+            Ok(c) => {
+                conn = Some(c);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+    let conn = conn.unwrap_or_else(|| panic!("broker did not come back at {url}"));
+    let ch = conn.create_channel().await.expect("channel");
+    let mut c = ch
+        .basic_consume(
+            &q,
+            "",
+            BasicConsumeOptions {
+                no_ack: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .expect("consume");
+    for (i, d) in delays.iter().enumerate() {
+        let (body, at) = expect_one(
+            &mut c,
+            Duration::from_secs(30),
+            "message stored across the restart",
+        )
+        .await;
+        assert_eq!(body, format!("persist-{d}"));
+        let elapsed = at.duration_since(sent[i]);
+        assert!(
+            elapsed >= Duration::from_millis(*d),
+            "{body}: arrived after {elapsed:?}, before its x-delay"
+        );
+    }
+    expect_none(&mut c, Duration::from_millis(300), "after the restart").await;
+    ch.queue_delete(&q, QueueDeleteOptions::default())
+        .await
+        .expect("delete queue");
+    ch.exchange_delete(&x, ExchangeDeleteOptions::default())
+        .await
+        .expect("delete exchange");
+    let _ = conn.close(200, "done").await;
+}
