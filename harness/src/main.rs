@@ -3,6 +3,7 @@
 
 mod driver;
 mod instance;
+mod redis_stats;
 mod report;
 mod run;
 mod runinfo;
@@ -32,7 +33,7 @@ enum Command {
         /// Scenario TOML file (default: the bundled quick scenario, scenarios/quick.toml).
         #[arg(long)]
         scenario: Option<PathBuf>,
-        /// Comma-separated strategies (default: all; unavailable ones are reported as skipped).
+        /// Comma-separated strategies (default: those needing only the database; the others are listed as skipped, teaching variants are left out).
         #[arg(long)]
         strategies: Option<String>,
         /// Order database: sqlite:// (embedded, default), postgres://user@host/db or mysql://user@host/db.
@@ -88,8 +89,13 @@ fn main() -> ExitCode {
             }
             Command::List => {
                 for s in strategies::registry::STRATEGIES {
-                    let status = s.unavailable.unwrap_or("available");
-                    println!("{:<16} {:<60} {status}", s.name, s.summary);
+                    let needs: Vec<&str> = s.requires.iter().map(|r| r.name()).collect();
+                    let needs = if needs.is_empty() {
+                        "database".to_string()
+                    } else {
+                        needs.join(", ")
+                    };
+                    println!("{:<24} needs {:<10} {}", s.name, needs, s.summary);
                 }
                 Ok(())
             }

@@ -136,7 +136,10 @@ fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
         info.git_commit,
         info.machine.summary(),
     );
-    let _ = writeln!(out, "## Results\n");
+    for (service, version) in &info.services {
+        let _ = writeln!(out, "{service}: {version}.  ");
+    }
+    let _ = writeln!(out, "\n## Results\n");
     let table = rows(summaries);
     let _ = writeln!(out, "| {} |", table[0].join(" | "));
     let _ = writeln!(out, "|{}", " --- |".repeat(table[0].len()));
@@ -162,6 +165,7 @@ fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             s.database.url,
             s.database.namespace.as_deref().unwrap_or("-")
         );
+        lateness_by_timeout(&mut out, s);
         let by: Vec<String> = s
             .cancelled_by
             .iter()
@@ -201,6 +205,13 @@ fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             c.instances.len(),
             c.peak_rss_kib
         );
+        if let (Some(n), Some(per)) = (c.redis_commands, c.redis_commands_per_cancel) {
+            let _ = writeln!(
+                out,
+                "- Redis: {n} commands served during the run, {per:.1} per cancelled order \
+                 (INFO commandstats delta, server-wide, warm-up included)"
+            );
+        }
         let g = &s.generator;
         let _ = writeln!(
             out,
@@ -238,6 +249,47 @@ fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
     }
     out.push_str(GLOSSARY);
     out
+}
+
+/// The per-timeout lateness table, when the scenario mixes timeouts, with
+/// a plain statement when short deadlines waited behind long ones.
+fn lateness_by_timeout(out: &mut String, s: &Summary) {
+    if s.lateness_by_timeout.len() < 2 {
+        return;
+    }
+    let _ = writeln!(out, "- lateness by configured timeout:\n");
+    let _ = writeln!(
+        out,
+        "  | timeout | orders | p50 ms | p99 ms | max ms |\n  | --- | --- | --- | --- | --- |"
+    );
+    for t in &s.lateness_by_timeout {
+        let _ = writeln!(
+            out,
+            "  | {} ms | {} | {} | {} | {} |",
+            t.timeout_ms,
+            t.count,
+            ms(t.p50_us),
+            ms(t.p99_us),
+            ms(t.max_us)
+        );
+    }
+    let (shortest, longest) = (
+        &s.lateness_by_timeout[0],
+        &s.lateness_by_timeout[s.lateness_by_timeout.len() - 1],
+    );
+    let gap_us = (longest.timeout_ms - shortest.timeout_ms) * 1000;
+    if shortest.p99_us * 2 > gap_us {
+        let _ = writeln!(
+            out,
+            "\n  **Head-of-line blocking**: the {} ms orders' p99 lateness ({} ms) is more than half \
+             the {} ms between the timeouts: short deadlines waited behind long ones.\n",
+            shortest.timeout_ms,
+            ms(shortest.p99_us),
+            gap_us / 1000
+        );
+    } else {
+        let _ = writeln!(out);
+    }
 }
 
 const GLOSSARY: &str = "

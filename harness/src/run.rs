@@ -4,6 +4,7 @@
 
 use crate::driver;
 use crate::instance::{Instance, WorkerReport, WorkerSpec};
+use crate::redis_stats;
 use crate::report;
 use crate::runinfo::{self, Machine, RunInfo};
 use crate::scenario::Scenario;
@@ -49,6 +50,11 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
         database_kind: server.kind().as_str().to_string(),
         database_url: server.display_url(),
         database_version,
+        services: if args.strategies.is_some() {
+            services_of(&names)
+        } else {
+            Default::default()
+        },
         machine: Machine::detect(),
     }
     .write(&run_dir)?;
@@ -95,7 +101,12 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
 /// Validates `--strategies`; every known strategy when absent.
 fn select(list: Option<&str>) -> Result<Vec<String>> {
     let Some(list) = list else {
-        return Ok(STRATEGIES.iter().map(|s| s.name.to_string()).collect());
+        // Teaching variants are off by default.
+        return Ok(STRATEGIES
+            .iter()
+            .filter(|s| !s.teaching)
+            .map(|s| s.name.to_string())
+            .collect());
     };
     let mut names = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -116,9 +127,6 @@ fn select(list: Option<&str>) -> Result<Vec<String>> {
 /// embedded default runs only what needs no service besides the database.
 fn skip_reason(name: &str, explicitly_selected: bool) -> Result<Option<String>> {
     let info = registry::info(name)?;
-    if let Some(reason) = info.unavailable {
-        return Ok(Some(reason.to_string()));
-    }
     if !explicitly_selected && !info.requires.is_empty() {
         let needs: Vec<&str> = info.requires.iter().map(|s| s.name()).collect();
         return Ok(Some(format!(
@@ -129,6 +137,20 @@ fn skip_reason(name: &str, explicitly_selected: bool) -> Result<Option<String>> 
         )));
     }
     Ok(None)
+}
+
+/// Versions of the services the selected strategies use.
+fn services_of(names: &[String]) -> std::collections::BTreeMap<String, String> {
+    let mut services = std::collections::BTreeMap::new();
+    let uses = |service| {
+        names
+            .iter()
+            .any(|n| registry::info(n).is_ok_and(|i| i.requires.contains(&service)))
+    };
+    if uses(strategies::Service::RabbitMq) {
+        services.insert("rabbitmq".to_string(), runinfo::rabbitmq_description());
+    }
+    services
 }
 
 fn is_unreachable(e: &anyhow::Error) -> bool {
@@ -217,21 +239,27 @@ async fn run_strategy(
     store
         .install_schema(scenario.stock.skus, scenario.stock.initial)
         .await?;
-    let control = registry::build(
-        name,
-        &scenario.strategies,
-        OrderStore::connect(&location, 2).await?,
-    )?;
+    let options = scenario.strategy_options();
+    let control = registry::build(name, &options, OrderStore::connect(&location, 2).await?)?;
     control.setup().await.context("strategy setup")?;
     let capabilities = control.capabilities();
 
+    // Redis cost is read on the server: INFO commandstats before and after.
+    let redis_url = capabilities
+        .requires
+        .contains(&strategies::Service::Redis)
+        .then(|| options.redis_zset.url.clone());
+    let redis_before = match &redis_url {
+        Some(url) => Some(redis_stats::total_calls(url).await?),
+        None => None,
+    };
     let mut instances = Vec::new();
     for instance in 0..scenario.instances {
         let spec = WorkerSpec {
             strategy: name.to_string(),
             instance,
             location: location.clone(),
-            options: scenario.strategies.clone(),
+            options: options.clone(),
         };
         instances.push(Instance::spawn(&spec).await?);
     }
@@ -251,16 +279,32 @@ async fn run_strategy(
     for instance in unwrap_when_idle(instances).await {
         reports.push(instance.stop().await?);
     }
+    let redis_commands = match (&redis_url, redis_before) {
+        // Minus the first INFO itself, counted by the second.
+        (Some(url), Some(before)) => Some(
+            redis_stats::total_calls(url)
+                .await?
+                .saturating_sub(before + 1),
+        ),
+        _ => None,
+    };
     control.teardown().await.context("strategy teardown")?;
 
     let drain_us = scenario.drain.as_micros() as i64;
     let verdict = checker::check(&store, drain_us, now_us()).await?;
     let timings = checker::cancel_timings(&store).await?;
     store.close().await;
-    let (histogram, buckets) = summary::lateness(&timings, t0_us + plan.measured_from_us, t0_us);
-    std::fs::write(dir.join("lateness.hgrm"), summary::hgrm(&histogram))
+    let timeouts_us: Vec<i64> = scenario
+        .timeouts
+        .iter()
+        .map(|t| t.after.as_micros() as i64)
+        .collect();
+    let lateness = summary::lateness(&timings, t0_us + plan.measured_from_us, t0_us, &timeouts_us);
+    let histogram = &lateness.histogram;
+    std::fs::write(dir.join("lateness.hgrm"), summary::hgrm(histogram))
         .with_context(|| format!("writing {}", dir.join("lateness.hgrm").display()))?;
 
+    let cancelled = verdict.orders.cancelled;
     Ok(Summary {
         strategy: name.to_string(),
         status: Status::Ok,
@@ -271,14 +315,21 @@ async fn run_strategy(
             namespace: Some(location.namespace.clone()),
         },
         orders: verdict.orders,
-        lateness_us: summary::stats(&histogram),
+        lateness_us: summary::stats(histogram),
         anomalies: verdict.anomalies,
         anomaly_examples: verdict.anomaly_examples,
         cancelled_by: verdict.cancelled_by,
         payments: verdict.payments,
         releases: verdict.releases,
-        lateness_over_time: buckets,
-        cost: cost(reports),
+        lateness_over_time: lateness.over_time,
+        lateness_by_timeout: lateness.by_timeout,
+        cost: Cost {
+            redis_commands,
+            redis_commands_per_cancel: redis_commands
+                .filter(|_| cancelled > 0)
+                .map(|n| n as f64 / cancelled as f64),
+            ..cost(reports)
+        },
         generator,
         capabilities: Some(capabilities),
         instances: scenario.instances,
@@ -319,6 +370,8 @@ fn cost(reports: Vec<WorkerReport>) -> Cost {
         peak_rss_kib: reports.iter().map(|r| r.peak_rss_kib).max().unwrap_or(0),
         store,
         strategy_counters,
+        redis_commands: None,
+        redis_commands_per_cancel: None,
         instances: reports,
     }
 }

@@ -22,6 +22,11 @@ pub struct RunInfo {
     pub database_kind: String,
     pub database_url: String,
     pub database_version: String,
+    /// Broker and cache versions, where they could be read (RabbitMQ: with
+    /// `rabbitmqctl` on this host, including which plugin serves
+    /// `x-delayed-message`).
+    #[serde(default)]
+    pub services: std::collections::BTreeMap<String, String>,
     pub machine: Machine,
 }
 
@@ -115,4 +120,36 @@ pub fn git_commit() -> String {
         }
         None => "unknown".into(),
     }
+}
+
+/// RabbitMQ's version and the module serving `x-delayed-message`, read
+/// with `rabbitmqctl` (needs this host's broker and root); otherwise says
+/// why it is unknown.
+pub fn rabbitmq_description() -> String {
+    let eval = |expr: &str| {
+        std::process::Command::new("rabbitmqctl")
+            .args(["-q", "eval", expr])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .trim()
+                    .trim_matches('"')
+                    .to_string()
+            })
+    };
+    let Some(version) = eval("rabbit_misc:version().") else {
+        return "unknown (rabbitmqctl could not reach a local broker)".into();
+    };
+    let delayed = match eval("rabbit_registry:lookup_module(exchange, 'x-delayed-message').")
+        .as_deref()
+    {
+        Some("{ok,delaybench_delayed_exchange}") => {
+            "x-delayed-message by the project's plugin delaybench_delayed_exchange".to_string()
+        }
+        Some(s) if s.starts_with("{ok,") => format!("x-delayed-message by {}", &s[4..s.len() - 1]),
+        _ => "no x-delayed-message exchange type".to_string(),
+    };
+    format!("RabbitMQ {version}, {delayed}")
 }

@@ -247,6 +247,17 @@ impl Scenario {
         Ok(())
     }
 
+    /// The strategy options as the instances get them: where the scenario
+    /// leaves `[strategies.rabbit] ttls` empty, rabbit-ttl gets one wait
+    /// queue per distinct timeout of the mix.
+    pub fn strategy_options(&self) -> StrategyOptions {
+        let mut options = self.strategies.clone();
+        if options.rabbit.ttls.is_empty() {
+            options.rabbit.ttls = self.timeouts.iter().map(|t| t.after).collect();
+        }
+        options
+    }
+
     /// The timeouts as humans read them, e.g. `2s (x3), 4s (x1)`.
     pub fn timeouts_label(&self) -> String {
         self.timeouts
@@ -260,6 +271,22 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_preset_scenario_is_valid() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            Scenario::load(Some(&path)).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+        }
+    }
+
+    #[test]
+    fn rabbit_ttls_default_to_the_timeouts() {
+        let s = Scenario::parse(QUICK, "quick").unwrap();
+        let ttls = s.strategy_options().rabbit.ttls;
+        assert_eq!(ttls, vec![Duration::from_secs(2), Duration::from_secs(4)]);
+    }
 
     #[test]
     fn bundled_quick_scenario_is_valid() {

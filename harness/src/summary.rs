@@ -54,6 +54,25 @@ pub struct LatenessBucket {
     pub max_us: u64,
 }
 
+/// Lateness of the orders with one configured timeout (mixed-timeout
+/// scenarios show head-of-line blocking here).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeoutLateness {
+    pub timeout_ms: u64,
+    pub count: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+}
+
+/// Lateness figures of one strategy run.
+#[derive(Debug)]
+pub struct Lateness {
+    pub histogram: Histogram<u64>,
+    pub over_time: Vec<LatenessBucket>,
+    pub by_timeout: Vec<TimeoutLateness>,
+}
+
 /// What the strategy cost, over the measured window (after warm-up).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Cost {
@@ -70,6 +89,11 @@ pub struct Cost {
     /// Largest peak RSS of any instance, KiB.
     pub peak_rss_kib: u64,
     pub strategy_counters: BTreeMap<String, u64>,
+    /// Commands Redis served during the whole run (`INFO commandstats`
+    /// delta, server-wide), for strategies that use Redis.
+    pub redis_commands: Option<u64>,
+    /// `redis_commands` per cancelled order (whole run).
+    pub redis_commands_per_cancel: Option<f64>,
     pub instances: Vec<WorkerReport>,
 }
 
@@ -89,6 +113,7 @@ pub struct Summary {
     pub payments: BTreeMap<String, u64>,
     pub releases: u64,
     pub lateness_over_time: Vec<LatenessBucket>,
+    pub lateness_by_timeout: Vec<TimeoutLateness>,
     pub cost: Cost,
     pub generator: GeneratorHealth,
     pub capabilities: Option<Capabilities>,
@@ -121,6 +146,7 @@ impl Summary {
             payments: BTreeMap::new(),
             releases: 0,
             lateness_over_time: Vec::new(),
+            lateness_by_timeout: Vec::new(),
             cost: Cost::default(),
             generator: GeneratorHealth::default(),
             capabilities: None,
@@ -152,15 +178,18 @@ pub fn new_histogram() -> Histogram<u64> {
 }
 
 /// Lateness of the measured orders (created at or after `measured_from_us`),
-/// overall and per second of deadline. Early cancels (negative lateness) are
-/// anomalies, counted by the checker, and left out of the histogram.
+/// overall, per second of deadline and per configured timeout (each order
+/// goes to the timeout closest to its `expire - created`). Early cancels
+/// (negative lateness) are anomalies, counted by the checker, and left out.
 pub fn lateness(
     timings: &[CancelTiming],
     measured_from_us: i64,
     t0_us: i64,
-) -> (Histogram<u64>, Vec<LatenessBucket>) {
+    timeouts_us: &[i64],
+) -> Lateness {
     let mut all = new_histogram();
     let mut per_second: BTreeMap<u64, Histogram<u64>> = BTreeMap::new();
+    let mut per_timeout: BTreeMap<i64, Histogram<u64>> = BTreeMap::new();
     for t in timings
         .iter()
         .filter(|t| t.created_at_us >= measured_from_us)
@@ -176,18 +205,37 @@ pub fn lateness(
             .entry(second)
             .or_insert_with(new_histogram)
             .saturating_record(late);
+        let own = t.expire_at_us - t.created_at_us;
+        if let Some(&timeout) = timeouts_us.iter().min_by_key(|&&c| (c - own).abs()) {
+            per_timeout
+                .entry(timeout)
+                .or_insert_with(new_histogram)
+                .saturating_record(late);
+        }
     }
-    let buckets = per_second
-        .into_iter()
-        .map(|(second, h)| LatenessBucket {
-            second,
-            count: h.len(),
-            p50_us: h.value_at_quantile(0.5),
-            p99_us: h.value_at_quantile(0.99),
-            max_us: h.max(),
-        })
-        .collect();
-    (all, buckets)
+    Lateness {
+        histogram: all,
+        over_time: per_second
+            .into_iter()
+            .map(|(second, h)| LatenessBucket {
+                second,
+                count: h.len(),
+                p50_us: h.value_at_quantile(0.5),
+                p99_us: h.value_at_quantile(0.99),
+                max_us: h.max(),
+            })
+            .collect(),
+        by_timeout: per_timeout
+            .into_iter()
+            .map(|(timeout, h)| TimeoutLateness {
+                timeout_ms: (timeout / 1000) as u64,
+                count: h.len(),
+                p50_us: h.value_at_quantile(0.5),
+                p99_us: h.value_at_quantile(0.99),
+                max_us: h.max(),
+            })
+            .collect(),
+    }
 }
 
 pub fn stats(h: &Histogram<u64>) -> LatenessStats {
@@ -274,14 +322,20 @@ mod tests {
             timing(2_000_000, 3_000_000, 3_030_000), // 30 ms late
             timing(2_000_000, 3_000_000, 2_990_000), // early: the checker's business
         ];
-        let (h, buckets) = lateness(&timings, 1_000_000, 0);
-        let s = stats(&h);
+        let l = lateness(&timings, 1_000_000, 0, &[1_000_000, 5_000_000]);
+        let (h, buckets) = (&l.histogram, &l.over_time);
+        let s = stats(h);
         assert_eq!(s.count, 2);
         // HdrHistogram reports the highest value equivalent at 3 significant digits.
         assert!((30_000..=30_030).contains(&s.max), "{s:?}");
         assert_eq!(buckets.len(), 1);
         assert_eq!(buckets[0].second, 3);
-        let text = hgrm(&h);
+        assert_eq!(l.by_timeout.len(), 1);
+        assert_eq!(
+            (l.by_timeout[0].timeout_ms, l.by_timeout[0].count),
+            (1000, 2)
+        );
+        let text = hgrm(h);
         assert!(
             text.contains("Total count") && text.contains("Percentile"),
             "{text}"

@@ -152,15 +152,29 @@ fn default_selection_runs_clean_on_sqlite_and_reports_skipped_strategies() {
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     for info in strategies::registry::STRATEGIES
         .iter()
-        .filter(|s| !s.requires.is_empty())
+        .filter(|s| !s.requires.is_empty() && !s.teaching)
     {
         let skipped = summary(&run, info.name);
         assert_eq!(skipped["status"], "skipped", "{skipped:#}");
         let reason = skipped["reason"].as_str().unwrap();
-        assert!(!reason.is_empty());
+        assert!(
+            reason.contains(&format!("--strategies {}", info.name)),
+            "{reason}"
+        );
         assert!(
             report.contains(&format!("**{}** skipped: {reason}", info.name)),
             "{report}"
+        );
+    }
+    // Teaching variants are off by default: not run, not listed.
+    for info in strategies::registry::STRATEGIES
+        .iter()
+        .filter(|s| s.teaching)
+    {
+        assert!(
+            !run.join(info.name).exists(),
+            "{} ran or was listed by default",
+            info.name
         );
     }
     // The report is regenerated from the JSON alone.

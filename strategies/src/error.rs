@@ -25,6 +25,14 @@ pub enum Error {
         /// (deadlock, serialization failure, SQLite busy).
         retryable: bool,
     },
+    /// A message broker or cache (RabbitMQ, Redis) refused or failed an
+    /// operation after it was reached.
+    #[error("{service} error while {context}: {message}")]
+    Broker {
+        service: &'static str,
+        context: &'static str,
+        message: String,
+    },
     /// A configuration value is invalid; the message names the field.
     #[error("invalid configuration: {0}")]
     Config(String),

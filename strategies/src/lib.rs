@@ -13,6 +13,8 @@ pub mod conformance;
 pub mod db_scan;
 pub mod domain;
 pub mod error;
+pub mod rabbit;
+pub mod redis_zset;
 pub mod registry;
 pub mod store;
 pub mod timing_wheel;

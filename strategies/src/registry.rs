@@ -5,6 +5,9 @@ use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
 use crate::db_scan::{DbScan, DbScanConfig, FallbackScanConfig};
 use crate::domain::{Micros, OrderId};
 use crate::error::{Error, Result};
+use crate::rabbit::{Mode as RabbitMode, RabbitConfig, RabbitStrategy};
+use crate::redis_zset::teaching::RedisKeyspaceExpiry;
+use crate::redis_zset::{ClaimMode, RedisZset, RedisZsetConfig};
 use crate::store::{OrderStore, StoreStats};
 use crate::timing_wheel::{TimingWheelConfig, TimingWheelStrategy};
 use async_trait::async_trait;
@@ -19,8 +22,9 @@ pub struct StrategyInfo {
     pub summary: &'static str,
     /// Services needed besides the order database.
     pub requires: &'static [Service],
-    /// `None` when it can be built; otherwise why not (reported as skipped).
-    pub unavailable: Option<&'static str>,
+    /// A teaching variant: a known mistake reproduced on purpose, off by
+    /// default (run only when named in `--strategies`).
+    pub teaching: bool,
 }
 
 /// All strategies, in report order.
@@ -29,31 +33,51 @@ pub const STRATEGIES: &[StrategyInfo] = &[
         name: "db-scan",
         summary: "periodic indexed SELECT of due PENDING orders, batch after batch",
         requires: &[],
-        unavailable: None,
+        teaching: false,
     },
     StrategyInfo {
         name: "timing-wheel",
         summary: "in-process hierarchical timing wheel, reloads PENDING orders on start",
         requires: &[],
-        unavailable: None,
+        teaching: false,
     },
     StrategyInfo {
         name: "rabbit-ttl",
         summary: "RabbitMQ wait queue per timeout with TTL + dead-letter exchange",
         requires: &[Service::RabbitMq],
-        unavailable: Some("not implemented yet (issue #4)"),
+        teaching: false,
     },
     StrategyInfo {
         name: "rabbit-delayed",
         summary: "RabbitMQ x-delayed-message exchange with a per-message x-delay",
         requires: &[Service::RabbitMq],
-        unavailable: Some("not implemented yet (issue #4)"),
+        teaching: false,
+    },
+    StrategyInfo {
+        name: "rabbit-ttl-single-queue",
+        summary: "TEACHING: per-message expiration on one queue (head-of-line blocking)",
+        requires: &[Service::RabbitMq],
+        teaching: true,
     },
     StrategyInfo {
         name: "redis-zset",
         summary: "Redis ZSET scored by deadline, atomic Lua claim, visibility timeout",
         requires: &[Service::Redis],
-        unavailable: Some("not implemented yet (issue #5)"),
+        teaching: false,
+    },
+    StrategyInfo {
+        name: "redis-keyspace-expiry",
+        summary: "TEACHING: a key per order with PX + keyspace `expired` events (lost when \
+                  nobody listens, late by expiry sampling)",
+        requires: &[Service::Redis],
+        teaching: true,
+    },
+    StrategyInfo {
+        name: "redis-zset-nonatomic",
+        summary: "TEACHING: ZRANGEBYSCORE then ZREM without an atomic claim (instances \
+                  cancel the same ids; duplicates absorbed)",
+        requires: &[Service::Redis],
+        teaching: true,
     },
 ];
 
@@ -78,6 +102,10 @@ pub fn info(name: &str) -> Result<&'static StrategyInfo> {
 pub struct StrategyOptions {
     pub db_scan: DbScanConfig,
     pub timing_wheel: TimingWheelConfig,
+    /// Shared by `rabbit-ttl`, `rabbit-delayed` and `rabbit-ttl-single-queue`.
+    pub rabbit: RabbitConfig,
+    /// Shared by `redis-zset`, `redis-zset-nonatomic` and `redis-keyspace-expiry`.
+    pub redis_zset: RedisZsetConfig,
     pub fallback_scan: FallbackScanConfig,
 }
 
@@ -86,6 +114,8 @@ impl StrategyOptions {
     pub fn validate(&self) -> Result<()> {
         self.db_scan.validate("strategies.db-scan")?;
         self.timing_wheel.validate("strategies.timing-wheel")?;
+        self.rabbit.validate("strategies.rabbit")?;
+        self.redis_zset.validate("strategies.redis-zset")?;
         let f = &self.fallback_scan;
         DbScanConfig {
             interval: f.interval,
@@ -103,18 +133,42 @@ pub fn build(
     options: &StrategyOptions,
     store: OrderStore,
 ) -> Result<Box<dyn Canceller>> {
-    let info = info(name)?;
-    if let Some(reason) = info.unavailable {
-        return Err(Error::Config(format!(
-            "strategy `{name}` cannot run: {reason}"
-        )));
-    }
+    info(name)?;
     let strategy: Box<dyn Canceller> = match name {
         "db-scan" => Box::new(DbScan::new(store.clone(), &options.db_scan)),
         "timing-wheel" => Box::new(TimingWheelStrategy::new(
             store.clone(),
             &options.timing_wheel,
         )),
+        "rabbit-ttl" => Box::new(RabbitStrategy::new(
+            RabbitMode::Ttl,
+            store.clone(),
+            &options.rabbit,
+        )?),
+        "rabbit-delayed" => Box::new(RabbitStrategy::new(
+            RabbitMode::Delayed,
+            store.clone(),
+            &options.rabbit,
+        )?),
+        "rabbit-ttl-single-queue" => Box::new(RabbitStrategy::new(
+            RabbitMode::SingleQueue,
+            store.clone(),
+            &options.rabbit,
+        )?),
+        "redis-zset" => Box::new(RedisZset::new(
+            store.clone(),
+            &options.redis_zset,
+            ClaimMode::Atomic,
+        )?),
+        "redis-zset-nonatomic" => Box::new(RedisZset::new(
+            store.clone(),
+            &options.redis_zset,
+            ClaimMode::Nonatomic,
+        )?),
+        "redis-keyspace-expiry" => Box::new(RedisKeyspaceExpiry::new(
+            store.clone(),
+            &options.redis_zset,
+        )?),
         other => unreachable!("registry entry `{other}` is available but has no constructor"),
     };
     // A fallback db-scan beside db-scan itself would only add load.

@@ -11,6 +11,19 @@ use strategies::StrategyOptions;
 fn test_options() -> StrategyOptions {
     let mut options = StrategyOptions::default();
     options.db_scan.interval = Duration::from_millis(50);
+    // rabbit-ttl: wait queues that cover the checks' 50 ms - 1.2 s delays.
+    options.rabbit.ttls = [100, 250, 500, 1000].map(Duration::from_millis).to_vec();
+    if let Ok(url) = std::env::var("DELAYBENCH_AMQP_URL") {
+        options.rabbit.url = url;
+    }
+    // Redis: DELAYBENCH_REDIS_URL overrides the default server; short
+    // sleeps and reclaims so a lost wake or a dead claim costs little time.
+    if let Ok(url) = std::env::var("DELAYBENCH_REDIS_URL") {
+        options.redis_zset.url = url;
+    }
+    options.redis_zset.max_sleep = Duration::from_millis(200);
+    options.redis_zset.reclaim_interval = Duration::from_millis(200);
+    options.redis_zset.visibility_timeout = Duration::from_secs(2);
     options
 }
 
@@ -54,3 +67,6 @@ macro_rules! conformance_suite {
 
 conformance_suite!(db_scan, "db-scan");
 conformance_suite!(timing_wheel, "timing-wheel");
+conformance_suite!(redis_zset, "redis-zset");
+conformance_suite!(rabbit_ttl, "rabbit-ttl");
+conformance_suite!(rabbit_delayed, "rabbit-delayed");

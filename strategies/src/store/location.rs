@@ -223,6 +223,27 @@ impl DbLocation {
         redact_url(&self.url)
     }
 
+    /// A short `[a-z0-9_]` name unique to this namespace, for naming the
+    /// broker queues and Redis keys of the same strategy run.
+    pub fn resource_prefix(&self) -> String {
+        let raw = match self.kind {
+            DbKind::Sqlite => Path::new(&self.namespace)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            _ => self.namespace.clone(),
+        };
+        raw.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    }
+
     /// The URL a pool connects to: for MariaDB/MySQL the namespace is the
     /// database in the path; PostgreSQL selects its schema with `search_path`.
     pub(crate) fn connect_url(&self) -> Result<String> {
@@ -286,6 +307,23 @@ mod tests {
         assert!(err.contains("postgres://"), "{err}");
         assert!(check_identifier("Robert'); DROP").is_err());
         assert!(check_identifier("run_1").is_ok());
+    }
+
+    #[test]
+    fn resource_prefix_is_safe_for_keys_and_queue_names() {
+        let sqlite = DbLocation {
+            kind: DbKind::Sqlite,
+            url: "sqlite:///tmp/x/run_1.sqlite?mode=rwc".into(),
+            namespace: "/tmp/x/run_1.sqlite".into(),
+        };
+        assert_eq!(sqlite.resource_prefix(), "run_1");
+        let pg = DbLocation {
+            kind: DbKind::Postgres,
+            url: "postgres://root@h/test".into(),
+            namespace: "we{ird}:ns".into(),
+        };
+        // No braces: they would break a Redis Cluster hash tag.
+        assert_eq!(pg.resource_prefix(), "we_ird__ns");
     }
 
     #[test]

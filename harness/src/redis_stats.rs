@@ -1,0 +1,92 @@
+//! Redis commands served, from `INFO commandstats` deltas: the server-side
+//! count of what a strategy cost Redis (scripts count their inner commands
+//! too). Server-wide, so other clients of the same Redis inflate it; the
+//! harness itself sends only the two INFO calls, which are subtracted.
+
+use anyhow::{bail, Context, Result};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+/// Total `calls=` over every command in `INFO commandstats` of the Redis at
+/// `url` (`redis://[:password@]host[:port][/db]`).
+pub async fn total_calls(url: &str) -> Result<u64> {
+    let parsed = url::Url::parse(url).with_context(|| format!("malformed Redis URL {url}"))?;
+    let host = parsed.host_str().unwrap_or("127.0.0.1").to_string();
+    let port = parsed.port().unwrap_or(6379);
+    let stream = tokio::time::timeout(
+        Duration::from_secs(5),
+        TcpStream::connect((host.as_str(), port)),
+    )
+    .await
+    .context("connecting to Redis for INFO commandstats")??;
+    let mut stream = BufReader::new(stream);
+    if let Some(password) = parsed.password() {
+        stream
+            .get_mut()
+            .write_all(&command(&["AUTH", password]))
+            .await?;
+        let mut line = String::new();
+        stream.read_line(&mut line).await?;
+        if !line.starts_with('+') {
+            bail!("Redis AUTH failed: {}", line.trim());
+        }
+    }
+    stream
+        .get_mut()
+        .write_all(&command(&["INFO", "commandstats"]))
+        .await?;
+    let mut header = String::new();
+    stream.read_line(&mut header).await?;
+    let len: usize = header
+        .trim()
+        .strip_prefix('$')
+        .and_then(|n| n.parse().ok())
+        .with_context(|| format!("unexpected INFO reply {header:?}"))?;
+    let mut body = vec![0; len + 2];
+    stream.read_exact(&mut body).await?;
+    Ok(sum_calls(&String::from_utf8_lossy(&body)))
+}
+
+fn command(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len());
+    for a in args {
+        out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    out.into_bytes()
+}
+
+/// Sums `calls=N` of every `cmdstat_*` line.
+fn sum_calls(info: &str) -> u64 {
+    info.lines()
+        .filter(|l| l.starts_with("cmdstat_"))
+        .filter_map(|l| {
+            l.split_once("calls=")
+                .and_then(|(_, rest)| rest.split(',').next()?.parse::<u64>().ok())
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sums_every_command() {
+        let info = "# Commandstats\r\ncmdstat_zadd:calls=10,usec=5,usec_per_call=0.5\r\n\
+                    cmdstat_evalsha:calls=3,usec=9\r\n";
+        assert_eq!(super::sum_calls(info), 13);
+    }
+
+    #[tokio::test]
+    async fn reads_the_real_server() {
+        let url = std::env::var("DELAYBENCH_REDIS_URL")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        let before = super::total_calls(&url)
+            .await
+            .unwrap_or_else(|e| panic!("Redis at {url}: {e:#}"));
+        let after = super::total_calls(&url).await.unwrap();
+        assert!(
+            after > before,
+            "the INFO call itself is counted: {before} -> {after}"
+        );
+    }
+}

@@ -1,0 +1,116 @@
+//! Configuration shared by `rabbit-ttl`, `rabbit-delayed` and the teaching
+//! variant `rabbit-ttl-single-queue`.
+
+use crate::error::{Error, Result};
+use crate::store::redact_url;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+/// Which RabbitMQ queue type carries the messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueType {
+    /// Classic queues: dead-lettering is at-most-once (a message dead-lettered
+    /// while the broker crashes can be lost).
+    Classic,
+    /// Quorum queues with `x-dead-letter-strategy=at-least-once` and
+    /// `x-overflow=reject-publish`: dead-lettering survives failures.
+    Quorum,
+}
+
+/// `[strategies.rabbit]` in a scenario file.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RabbitConfig {
+    /// Broker URL (default `amqp://guest:guest@127.0.0.1:5672/%2f`).
+    pub url: String,
+    /// Unacknowledged deliveries per consumer (default 100).
+    pub prefetch: u16,
+    /// `classic` (default) or `quorum`.
+    pub queue_type: QueueType,
+    /// The wait-queue TTLs of `rabbit-ttl`, one durable queue each. Empty
+    /// (the default) means: the scenario's distinct timeouts, filled in by
+    /// the harness. A delay between two TTLs goes to the next longer queue
+    /// (never early); a longer one waits in the longest and is re-delayed.
+    #[serde(with = "duration_list")]
+    pub ttls: Vec<Duration>,
+}
+
+impl fmt::Debug for RabbitConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RabbitConfig")
+            .field("url", &redact_url(&self.url))
+            .field("prefetch", &self.prefetch)
+            .field("queue_type", &self.queue_type)
+            .field("ttls", &self.ttls)
+            .finish()
+    }
+}
+
+impl Default for RabbitConfig {
+    fn default() -> Self {
+        RabbitConfig {
+            url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(),
+            prefetch: 100,
+            queue_type: QueueType::Classic,
+            ttls: Vec::new(),
+        }
+    }
+}
+
+impl RabbitConfig {
+    /// Checks ranges; `field` is the config path used in the message.
+    pub fn validate(&self, field: &str) -> Result<()> {
+        if !self.url.starts_with("amqp://") && !self.url.starts_with("amqps://") {
+            return Err(Error::Config(format!(
+                "{field}.url = `{}` is not an AMQP URL; accepted: amqp://user:password@host:port/vhost",
+                redact_url(&self.url)
+            )));
+        }
+        if self.prefetch == 0 {
+            return Err(Error::Config(format!(
+                "{field}.prefetch = 0 is out of range; accepted: 1 to 65535"
+            )));
+        }
+        for ttl in &self.ttls {
+            if *ttl < Duration::from_millis(1) || *ttl > Duration::from_secs(86_400 * 24) {
+                return Err(Error::Config(format!(
+                    "{field}.ttls contains {ttl:?}; accepted: 1ms to 24 days each"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The TTLs, sorted and deduplicated, in whole milliseconds (at least 1).
+    pub(crate) fn ttl_ms(&self) -> Vec<u64> {
+        let mut ms: Vec<u64> = self
+            .ttls
+            .iter()
+            .map(|d| (d.as_millis() as u64).max(1))
+            .collect();
+        ms.sort_unstable();
+        ms.dedup();
+        ms
+    }
+}
+
+/// A list of humantime durations (`["1s", "3s"]`).
+mod duration_list {
+    use humantime_serde::Serde;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(list: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+        list.iter()
+            .map(|d| Serde::from(*d))
+            .collect::<Vec<_>>()
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Duration>, D::Error> {
+        let list = Vec::<Serde<Duration>>::deserialize(d)?;
+        Ok(list.into_iter().map(Serde::into_inner).collect())
+    }
+}

@@ -1,0 +1,439 @@
+//! The RabbitMQ strategies: `rabbit-ttl` (a durable wait queue per timeout,
+//! `x-message-ttl` + dead-letter exchange into a work queue), `rabbit-delayed`
+//! (an `x-delayed-message` exchange with a per-message `x-delay`), and the
+//! teaching variant `rabbit-ttl-single-queue` (per-message `expiration` on
+//! one queue, which shows head-of-line blocking: RabbitMQ only expires
+//! messages at the head of a queue).
+//!
+//! Shared rules: publisher confirms and persistent messages carrying
+//! `order_id` and `expire_at_us`; the work queue is consumed with manual
+//! ack and bounded prefetch; the consumer never trusts a message and calls
+//! `cancel_if_due`. A message that arrives before its deadline (a delay
+//! longer than the longest TTL, or a clock step) is **re-delayed** for the
+//! rest of its wait and then acked; a malformed one is rejected without
+//! requeue, so the work queue dead-letters it to `dlb.<ns>.dead` (no
+//! crash, no redelivery loop). A database error nacks with requeue after a
+//! short pause, so the cancel is retried.
+
+mod config;
+mod message;
+mod topology;
+
+pub use config::{QueueType, RabbitConfig};
+pub use message::CancelMessage;
+pub use topology::DELAYED_EXCHANGE_TYPE;
+
+use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
+use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
+use crate::error::{Error, Result};
+use crate::store::{redact_url, OrderStore, StoreStats};
+use async_trait::async_trait;
+use futures_lite::StreamExt;
+use lapin::message::Delivery;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions, BasicQosOptions,
+    BasicRejectOptions, ConfirmSelectOptions,
+};
+use lapin::types::{AMQPValue, FieldTable, ShortString};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use message::{pick_ttl, remaining_ms};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+use topology::Names;
+
+/// Pause before reconnecting or before requeueing after a database error.
+const BACKOFF: Duration = Duration::from_millis(200);
+
+/// Which of the RabbitMQ strategies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Ttl,
+    Delayed,
+    SingleQueue,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Ttl => "rabbit-ttl",
+            Mode::Delayed => "rabbit-delayed",
+            Mode::SingleQueue => "rabbit-ttl-single-queue",
+        }
+    }
+}
+
+/// One instance of a RabbitMQ strategy.
+#[derive(Debug)]
+pub struct RabbitStrategy {
+    mode: Mode,
+    store: OrderStore,
+    config: RabbitConfig,
+    names: Names,
+    /// The publishing connection and its confirm-mode channel, opened lazily
+    /// and reopened after a failure.
+    publisher: Mutex<Option<(Connection, Channel)>>,
+    counters: Counters,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    published: AtomicU64,
+    consumed: AtomicU64,
+    redelayed: AtomicU64,
+    malformed: AtomicU64,
+    reconnects: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl RabbitStrategy {
+    pub fn new(mode: Mode, store: OrderStore, config: &RabbitConfig) -> Result<Self> {
+        if mode == Mode::Ttl && config.ttl_ms().is_empty() {
+            return Err(Error::Config(
+                "strategies.rabbit.ttls is empty: rabbit-ttl needs one TTL per timeout".into(),
+            ));
+        }
+        let names = Names::new(&store.location().resource_prefix());
+        Ok(RabbitStrategy {
+            mode,
+            store,
+            config: config.clone(),
+            names,
+            publisher: Mutex::new(None),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The queue consumers read (for operators and tests).
+    pub fn work_queue(&self) -> &str {
+        &self.names.work
+    }
+
+    /// Where malformed messages end up.
+    pub fn dead_letter_queue(&self) -> &str {
+        &self.names.dead
+    }
+
+    fn broker_error(&self, context: &'static str, e: lapin::Error) -> Error {
+        Error::Broker {
+            service: "RabbitMQ",
+            context,
+            message: e.to_string(),
+        }
+    }
+
+    async fn connect(&self) -> Result<Connection> {
+        Connection::connect(&self.config.url, ConnectionProperties::default())
+            .await
+            .map_err(|e| Error::Unreachable {
+                service: "RabbitMQ",
+                url: redact_url(&self.config.url),
+                reason: e.to_string(),
+                hint:
+                    "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
+                       `rabbitmq-server -detached`; or set [strategies.rabbit] url"
+                        .into(),
+            })
+    }
+
+    /// The confirm-mode publishing channel, (re)opened when needed.
+    async fn publishing_channel(&self) -> Result<Channel> {
+        let mut guard = self.publisher.lock().await;
+        if let Some((_, ch)) = guard.as_ref() {
+            if ch.status().connected() {
+                return Ok(ch.clone());
+            }
+            self.counters.reconnects.fetch_add(1, Ordering::Relaxed);
+        }
+        let conn = self.connect().await?;
+        let ch = conn
+            .create_channel()
+            .await
+            .map_err(|e| self.broker_error("opening a channel", e))?;
+        ch.confirm_select(ConfirmSelectOptions::default())
+            .await
+            .map_err(|e| self.broker_error("enabling publisher confirms", e))?;
+        *guard = Some((conn, ch.clone()));
+        Ok(ch)
+    }
+
+    /// Publishes `message` to wait `remaining_ms` more, persistent and
+    /// confirmed by the broker.
+    async fn publish(&self, message: CancelMessage, remaining_ms: u64) -> Result<()> {
+        let ch = self.publishing_channel().await?;
+        let props = BasicProperties::default().with_delivery_mode(2);
+        let (exchange, routing_key, props) = match self.mode {
+            Mode::Ttl => (
+                "",
+                self.names
+                    .wait(pick_ttl(&self.config.ttl_ms(), remaining_ms)),
+                props,
+            ),
+            Mode::Delayed => {
+                let mut headers = FieldTable::default();
+                headers.insert(
+                    ShortString::from("x-delay"),
+                    AMQPValue::LongLongInt(remaining_ms as i64),
+                );
+                (
+                    self.names.delayed_exchange.as_str(),
+                    self.names.work.clone(),
+                    props.with_headers(headers),
+                )
+            }
+            Mode::SingleQueue => (
+                "",
+                self.names.single.clone(),
+                props.with_expiration(ShortString::from(remaining_ms.to_string())),
+            ),
+        };
+        let confirm = ch
+            .basic_publish(
+                exchange,
+                &routing_key,
+                BasicPublishOptions::default(),
+                &message.to_bytes(),
+                props,
+            )
+            .await
+            .map_err(|e| self.broker_error("publishing", e))?
+            .await
+            .map_err(|e| self.broker_error("waiting for a publisher confirm", e))?;
+        if confirm.is_nack() {
+            return Err(Error::Broker {
+                service: "RabbitMQ",
+                context: "publishing",
+                message: format!(
+                    "the broker nacked the message for order {}",
+                    message.order_id
+                ),
+            });
+        }
+        self.counters.published.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Consumes the work queue until shutdown or a connection failure.
+    async fn consume(&self, shutdown: &CancellationToken) -> Result<()> {
+        let conn = self.connect().await?;
+        let ch = conn
+            .create_channel()
+            .await
+            .map_err(|e| self.broker_error("opening a channel", e))?;
+        ch.basic_qos(self.config.prefetch, BasicQosOptions::default())
+            .await
+            .map_err(|e| self.broker_error("setting prefetch", e))?;
+        let mut deliveries = ch
+            .basic_consume(
+                &self.names.work,
+                "",
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(|e| self.broker_error("consuming the work queue", e))?;
+        loop {
+            let next = tokio::select! {
+                _ = shutdown.cancelled() => {
+                    let _ = conn.close(200, "shutdown").await;
+                    return Ok(());
+                }
+                next = deliveries.next() => next,
+            };
+            match next {
+                Some(Ok(delivery)) => self.handle(delivery).await?,
+                Some(Err(e)) => return Err(self.broker_error("receiving", e)),
+                None => {
+                    return Err(Error::Broker {
+                        service: "RabbitMQ",
+                        context: "consuming",
+                        message: "the consumer was cancelled by the broker".into(),
+                    })
+                }
+            }
+        }
+    }
+
+    /// One delivery: reject malformed, re-delay early, otherwise cancel if
+    /// due and ack only after the cancel committed.
+    async fn handle(&self, delivery: Delivery) -> Result<()> {
+        self.counters.consumed.fetch_add(1, Ordering::Relaxed);
+        let Some(message) = CancelMessage::parse(&delivery.data) else {
+            self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                bytes = delivery.data.len(),
+                "malformed message dead-lettered"
+            );
+            return delivery
+                .reject(BasicRejectOptions { requeue: false })
+                .await
+                .map(drop)
+                .map_err(|e| self.broker_error("rejecting a malformed message", e));
+        };
+        let now = now_us();
+        let outcome = if message.expire_at_us > now {
+            None
+        } else {
+            match self
+                .store
+                .cancel_if_due(message.order_id, now, self.mode.name())
+                .await
+            {
+                Ok(outcome) => Some(outcome),
+                Err(e) => {
+                    self.counters.errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(order = message.order_id, error = %e, "cancel failed; requeueing");
+                    tokio::time::sleep(BACKOFF).await;
+                    let requeue = BasicNackOptions {
+                        requeue: true,
+                        ..BasicNackOptions::default()
+                    };
+                    return delivery
+                        .nack(requeue)
+                        .await
+                        .map(drop)
+                        .map_err(|e| self.broker_error("nacking", e));
+                }
+            }
+        };
+        if matches!(outcome, None | Some(CancelOutcome::NotDue)) {
+            // Early: wait the rest in the broker again, then drop this copy.
+            self.counters.redelayed.fetch_add(1, Ordering::Relaxed);
+            self.publish(message, remaining_ms(message.expire_at_us, now_us()).max(1))
+                .await?;
+        }
+        delivery
+            .ack(BasicAckOptions::default())
+            .await
+            .map(drop)
+            .map_err(|e| self.broker_error("acking", e))
+    }
+}
+
+#[async_trait]
+impl Canceller for RabbitStrategy {
+    fn name(&self) -> &str {
+        self.mode.name()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let quorum = self.config.queue_type == QueueType::Quorum;
+        let mut notes = vec![format!(
+            "{} queues; persistent messages with publisher confirms; consumer acks after the cancel commits",
+            if quorum { "quorum" } else { "classic" }
+        )];
+        if !quorum && self.mode != Mode::Delayed {
+            notes.push("classic-queue dead-lettering is at-most-once: a crash while dead-lettering can lose a message; run with fallback-scan".into());
+        }
+        match self.mode {
+            Mode::Ttl => notes.push(format!(
+                "one wait queue per TTL {:?} ms: a delay between TTLs waits for the next longer one",
+                self.config.ttl_ms()
+            )),
+            Mode::Delayed => notes.push(
+                "x-delayed-message keeps delayed messages in the broker node's own store until due \
+                 (not fsynced per write: a machine crash can lose the latest publishes; run with \
+                 fallback-scan); a mandatory publish is reported unroutable at once and still \
+                 delivered later"
+                    .into(),
+            ),
+            Mode::SingleQueue => notes.push(
+                "TEACHING VARIANT: per-message expiration on one queue; RabbitMQ only expires the \
+                 head, so short timeouts queued behind long ones wait for them (head-of-line blocking)"
+                    .into(),
+            ),
+        }
+        Capabilities {
+            durable_across_restart: true,
+            arbitrary_delay: self.mode != Mode::Ttl,
+            // The delayed exchange keeps messages in the plugin's store,
+            // which is not fsynced on each write (rabbitmq-plugin/README.md).
+            needs_fallback: !quorum || self.mode == Mode::Delayed,
+            multi_instance_safe: true,
+            instance_owns_its_orders: false,
+            requires: vec![Service::RabbitMq],
+            notes,
+        }
+    }
+
+    async fn setup(&self) -> Result<()> {
+        let conn = self.connect().await?;
+        let ch = conn
+            .create_channel()
+            .await
+            .map_err(|e| self.broker_error("opening a channel", e))?;
+        let declared = topology::declare(&ch, &self.names, self.mode, &self.config).await;
+        let _ = conn.close(200, "setup done").await;
+        declared.map_err(|e| match self.mode {
+            Mode::Delayed if e.to_string().contains("exchange type") || e.to_string().contains("COMMAND_INVALID") => {
+                Error::Unreachable {
+                    service: "RabbitMQ x-delayed-message exchange type",
+                    url: redact_url(&self.config.url),
+                    reason: e.to_string(),
+                    hint: "enable a delayed-message plugin: `bash rabbitmq-plugin/install.sh` (as root) \
+                           builds and enables the project's own"
+                        .into(),
+                }
+            }
+            _ => self.broker_error("declaring queues", e),
+        })
+    }
+
+    async fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> Result<()> {
+        let message = CancelMessage {
+            order_id,
+            expire_at_us,
+        };
+        self.publish(message, remaining_ms(expire_at_us, now_us()))
+            .await
+    }
+
+    async fn run(&self, shutdown: CancellationToken) -> Result<()> {
+        while !shutdown.is_cancelled() {
+            if let Err(e) = self.consume(&shutdown).await {
+                // The broker restarted or the connection dropped: unacked
+                // messages go back to the queue; reconnect and go on.
+                self.counters.errors.fetch_add(1, Ordering::Relaxed);
+                self.counters.reconnects.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(strategy = self.mode.name(), error = %e, "consumer failed; reconnecting");
+                tokio::select! {
+                    _ = shutdown.cancelled() => {}
+                    _ = tokio::time::sleep(BACKOFF) => {}
+                }
+            }
+        }
+        if let Some((conn, _)) = self.publisher.lock().await.take() {
+            let _ = conn.close(200, "shutdown").await;
+        }
+        Ok(())
+    }
+
+    async fn teardown(&self) -> Result<()> {
+        let conn = self.connect().await?;
+        let ch = conn
+            .create_channel()
+            .await
+            .map_err(|e| self.broker_error("opening a channel", e))?;
+        let deleted = topology::delete(&ch, &self.names, self.mode, &self.config).await;
+        let _ = conn.close(200, "teardown done").await;
+        deleted.map_err(|e| self.broker_error("deleting queues", e))
+    }
+
+    fn store_stats(&self) -> StoreStats {
+        self.store.stats()
+    }
+
+    fn counters(&self) -> StrategyCounters {
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        StrategyCounters::from([
+            ("published".to_string(), get(&c.published)),
+            ("consumed".to_string(), get(&c.consumed)),
+            ("redelayed".to_string(), get(&c.redelayed)),
+            ("malformed".to_string(), get(&c.malformed)),
+            ("reconnects".to_string(), get(&c.reconnects)),
+            ("errors".to_string(), get(&c.errors)),
+        ])
+    }
+}

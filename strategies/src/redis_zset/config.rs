@@ -1,0 +1,140 @@
+//! Configuration of `redis-zset` (also used by its two teaching variants,
+//! `redis-zset-nonatomic` and `redis-keyspace-expiry`).
+
+use crate::error::{Error, Result};
+use crate::store::redact_url;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+/// `[strategies.redis-zset]` in a scenario file.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RedisZsetConfig {
+    /// Redis URL (default `redis://127.0.0.1:6379`); may carry a password
+    /// (`redis://:secret@host:6379/0`), which `Debug` and errors hide.
+    pub url: String,
+    /// Number of shards, each a pair of ZSETs in one hash slot (default 4).
+    /// Never change it while orders are scheduled: the shard of an order is
+    /// its id's hash modulo `shards`.
+    pub shards: u32,
+    /// Members moved from `delay` to `processing` per claim script call and
+    /// cancelled per transaction (default 100).
+    pub claim_batch: u32,
+    /// A claimed member not acked within this time is given back to the
+    /// delay set by the reclaimer (default `5s`). Longer than a cancel
+    /// batch takes, or claims are retried while still being worked on.
+    #[serde(with = "humantime_serde")]
+    pub visibility_timeout: Duration,
+    /// Longest sleep between passes (default `1s`): bounds lateness when a
+    /// wake message is lost (e.g. while the subscriber reconnects).
+    #[serde(with = "humantime_serde")]
+    pub max_sleep: Duration,
+    /// How often each worker returns expired claims (default `1s`).
+    #[serde(with = "humantime_serde")]
+    pub reclaim_interval: Duration,
+}
+
+impl Default for RedisZsetConfig {
+    fn default() -> Self {
+        RedisZsetConfig {
+            url: "redis://127.0.0.1:6379".into(),
+            shards: 4,
+            claim_batch: 100,
+            visibility_timeout: Duration::from_secs(5),
+            max_sleep: Duration::from_secs(1),
+            reclaim_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+impl fmt::Debug for RedisZsetConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisZsetConfig")
+            .field("url", &redact_url(&self.url))
+            .field("shards", &self.shards)
+            .field("claim_batch", &self.claim_batch)
+            .field("visibility_timeout", &self.visibility_timeout)
+            .field("max_sleep", &self.max_sleep)
+            .field("reclaim_interval", &self.reclaim_interval)
+            .finish()
+    }
+}
+
+impl RedisZsetConfig {
+    /// Checks ranges; `field` is the config path used in the message.
+    pub fn validate(&self, field: &str) -> Result<()> {
+        if !(self.url.starts_with("redis://") || self.url.starts_with("redis+unix://"))
+            || redis::Client::open(self.url.as_str()).is_err()
+        {
+            return Err(Error::Config(format!(
+                "{field}.url = `{}` is not a valid Redis URL; accepted: redis://[:password@]host[:port][/db]",
+                redact_url(&self.url)
+            )));
+        }
+        if !(1..=1024).contains(&self.shards) {
+            return Err(Error::Config(format!(
+                "{field}.shards = {} is out of range; accepted: 1 to 1024",
+                self.shards
+            )));
+        }
+        if !(1..=5_000).contains(&self.claim_batch) {
+            return Err(Error::Config(format!(
+                "{field}.claim-batch = {} is out of range; accepted: 1 to 5000",
+                self.claim_batch
+            )));
+        }
+        let ranges = [
+            ("visibility-timeout", self.visibility_timeout),
+            ("max-sleep", self.max_sleep),
+            ("reclaim-interval", self.reclaim_interval),
+        ];
+        for (name, value) in ranges {
+            if value < Duration::from_millis(1) || value > Duration::from_secs(3600) {
+                return Err(Error::Config(format!(
+                    "{field}.{name} = {value:?} is out of range; accepted: 1ms to 1h"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_debug_hides_the_password() {
+        assert!(RedisZsetConfig::default().validate("x").is_ok());
+        let config = RedisZsetConfig {
+            url: "redis://:hunter2@127.0.0.1:6379/0".into(),
+            ..RedisZsetConfig::default()
+        };
+        assert!(config.validate("x").is_ok());
+        assert!(!format!("{config:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let bad = RedisZsetConfig {
+            claim_batch: 0,
+            ..RedisZsetConfig::default()
+        };
+        let msg = bad
+            .validate("strategies.redis-zset")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("strategies.redis-zset.claim-batch"), "{msg}");
+        let bad = RedisZsetConfig {
+            url: "http://:hunter2@x".into(),
+            ..RedisZsetConfig::default()
+        };
+        let msg = bad
+            .validate("strategies.redis-zset")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("strategies.redis-zset.url"), "{msg}");
+        assert!(!msg.contains("hunter2"), "{msg}");
+    }
+}

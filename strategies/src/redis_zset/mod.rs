@@ -1,0 +1,349 @@
+//! `redis-zset`: a Redis sorted set scored by deadline, claimed atomically.
+//!
+//! Keys, per shard `k` of `shards` (the `{...}` hash tag puts a shard's keys
+//! in one Redis Cluster slot, so every script touches one slot):
+//! - `dlb:{<prefix>:<k>}:delay`: member = order id, score = `expire_at_us`;
+//! - `dlb:{<prefix>:<k>}:processing`: claimed members, score = visibility deadline;
+//! - `dlb:{<prefix>:<k>}:dead`: members that are not order ids, score = when buried;
+//! - channel `dlb:{<prefix>}:wake`: `<k> <deadline_us>` when a deadline
+//!   became shard `k`'s earliest.
+//!
+//! `<prefix>` comes from the database namespace, so runs never share keys;
+//! an order's shard is a stable hash of its id modulo `shards`.
+//!
+//! A worker claims due members with one script (`scripts.rs`: delay ->
+//! processing), cancels them through `cancel_batch_if_due`, then acks by
+//! ZREM from processing. A worker that dies between claim and ack leaves its
+//! claims in processing; every worker's reclaimer gives them back to delay
+//! once their visibility deadline passed. A claim acked late after it was
+//! reclaimed and cancelled by someone else only removes a member whose order
+//! is already final: the conditional UPDATE gave exactly one release.
+//!
+//! Workers (`worker.rs`) sleep until the earliest score of all shards;
+//! `schedule` PUBLISHes a deadline that became a shard's earliest and every
+//! worker SUBSCRIBEs, so an earlier order wakes them, and between wakes a
+//! worker claims only the shards it knows to be due. Every `max-sleep` it
+//! looks at every shard, which bounds what a lost wake message costs.
+//!
+//! The teaching variant `redis-zset-nonatomic` (same keys, same waking)
+//! reads with ZRANGEBYSCORE and removes with ZREM afterwards: instances
+//! read the same ids and all try to cancel them.
+
+mod config;
+mod conn;
+mod scripts;
+pub mod teaching;
+mod worker;
+
+pub use config::RedisZsetConfig;
+
+use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
+use crate::domain::{Micros, OrderId};
+use crate::error::Result;
+use crate::store::{OrderStore, StoreStats};
+use async_trait::async_trait;
+use conn::{shard_of, Event, Persistence, Redis};
+use scripts::Scripts;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// How long an order the database says is not due yet (clock skew between
+/// instances) waits before it is claimed again.
+const NOT_DUE_RETRY: Duration = Duration::from_millis(100);
+
+/// How due members are taken from the delay set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimMode {
+    /// One Lua script moves them to processing (`redis-zset`).
+    Atomic,
+    /// ZRANGEBYSCORE, cancel, then ZREM (`redis-zset-nonatomic`, teaching).
+    Nonatomic,
+}
+
+/// The keys of one shard and what this worker knows of its next deadline.
+#[derive(Debug)]
+struct Shard {
+    index: usize,
+    delay: String,
+    processing: String,
+    dead: String,
+    /// The earliest deadline this worker knows of in the delay set
+    /// (`i64::MAX`: none; `i64::MIN`: unknown, look). Only shards due by
+    /// this are claimed between full passes, so a wake costs one script call.
+    next_due: AtomicI64,
+}
+
+/// The redis-zset strategy (one instance), or its non-atomic teaching variant.
+#[derive(Debug)]
+pub struct RedisZset {
+    store: OrderStore,
+    config: RedisZsetConfig,
+    mode: ClaimMode,
+    redis: Redis,
+    scripts: Scripts,
+    shards: Vec<Shard>,
+    wake_channel: String,
+    wake: Notify,
+    /// Wall-clock time the worker sleeps until; `i64::MIN` while it works,
+    /// so every wake message during a pass leads to one more pass.
+    sleeping_until: AtomicI64,
+    /// Learnt in `setup`; `None` in an instance that did not run it.
+    persistence: Mutex<Option<Persistence>>,
+    counters: Counters,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    scheduled: AtomicU64,
+    duplicate_schedules: AtomicU64,
+    claims: AtomicU64,
+    claimed: AtomicU64,
+    acks: AtomicU64,
+    requeued: AtomicU64,
+    reclaimed: AtomicU64,
+    wakeups: AtomicU64,
+    malformed: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// What one pass over every shard found.
+#[derive(Debug)]
+struct Pass {
+    /// Some shard had a full batch: look again at once.
+    busy: bool,
+    /// The earliest remaining deadline of all shards.
+    next: Option<Micros>,
+}
+
+impl RedisZset {
+    pub fn new(store: OrderStore, config: &RedisZsetConfig, mode: ClaimMode) -> Result<Self> {
+        let prefix = store.location().resource_prefix();
+        let shards = (0..config.shards)
+            .map(|k| Shard {
+                index: k as usize,
+                next_due: AtomicI64::new(i64::MIN),
+                delay: format!("dlb:{{{prefix}:{k}}}:delay"),
+                processing: format!("dlb:{{{prefix}:{k}}}:processing"),
+                dead: format!("dlb:{{{prefix}:{k}}}:dead"),
+            })
+            .collect();
+        Ok(RedisZset {
+            redis: Redis::new(&config.url)?,
+            store,
+            config: config.clone(),
+            mode,
+            scripts: Scripts::new(),
+            shards,
+            wake_channel: format!("dlb:{{{prefix}}}:wake"),
+            wake: Notify::new(),
+            sleeping_until: AtomicI64::new(i64::MIN),
+            persistence: Mutex::new(None),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The delay-set key of `order_id`'s shard (tests inspect Redis with it).
+    pub fn delay_key(&self, order_id: OrderId) -> &str {
+        &self.shards[shard_of(order_id, self.config.shards)].delay
+    }
+
+    /// The processing-set key of `order_id`'s shard.
+    pub fn processing_key(&self, order_id: OrderId) -> &str {
+        &self.shards[shard_of(order_id, self.config.shards)].processing
+    }
+
+    /// The dead-set key of `order_id`'s shard.
+    pub fn dead_key(&self, order_id: OrderId) -> &str {
+        &self.shards[shard_of(order_id, self.config.shards)].dead
+    }
+
+    /// Records that shard `index` holds a member due at `deadline_us`, and
+    /// wakes the worker if that is before the end of its sleep.
+    fn note_due(&self, index: usize, deadline_us: Micros) {
+        if let Some(shard) = self.shards.get(index) {
+            shard.next_due.fetch_min(deadline_us, Ordering::SeqCst);
+        } else {
+            self.forget_next_due();
+        }
+        if deadline_us < self.sleeping_until.load(Ordering::SeqCst) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Makes the next pass look at every shard (wake messages may be lost).
+    fn forget_next_due(&self) {
+        for shard in &self.shards {
+            shard.next_due.store(i64::MIN, Ordering::SeqCst);
+        }
+        self.wake.notify_one();
+    }
+
+    fn count(counter: &AtomicU64, n: usize) {
+        counter.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+#[async_trait]
+impl Canceller for RedisZset {
+    fn name(&self) -> &str {
+        match self.mode {
+            ClaimMode::Atomic => "redis-zset",
+            ClaimMode::Nonatomic => "redis-zset-nonatomic",
+        }
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let persistence = *self.persistence.lock().expect("persistence lock");
+        let mut notes = vec![match persistence {
+            Some(Persistence::AppendOnly) => {
+                "Redis persists with appendonly: the schedule survives a Redis restart up to \
+                 the fsync policy; fallback-scan covers the rest"
+                    .to_string()
+            }
+            Some(Persistence::Snapshots) => {
+                "Redis persists with RDB snapshots only: a Redis restart loses what was \
+                 scheduled since the last snapshot; fallback-scan recovers it"
+                    .to_string()
+            }
+            Some(Persistence::None) => {
+                "Redis runs without persistence (appendonly no, save \"\"): a Redis restart \
+                 loses the whole schedule; fallback-scan recovers it"
+                    .to_string()
+            }
+            None => "Redis persistence not checked (setup did not run here): without \
+                     persistence a Redis restart loses the schedule; fallback-scan recovers it"
+                .to_string(),
+        }];
+        notes.push(format!(
+            "an earlier deadline wakes sleeping workers by PUBLISH; a lost wake message costs \
+             at most max-sleep ({:?}) of lateness",
+            self.config.max_sleep
+        ));
+        match self.mode {
+            ClaimMode::Atomic => notes.push(format!(
+                "a claim whose worker died is reclaimed after the visibility timeout ({:?}, \
+                 checked every {:?}), so such orders are late by up to their sum",
+                self.config.visibility_timeout, self.config.reclaim_interval
+            )),
+            ClaimMode::Nonatomic => notes.push(
+                "teaching variant: ZRANGEBYSCORE then ZREM without an atomic claim, so \
+                 instances read the same due ids and each tries to cancel them; the \
+                 conditional UPDATE keeps it correct and the extra attempts show as \
+                 already_cancelled"
+                    .into(),
+            ),
+        }
+        Capabilities {
+            durable_across_restart: persistence == Some(Persistence::AppendOnly),
+            arbitrary_delay: true,
+            needs_fallback: true,
+            multi_instance_safe: true,
+            instance_owns_its_orders: false,
+            requires: vec![Service::Redis],
+            notes,
+        }
+    }
+
+    /// Checks that Redis answers and how it persists. Idempotent: the
+    /// scripts are loaded on first use (and again after a restart).
+    async fn setup(&self) -> Result<()> {
+        self.redis.ping().await?;
+        match self.redis.persistence().await {
+            Ok(p) => *self.persistence.lock().expect("persistence lock") = Some(p),
+            // CONFIG may be disabled (managed Redis): leave it unknown.
+            Err(e) => tracing::warn!(error = %e, "cannot read Redis persistence settings"),
+        }
+        Ok(())
+    }
+
+    async fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> Result<()> {
+        let shard = &self.shards[shard_of(order_id, self.config.shards)];
+        let mut invocation = self.scripts.schedule.prepare_invoke();
+        invocation
+            .key(&shard.delay)
+            .key(&shard.processing)
+            .arg(expire_at_us)
+            .arg(order_id)
+            .arg(&self.wake_channel)
+            .arg(shard.index);
+        let result: i64 = self
+            .redis
+            .invoke(&invocation, "scheduling an order in Redis")
+            .await?;
+        Self::count(&self.counters.scheduled, 1);
+        match result {
+            0 => Self::count(&self.counters.duplicate_schedules, 1),
+            // The new earliest of its shard: wake this process's worker
+            // even if its subscriber is reconnecting.
+            2 => self.note_due(shard.index, expire_at_us),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    async fn run(&self, shutdown: CancellationToken) -> Result<()> {
+        let on_event = |event: Event<'_>| match event {
+            // Messages published while unsubscribed are lost: look again.
+            Event::Subscribed => self.forget_next_due(),
+            // `<shard> <deadline_us>`, published by the schedule script.
+            Event::Message(payload) => match worker::parse_wake(payload) {
+                Some((index, deadline)) => self.note_due(index, deadline),
+                None => self.forget_next_due(),
+            },
+        };
+        tokio::join!(
+            self.redis.listen(
+                &self.wake_channel,
+                &shutdown,
+                &self.counters.errors,
+                on_event
+            ),
+            self.work(&shutdown),
+        );
+        Ok(())
+    }
+
+    /// Deletes the run's keys, shard by shard (one slot per DEL).
+    async fn teardown(&self) -> Result<()> {
+        for shard in &self.shards {
+            self.redis
+                .query::<()>(
+                    redis::cmd("DEL")
+                        .arg(&shard.delay)
+                        .arg(&shard.processing)
+                        .arg(&shard.dead),
+                    "deleting the run's Redis keys",
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    fn store_stats(&self) -> StoreStats {
+        self.store.stats()
+    }
+
+    fn counters(&self) -> StrategyCounters {
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        StrategyCounters::from([
+            ("scheduled".to_string(), get(&c.scheduled)),
+            (
+                "duplicate_schedules".to_string(),
+                get(&c.duplicate_schedules),
+            ),
+            ("claims".to_string(), get(&c.claims)),
+            ("claimed".to_string(), get(&c.claimed)),
+            ("acks".to_string(), get(&c.acks)),
+            ("requeued".to_string(), get(&c.requeued)),
+            ("reclaimed".to_string(), get(&c.reclaimed)),
+            ("wakeups".to_string(), get(&c.wakeups)),
+            ("malformed".to_string(), get(&c.malformed)),
+            ("errors".to_string(), get(&c.errors)),
+            ("redis_commands".to_string(), self.redis.commands()),
+        ])
+    }
+}

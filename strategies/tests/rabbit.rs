@@ -1,0 +1,264 @@
+//! RabbitMQ-specific behaviour on the real broker (127.0.0.1:5672, or
+//! `DELAYBENCH_AMQP_URL`): a malformed message is dead-lettered without
+//! crashing or looping, an early message is re-delayed, never acted on, a
+//! consumer killed between the cancel commit and the ack costs one absorbed
+//! attempt and no second release, and messages in flight survive a broker
+//! restart. The restart test takes [`BROKER`] for writing, every other test
+//! for reading, so nothing else in this binary runs during the restart.
+
+mod common;
+
+use futures_lite::StreamExt;
+use lapin::options::{BasicConsumeOptions, BasicPublishOptions, QueueDeclareOptions};
+use lapin::types::FieldTable;
+use lapin::{BasicProperties, Connection, ConnectionProperties};
+use std::time::Duration;
+use strategies::conformance::{Fixture, Running};
+use strategies::rabbit::{CancelMessage, Mode, RabbitStrategy};
+use strategies::{now_us, CancelOutcome, OrderStatus, OrderStore, StrategyOptions};
+use tokio::sync::RwLock;
+
+static BROKER: RwLock<()> = RwLock::const_new(());
+
+fn options() -> StrategyOptions {
+    let mut options = StrategyOptions::default();
+    if let Ok(url) = std::env::var("DELAYBENCH_AMQP_URL") {
+        options.rabbit.url = url;
+    }
+    options.rabbit.ttls = vec![Duration::from_millis(200), Duration::from_secs(1)];
+    options
+}
+
+async fn publish_raw(url: &str, queue: &str, body: &[u8]) {
+    let conn = Connection::connect(url, ConnectionProperties::default())
+        .await
+        .unwrap_or_else(|e| {
+            panic!("cannot reach RabbitMQ at {url}: {e}; start it with `rabbitmq-server -detached`")
+        });
+    let ch = conn.create_channel().await.unwrap();
+    ch.basic_publish(
+        "",
+        queue,
+        BasicPublishOptions::default(),
+        body,
+        BasicProperties::default(),
+    )
+    .await
+    .unwrap()
+    .await
+    .unwrap();
+    let _ = conn.close(200, "done").await;
+}
+
+async fn queue_depth(url: &str, queue: &str) -> u32 {
+    let conn = Connection::connect(url, ConnectionProperties::default())
+        .await
+        .unwrap();
+    let ch = conn.create_channel().await.unwrap();
+    let q = ch
+        .queue_declare(
+            queue,
+            QueueDeclareOptions {
+                passive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    let _ = conn.close(200, "done").await;
+    q.message_count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_message_is_dead_lettered_and_early_message_redelayed() {
+    let _shared = BROKER.read().await;
+    for mode in [Mode::Ttl, Mode::Delayed] {
+        let options = options();
+        let f = Fixture::new(&common::sqlite_url(), mode.name(), options.clone()).await;
+        let store = OrderStore::connect(f.orders.location(), 2).await.unwrap();
+        let probe = RabbitStrategy::new(mode, store, &options.rabbit).unwrap();
+        let running = Running::start(f.instance().await);
+        let url = &options.rabbit.url;
+
+        // Garbage straight onto the work queue: dead-lettered once, no loop.
+        publish_raw(url, probe.work_queue(), b"{\"order_id\": \"not a number\"}").await;
+        publish_raw(url, probe.work_queue(), b"\xff\xfe binary").await;
+
+        // A message for an order due in 1.5 s, delivered at once: it must
+        // wait (re-delayed), not cancel early.
+        let order = f.create(1, 1_500).await;
+        let early = CancelMessage {
+            order_id: 1,
+            expire_at_us: order.expire_at_us,
+        };
+        publish_raw(url, probe.work_queue(), &early.to_bytes()).await;
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert_eq!(
+            f.status(1).await,
+            OrderStatus::Pending,
+            "{}: cancelled early",
+            mode.name()
+        );
+        assert_eq!(
+            queue_depth(url, probe.dead_letter_queue()).await,
+            2,
+            "{}: dead letters",
+            mode.name()
+        );
+
+        f.wait_for_due_cancels(order.expire_at_us).await;
+        let row = f.orders.order(1).await.unwrap().unwrap();
+        assert!(row.cancelled_at_us.unwrap() >= order.expire_at_us);
+        let counters = running.instance.counters();
+        assert_eq!(counters["malformed"], 2, "{counters:?}");
+        assert!(counters["redelayed"] >= 1, "{counters:?}");
+        running.stop().await;
+        f.assert_clean().await;
+        // Delete the run's queues, as the harness does after a run.
+        f.instance().await.teardown().await.expect("teardown");
+        f.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_killed_between_cancel_commit_and_ack_releases_once() {
+    let _shared = BROKER.read().await;
+    for mode in [Mode::Ttl, Mode::Delayed] {
+        let options = options();
+        let f = Fixture::new(&common::sqlite_url(), mode.name(), options.clone()).await;
+        let url = &options.rabbit.url;
+        let first = f.instance().await;
+        let order = f.create(1, 300).await;
+        first.schedule(1, order.expire_at_us).await.unwrap();
+        drop(first);
+
+        // A consumer takes the message, commits the cancel, and dies
+        // before acking: its connection closes with the message unacked.
+        let store = OrderStore::connect(f.orders.location(), 2).await.unwrap();
+        let probe = RabbitStrategy::new(mode, store, &options.rabbit).unwrap();
+        let conn = Connection::connect(url, ConnectionProperties::default())
+            .await
+            .unwrap();
+        let ch = conn.create_channel().await.unwrap();
+        let mut consumer = ch
+            .basic_consume(
+                probe.work_queue(),
+                "doomed",
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        let delivery = tokio::time::timeout(Duration::from_secs(10), consumer.next())
+            .await
+            .expect("the message arrives")
+            .unwrap()
+            .unwrap();
+        let message = CancelMessage::parse(&delivery.data).unwrap();
+        let outcome = f
+            .orders
+            .cancel_if_due(message.order_id, now_us(), mode.name())
+            .await
+            .unwrap();
+        assert_eq!(outcome, CancelOutcome::Cancelled);
+        drop(delivery);
+        conn.close(320, "killed before ack").await.unwrap();
+
+        // The broker redelivers to the next consumer: absorbed, acked, gone.
+        let running = Running::start(f.instance().await);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while running.instance.store_stats().already_cancelled == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{}: no redelivery",
+                mode.name()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        running.stop().await;
+        let verdict = f.assert_clean().await;
+        assert_eq!(
+            (verdict.orders.cancelled, verdict.releases),
+            (1, 1),
+            "{}",
+            mode.name()
+        );
+        assert_eq!(
+            queue_depth(url, probe.work_queue()).await,
+            0,
+            "{}: redelivery acked",
+            mode.name()
+        );
+        f.instance().await.teardown().await.expect("teardown");
+        f.cleanup().await;
+    }
+}
+
+/// `rabbitmqctl stop_app` + `start_app` on this host's broker (needs root).
+fn restart_broker() {
+    for action in ["stop_app", "start_app"] {
+        let status = std::process::Command::new("rabbitmqctl")
+            .args(["-q", action])
+            .status()
+            .unwrap_or_else(|e| {
+                panic!("rabbitmqctl {action}: {e} (the restart test needs root and a local broker)")
+            });
+        assert!(status.success(), "rabbitmqctl {action} failed");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_in_flight_survive_a_broker_restart() {
+    let _exclusive = BROKER.write().await;
+    let options = options();
+    let mut fixtures = Vec::new();
+    for mode in [Mode::Ttl, Mode::Delayed] {
+        let f = Fixture::new(&common::sqlite_url(), mode.name(), options.clone()).await;
+        let scheduler = f.instance().await;
+        let mut last = 0;
+        for id in 1..=20 {
+            // Due after the restart, so they wait in the broker through it.
+            let order = f.create(id, 6_000 + 50 * id).await;
+            scheduler.schedule(id, order.expire_at_us).await.unwrap();
+            last = order.expire_at_us;
+        }
+        fixtures.push((mode, f, last));
+    }
+    restart_broker();
+    for (mode, f, last) in fixtures {
+        let running = Running::start(f.instance().await);
+        f.wait_for_due_cancels(last).await;
+        running.stop().await;
+        let verdict = f.assert_clean().await;
+        assert_eq!(
+            verdict.orders.cancelled,
+            20,
+            "{}: lost in the restart",
+            mode.name()
+        );
+        f.instance().await.teardown().await.expect("teardown");
+        f.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quorum_queues_with_at_least_once_dead_lettering_pass_the_checks() {
+    let _shared = BROKER.read().await;
+    let mut options = options();
+    options.rabbit.queue_type = strategies::rabbit::QueueType::Quorum;
+    for strategy in ["rabbit-ttl", "rabbit-delayed"] {
+        let f = Fixture::new(&common::postgres_url(), strategy, options.clone()).await;
+        let caps = f.instance().await.capabilities();
+        // Quorum dead-lettering is at-least-once; the delayed exchange's own
+        // store still is not, so only rabbit-ttl stops needing a fallback.
+        assert_eq!(
+            caps.needs_fallback,
+            strategy == "rabbit-delayed",
+            "{strategy}"
+        );
+        strategies::conformance::fires_after_deadline_never_before(&f).await;
+        f.instance().await.teardown().await.expect("teardown");
+        f.cleanup().await;
+    }
+}
