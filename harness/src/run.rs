@@ -189,18 +189,10 @@ fn new_run_dir(out: &Path, scenario: &str) -> Result<(String, PathBuf)> {
 
 /// `dlb_<run id>_<strategy>` in `[a-z0-9_]`, at most 63 characters.
 fn namespace_name(run_id: &str, strategy: &str) -> String {
-    let raw = format!("dlb_{run_id}_{strategy}");
-    let clean: String = raw
+    strategies::store::identifier(&format!("dlb_{run_id}_{strategy}"))
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    clean.chars().take(63).collect()
+        .take(63)
+        .collect()
 }
 
 fn progress_bar(name: &str, len: u64) -> ProgressBar {

@@ -374,16 +374,7 @@ fn random_namespace(strategy: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let nanos = now_us() % 1_000_000_000;
-    let tag: String = strategy
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let tag = crate::store::identifier(strategy);
     format!("t_{tag}_{}_{nanos}_{n}", std::process::id())
 }
 

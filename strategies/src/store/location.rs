@@ -233,15 +233,12 @@ impl DbLocation {
                 .unwrap_or_default(),
             _ => self.namespace.clone(),
         };
-        raw.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_lowercase()
-                } else {
-                    '_'
-                }
-            })
-            .collect()
+        let clean = identifier(&raw);
+        if clean.is_empty() {
+            "default".into()
+        } else {
+            clean
+        }
     }
 
     /// The URL a pool connects to: for MariaDB/MySQL the namespace is the
@@ -257,6 +254,20 @@ impl DbLocation {
             _ => Ok(self.url.clone()),
         }
     }
+}
+
+/// `raw` as a lowercase `[a-z0-9_]` identifier: every other character
+/// becomes `_`. Namespaces, queue names and key prefixes are built with it.
+pub fn identifier(raw: &str) -> String {
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// Removes the password from a URL (`postgres://u:secret@h/db` -> `postgres://u:***@h/db`).

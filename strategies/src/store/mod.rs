@@ -11,7 +11,7 @@ mod orders;
 mod sql;
 
 pub use anti_patterns::AntiPattern;
-pub use location::{redact_url, DbKind, DbLocation, DbServer};
+pub use location::{identifier, redact_url, DbKind, DbLocation, DbServer};
 pub use orders::{OrderRow, ScanBatch};
 
 use crate::error::{DbContext, Error, Result};
