@@ -73,6 +73,31 @@ pub struct Capabilities {
 /// Redis commands, wakeups, ...). Keys are stable snake_case names.
 pub type StrategyCounters = BTreeMap<String, u64>;
 
+/// Declares a struct of relaxed atomic counters, one `AtomicU64` field per
+/// name, with `snapshot()` giving them as [`StrategyCounters`] keyed by the
+/// field names: each strategy's counters are declared once, by name.
+macro_rules! counters {
+    ($(#[$meta:meta])* struct $name:ident { $($field:ident),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Default)]
+        struct $name {
+            $($field: std::sync::atomic::AtomicU64,)*
+        }
+
+        impl $name {
+            fn snapshot(&self) -> $crate::canceller::StrategyCounters {
+                $crate::canceller::StrategyCounters::from([$(
+                    (
+                        stringify!($field).to_string(),
+                        self.$field.load(std::sync::atomic::Ordering::Relaxed),
+                    ),
+                )*])
+            }
+        }
+    };
+}
+pub(crate) use counters;
+
 /// A way of cancelling unpaid orders at their deadline.
 #[async_trait]
 pub trait Canceller: Send + Sync + std::fmt::Debug {

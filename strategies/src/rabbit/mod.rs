@@ -37,7 +37,7 @@ use lapin::options::{
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use message::{pick_ttl, remaining_ms};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -77,14 +77,15 @@ pub struct RabbitStrategy {
     counters: Counters,
 }
 
-#[derive(Debug, Default)]
-struct Counters {
-    published: AtomicU64,
-    consumed: AtomicU64,
-    redelayed: AtomicU64,
-    malformed: AtomicU64,
-    reconnects: AtomicU64,
-    errors: AtomicU64,
+crate::canceller::counters! {
+    struct Counters {
+        published,
+        consumed,
+        redelayed,
+        malformed,
+        reconnects,
+        errors,
+    }
 }
 
 impl RabbitStrategy {
@@ -425,15 +426,6 @@ impl Canceller for RabbitStrategy {
     }
 
     fn counters(&self) -> StrategyCounters {
-        let c = &self.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        StrategyCounters::from([
-            ("published".to_string(), get(&c.published)),
-            ("consumed".to_string(), get(&c.consumed)),
-            ("redelayed".to_string(), get(&c.redelayed)),
-            ("malformed".to_string(), get(&c.malformed)),
-            ("reconnects".to_string(), get(&c.reconnects)),
-            ("errors".to_string(), get(&c.errors)),
-        ])
+        self.counters.snapshot()
     }
 }

@@ -95,18 +95,19 @@ pub struct RedisZset {
     counters: Counters,
 }
 
-#[derive(Debug, Default)]
-struct Counters {
-    scheduled: AtomicU64,
-    duplicate_schedules: AtomicU64,
-    claims: AtomicU64,
-    claimed: AtomicU64,
-    acks: AtomicU64,
-    requeued: AtomicU64,
-    reclaimed: AtomicU64,
-    wakeups: AtomicU64,
-    malformed: AtomicU64,
-    errors: AtomicU64,
+crate::canceller::counters! {
+    struct Counters {
+        scheduled,
+        duplicate_schedules,
+        claims,
+        claimed,
+        acks,
+        requeued,
+        reclaimed,
+        wakeups,
+        malformed,
+        errors,
+    }
 }
 
 /// What one pass over every shard found.
@@ -327,23 +328,8 @@ impl Canceller for RedisZset {
     }
 
     fn counters(&self) -> StrategyCounters {
-        let c = &self.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        StrategyCounters::from([
-            ("scheduled".to_string(), get(&c.scheduled)),
-            (
-                "duplicate_schedules".to_string(),
-                get(&c.duplicate_schedules),
-            ),
-            ("claims".to_string(), get(&c.claims)),
-            ("claimed".to_string(), get(&c.claimed)),
-            ("acks".to_string(), get(&c.acks)),
-            ("requeued".to_string(), get(&c.requeued)),
-            ("reclaimed".to_string(), get(&c.reclaimed)),
-            ("wakeups".to_string(), get(&c.wakeups)),
-            ("malformed".to_string(), get(&c.malformed)),
-            ("errors".to_string(), get(&c.errors)),
-            ("redis_commands".to_string(), self.redis.commands()),
-        ])
+        let mut counters = self.counters.snapshot();
+        counters.insert("redis_commands".to_string(), self.redis.commands());
+        counters
     }
 }

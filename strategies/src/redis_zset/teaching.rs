@@ -20,7 +20,7 @@ use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
 use crate::error::Result;
 use crate::store::{OrderStore, StoreStats};
 use async_trait::async_trait;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -41,12 +41,13 @@ pub struct RedisKeyspaceExpiry {
     counters: Counters,
 }
 
-#[derive(Debug, Default)]
-struct Counters {
-    scheduled: AtomicU64,
-    expired_events: AtomicU64,
-    malformed: AtomicU64,
-    errors: AtomicU64,
+crate::canceller::counters! {
+    struct Counters {
+        scheduled,
+        expired_events,
+        malformed,
+        errors,
+    }
 }
 
 impl RedisKeyspaceExpiry {
@@ -257,15 +258,9 @@ impl Canceller for RedisKeyspaceExpiry {
     }
 
     fn counters(&self) -> StrategyCounters {
-        let c = &self.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        StrategyCounters::from([
-            ("scheduled".to_string(), get(&c.scheduled)),
-            ("expired_events".to_string(), get(&c.expired_events)),
-            ("malformed".to_string(), get(&c.malformed)),
-            ("errors".to_string(), get(&c.errors)),
-            ("redis_commands".to_string(), self.redis.commands()),
-        ])
+        let mut counters = self.counters.snapshot();
+        counters.insert("redis_commands".to_string(), self.redis.commands());
+        counters
     }
 }
 

@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::store::{OrderStore, StoreStats};
 use async_trait::async_trait;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -57,14 +57,15 @@ struct State {
     due_now: Vec<(OrderId, Micros)>,
 }
 
-#[derive(Debug, Default)]
-struct Counters {
-    scheduled: AtomicU64,
-    duplicate_schedules: AtomicU64,
-    reloaded: AtomicU64,
-    fired: AtomicU64,
-    wakeups: AtomicU64,
-    errors: AtomicU64,
+crate::canceller::counters! {
+    struct Counters {
+        scheduled,
+        duplicate_schedules,
+        reloaded,
+        fired,
+        wakeups,
+        errors,
+    }
 }
 
 impl TimingWheelStrategy {
@@ -270,20 +271,9 @@ impl Canceller for TimingWheelStrategy {
     }
 
     fn counters(&self) -> StrategyCounters {
-        let c = &self.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let pending = self.state.lock().map(|s| s.wheel.len() as u64).unwrap_or(0);
-        StrategyCounters::from([
-            ("scheduled".to_string(), get(&c.scheduled)),
-            (
-                "duplicate_schedules".to_string(),
-                get(&c.duplicate_schedules),
-            ),
-            ("reloaded".to_string(), get(&c.reloaded)),
-            ("fired".to_string(), get(&c.fired)),
-            ("wakeups".to_string(), get(&c.wakeups)),
-            ("errors".to_string(), get(&c.errors)),
-            ("pending_at_stop".to_string(), pending),
-        ])
+        let mut counters = self.counters.snapshot();
+        counters.insert("pending_at_stop".to_string(), pending);
+        counters
     }
 }
