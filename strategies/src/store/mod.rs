@@ -44,73 +44,58 @@ impl std::fmt::Debug for OrderStore {
     }
 }
 
-/// Counts of what a store's owner did to the database, app-side.
-#[derive(Debug, Default)]
-struct Counters {
-    statements: AtomicU64,
-    transactions: AtomicU64,
-    retries: AtomicU64,
-    rows_read: AtomicU64,
-    cancel_attempts: AtomicU64,
-    cancelled: AtomicU64,
-    already_paid: AtomicU64,
-    already_cancelled: AtomicU64,
-    not_due: AtomicU64,
-    missing: AtomicU64,
-}
-
-/// A snapshot of a store's counters (see [`OrderStore::stats`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoreStats {
-    /// SQL statements sent, including `BEGIN`/`COMMIT`.
-    pub statements: u64,
-    pub transactions: u64,
-    /// Transactions retried after a deadlock, serialization failure or busy database.
-    pub retries: u64,
-    /// Rows returned by scans (`db-scan`'s cost on the read side).
-    pub rows_read: u64,
-    /// `cancel_if_due` calls, one per order id.
-    pub cancel_attempts: u64,
-    /// Attempts that cancelled the order; the rest were absorbed.
-    pub cancelled: u64,
-    pub already_paid: u64,
-    pub already_cancelled: u64,
-    pub not_due: u64,
-    pub missing: u64,
-}
-
-impl StoreStats {
-    /// Adds another snapshot (several instances of one strategy).
-    pub fn add(&mut self, other: &StoreStats) {
-        self.statements += other.statements;
-        self.transactions += other.transactions;
-        self.retries += other.retries;
-        self.rows_read += other.rows_read;
-        self.cancel_attempts += other.cancel_attempts;
-        self.cancelled += other.cancelled;
-        self.already_paid += other.already_paid;
-        self.already_cancelled += other.already_cancelled;
-        self.not_due += other.not_due;
-        self.missing += other.missing;
-    }
-}
-
-impl StoreStats {
-    /// What happened since `earlier` (counters only grow).
-    pub fn since(&self, earlier: &StoreStats) -> StoreStats {
-        StoreStats {
-            statements: self.statements - earlier.statements,
-            transactions: self.transactions - earlier.transactions,
-            retries: self.retries - earlier.retries,
-            rows_read: self.rows_read - earlier.rows_read,
-            cancel_attempts: self.cancel_attempts - earlier.cancel_attempts,
-            cancelled: self.cancelled - earlier.cancelled,
-            already_paid: self.already_paid - earlier.already_paid,
-            already_cancelled: self.already_cancelled - earlier.already_cancelled,
-            not_due: self.not_due - earlier.not_due,
-            missing: self.missing - earlier.missing,
+/// Declares the store's counters once: the atomic `Counters` a store
+/// updates, the serialisable [`StoreStats`] snapshot, and their arithmetic.
+macro_rules! store_counters {
+    ($($(#[$doc:meta])* $field:ident),* $(,)?) => {
+        /// Counts of what a store's owner did to the database, app-side.
+        #[derive(Debug, Default)]
+        struct Counters {
+            $($field: AtomicU64,)*
         }
-    }
+
+        impl Counters {
+            fn snapshot(&self) -> StoreStats {
+                StoreStats { $($field: self.$field.load(Ordering::Relaxed),)* }
+            }
+        }
+
+        /// A snapshot of a store's counters (see [`OrderStore::stats`]).
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+        pub struct StoreStats {
+            $($(#[$doc])* pub $field: u64,)*
+        }
+
+        impl StoreStats {
+            /// Adds another snapshot (several instances of one strategy).
+            pub fn add(&mut self, other: &StoreStats) {
+                $(self.$field += other.$field;)*
+            }
+
+            /// What happened since `earlier` (counters only grow).
+            pub fn since(&self, earlier: &StoreStats) -> StoreStats {
+                StoreStats { $($field: self.$field - earlier.$field,)* }
+            }
+        }
+    };
+}
+
+store_counters! {
+    /// SQL statements sent, including `BEGIN`/`COMMIT`.
+    statements,
+    transactions,
+    /// Transactions retried after a deadlock, serialization failure or busy database.
+    retries,
+    /// Rows returned by scans (`db-scan`'s cost on the read side).
+    rows_read,
+    /// `cancel_if_due` calls, one per order id.
+    cancel_attempts,
+    /// Attempts that cancelled the order; the rest were absorbed.
+    cancelled,
+    already_paid,
+    already_cancelled,
+    not_due,
+    missing,
 }
 
 impl OrderStore {
@@ -173,20 +158,7 @@ impl OrderStore {
 
     /// A snapshot of this store's counters.
     pub fn stats(&self) -> StoreStats {
-        let c = &self.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        StoreStats {
-            statements: get(&c.statements),
-            transactions: get(&c.transactions),
-            retries: get(&c.retries),
-            rows_read: get(&c.rows_read),
-            cancel_attempts: get(&c.cancel_attempts),
-            cancelled: get(&c.cancelled),
-            already_paid: get(&c.already_paid),
-            already_cancelled: get(&c.already_cancelled),
-            not_due: get(&c.not_due),
-            missing: get(&c.missing),
-        }
+        self.counters.snapshot()
     }
 
     /// Creates the tables and index of the schema contract and fills `stock`
