@@ -231,21 +231,27 @@ pub async fn paid_order_never_cancelled(f: &Fixture) {
     let running = Running::start(f.instance().await);
     let mut last = 0;
     for i in 0..20 {
-        let order = f.create(i + 1, 300 + 10 * i).await;
+        // A second of headroom, so a loaded machine still pays in time.
+        let order = f.create(i + 1, 1_000 + 10 * i).await;
         running
             .instance
             .schedule(order.id, order.expire_at_us)
             .await
             .expect("schedule");
         last = order.expire_at_us;
-    }
-    for id in (1..=20).step_by(2) {
-        let outcome = f
-            .orders
-            .pay(id, &format!("cb-{id}"), now_us())
-            .await
-            .unwrap();
-        assert_eq!(outcome, PaymentOutcome::Applied);
+        if order.id % 2 == 1 {
+            let paid_at = now_us();
+            let outcome = f
+                .orders
+                .pay(order.id, &format!("cb-{}", order.id), paid_at)
+                .await
+                .unwrap();
+            assert!(
+                paid_at < order.expire_at_us,
+                "the machine stalled past the deadline"
+            );
+            assert_eq!(outcome, PaymentOutcome::Applied, "order {}", order.id);
+        }
     }
     f.wait_for_due_cancels(last).await;
     // Give a misbehaving strategy time to cancel a paid order anyway.
