@@ -85,7 +85,7 @@ fn rows(summaries: &[Summary]) -> Vec<Vec<String>> {
     .collect()];
     for s in summaries {
         if s.status != Status::Ok {
-            let mut row = vec![s.strategy.clone(), format!("{:?}", s.status).to_lowercase()];
+            let mut row = vec![s.strategy.clone(), s.status.as_str().to_string()];
             row.extend(std::iter::repeat_n("-".to_string(), 12));
             rows.push(row);
             continue;
@@ -152,7 +152,7 @@ fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             out,
             "- **{}** {}: {}",
             s.strategy,
-            format!("{:?}", s.status).to_lowercase(),
+            s.status.as_str(),
             s.reason.as_deref().unwrap_or("no reason recorded")
         );
     }
@@ -337,7 +337,7 @@ pub fn terminal_table(summaries: &[Summary]) -> String {
             out,
             "{} {}: {}",
             s.strategy,
-            format!("{:?}", s.status).to_lowercase(),
+            s.status.as_str(),
             s.reason.as_deref().unwrap_or("")
         );
     }

@@ -387,7 +387,7 @@ fn one_line(s: &Summary) -> String {
         _ => format!(
             "{}: {} ({})",
             s.strategy,
-            format!("{:?}", s.status).to_lowercase(),
+            s.status.as_str(),
             s.reason.as_deref().unwrap_or("")
         ),
     }

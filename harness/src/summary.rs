@@ -20,6 +20,17 @@ pub enum Status {
     Failed,
 }
 
+impl Status {
+    /// The word written to `summary.json` and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Skipped => "skipped",
+            Status::Failed => "failed",
+        }
+    }
+}
+
 /// Where the strategy's data lives (kept after the run).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct DatabaseInfo {
