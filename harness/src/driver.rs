@@ -3,7 +3,7 @@
 //! started (no coordinated omission: a slow database makes the lag grow, it
 //! never slows the schedule).
 
-use crate::instance::Instance;
+use crate::instance::Pool;
 use crate::workload::{Action, Plan};
 use hdrhistogram::Histogram;
 use indicatif::ProgressBar;
@@ -26,6 +26,10 @@ pub struct GeneratorHealth {
     /// Refused for lack of stock (not an anomaly; reported).
     pub refused: u64,
     pub create_errors: u64,
+    /// Created while every canceller instance was down (a fault), so never
+    /// scheduled; only a strategy that finds orders by itself cancels them.
+    #[serde(default)]
+    pub unscheduled: u64,
     pub callbacks_delivered: u64,
     pub payment_outcomes: BTreeMap<String, u64>,
     pub payment_errors: u64,
@@ -41,17 +45,18 @@ pub struct GeneratorHealth {
 
 enum Done {
     Created(CreateOutcome),
+    CreatedUnscheduled,
     Paid(PaymentOutcome),
     Failed { create: bool, error: String },
 }
 
 /// Runs `plan` from `t0`, scheduling each created
-/// order on the instances round-robin by order id. Returns once every event
+/// order on the pool's instances by order id. Returns once every event
 /// has been performed. Tells the instances when the warm-up ends.
 pub async fn drive(
     plan: &Plan,
     store: &OrderStore,
-    instances: &Arc<Vec<Instance>>,
+    instances: &Arc<Pool>,
     t0: Instant,
     progress: &ProgressBar,
 ) -> GeneratorHealth {
@@ -65,7 +70,7 @@ pub async fn drive(
     for event in &plan.events {
         if !measuring && event.at_us >= plan.measured_from_us {
             measuring = true;
-            instances.iter().for_each(Instance::start_measuring);
+            instances.start_measuring();
         }
         let intended = t0 + Duration::from_micros(event.at_us as u64);
         tokio::time::sleep_until(intended).await;
@@ -97,9 +102,11 @@ pub async fn drive(
                     match store.create_order(&order).await {
                         Ok(CreateOutcome::Created) => {
                             // Scheduled only after the creating transaction committed.
-                            instances[id as usize % instances.len()]
-                                .schedule(id, order.expire_at_us);
-                            Done::Created(CreateOutcome::Created)
+                            if instances.schedule(id, order.expire_at_us) {
+                                Done::Created(CreateOutcome::Created)
+                            } else {
+                                Done::CreatedUnscheduled
+                            }
                         }
                         Ok(other) => Done::Created(other),
                         Err(e) => Done::Failed {
@@ -156,6 +163,10 @@ fn record(
     match done {
         Done::Created(CreateOutcome::Created) => health.created += 1,
         Done::Created(CreateOutcome::OutOfStock) => health.refused += 1,
+        Done::CreatedUnscheduled => {
+            health.created += 1;
+            health.unscheduled += 1;
+        }
         Done::Paid(outcome) => {
             health.callbacks_delivered += 1;
             *health

@@ -124,6 +124,20 @@ impl Instance {
         let _ = self.commands.send("m\n".to_string());
     }
 
+    /// The worker's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().unwrap_or(0)
+    }
+
+    /// SIGKILLs the worker and waits for it to die: nothing it held only in
+    /// memory survives, and it writes no report.
+    pub async fn kill(mut self) -> Result<()> {
+        drop(self.commands);
+        self.child.kill().await.context("killing a worker")?;
+        self.writer.abort();
+        Ok(())
+    }
+
     /// Stops the worker (EOF on stdin) and returns its report.
     pub async fn stop(mut self) -> Result<WorkerReport> {
         drop(self.commands);
@@ -135,6 +149,105 @@ impl Instance {
         let status = self.child.wait().await.context("waiting for a worker")?;
         let line = line.ok_or_else(|| anyhow!("a worker exited ({status}) without a report"))?;
         serde_json::from_str(&line).with_context(|| format!("malformed worker report: {line}"))
+    }
+}
+
+/// The canceller instances of one strategy's run. A new order goes to
+/// instance `id % n` or, while that one is down, to the next live one (what a
+/// load balancer does). Instances can be killed and restarted mid-run.
+#[derive(Debug)]
+pub struct Pool {
+    specs: Vec<WorkerSpec>,
+    slots: Vec<std::sync::Mutex<Option<Instance>>>,
+    measuring: std::sync::atomic::AtomicBool,
+}
+
+impl Pool {
+    /// Starts one worker per spec, in order.
+    pub async fn spawn(specs: Vec<WorkerSpec>) -> Result<Pool> {
+        let mut slots = Vec::new();
+        for spec in &specs {
+            slots.push(std::sync::Mutex::new(Some(Instance::spawn(spec).await?)));
+        }
+        Ok(Pool {
+            specs,
+            slots,
+            measuring: false.into(),
+        })
+    }
+
+    fn slot(&self, index: usize) -> std::sync::MutexGuard<'_, Option<Instance>> {
+        // A panic while holding the lock leaves the slot usable.
+        self.slots[index]
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Schedules on the order's instance or the next live one; false when
+    /// every instance is down (the schedule is lost, as it would be).
+    pub fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> bool {
+        let n = self.slots.len();
+        (0..n).any(|k| match &*self.slot((order_id as usize + k) % n) {
+            Some(instance) => {
+                instance.schedule(order_id, expire_at_us);
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// The warm-up is over: every live instance, and any started later,
+    /// counts from here.
+    pub fn start_measuring(&self) {
+        self.measuring
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        for index in 0..self.slots.len() {
+            if let Some(instance) = &*self.slot(index) {
+                instance.start_measuring();
+            }
+        }
+    }
+
+    /// SIGKILLs instance `index`; returns its pid, or `None` if it was down.
+    pub async fn kill(&self, index: usize) -> Result<Option<u32>> {
+        let taken = self.slot(index).take();
+        match taken {
+            Some(instance) => {
+                let pid = instance.pid();
+                instance.kill().await?;
+                Ok(Some(pid))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Starts a fresh process for instance `index` (which must be down) and
+    /// returns its pid once it is ready.
+    pub async fn restart(&self, index: usize) -> Result<u32> {
+        let instance = Instance::spawn(&self.specs[index]).await?;
+        if self.measuring.load(std::sync::atomic::Ordering::SeqCst) {
+            instance.start_measuring();
+        }
+        let pid = instance.pid();
+        let previous = self.slot(index).replace(instance);
+        if let Some(previous) = previous {
+            previous.kill().await?;
+            bail!("instance {index} was restarted while still running");
+        }
+        Ok(pid)
+    }
+
+    /// Stops every live instance and returns their reports (a killed
+    /// instance's counters died with it).
+    pub async fn stop(&self) -> Result<Vec<WorkerReport>> {
+        let mut reports = Vec::new();
+        for index in 0..self.slots.len() {
+            let taken = self.slot(index).take();
+            if let Some(instance) = taken {
+                reports.push(instance.stop().await?);
+            }
+        }
+        Ok(reports)
     }
 }
 

@@ -2,6 +2,7 @@
 //! strategy and reports lateness, cost and invariant violations.
 
 mod driver;
+mod faults;
 mod instance;
 mod redis_stats;
 mod report;
@@ -28,7 +29,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the comparison and write results/<run-id>/ with report.md.
+    /// Run the comparison and write results/<run-id>/ with report.md and report.html.
     Run {
         /// Scenario TOML file (default: the bundled quick scenario, scenarios/quick.toml).
         #[arg(long)]
@@ -43,7 +44,7 @@ enum Command {
         #[arg(long, default_value = "results")]
         out: PathBuf,
     },
-    /// Regenerate report.md of a run folder from its JSON.
+    /// Regenerate report.md and report.html of a run folder from its JSON.
     Report {
         /// A run folder, e.g. results/20261129-201500-quick.
         dir: PathBuf,
@@ -84,7 +85,11 @@ fn main() -> ExitCode {
                 report::write(&dir)?;
                 let (_, summaries) = report::load(&dir)?;
                 println!("{}", report::terminal_table(&summaries));
-                println!("report: {}", dir.join("report.md").display());
+                println!(
+                    "report: {} (plots: {})",
+                    dir.join("report.md").display(),
+                    dir.join("report.html").display()
+                );
                 Ok(())
             }
             Command::List => {

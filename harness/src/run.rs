@@ -3,7 +3,8 @@
 //! report, rewritten after every strategy so a crash loses nothing measured.
 
 use crate::driver;
-use crate::instance::{Instance, WorkerReport, WorkerSpec};
+use crate::faults;
+use crate::instance::{Pool, WorkerReport, WorkerSpec};
 use crate::redis_stats;
 use crate::report;
 use crate::runinfo::{self, Machine, RunInfo};
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use strategies::registry::{self, STRATEGIES};
-use strategies::{checker, now_us, DbServer, OrderStore, StoreStats};
+use strategies::{checker, now_us, DbServer, OrderStore, Service, StoreStats};
 use tokio::time::Instant;
 
 /// What `delaybench run` was asked to do.
@@ -94,7 +95,11 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
         summaries.push(summary);
     }
     println!("\n{}", report::terminal_table(&summaries));
-    println!("report: {}", run_dir.join("report.md").display());
+    println!(
+        "report: {} (plots: {})",
+        run_dir.join("report.md").display(),
+        run_dir.join("report.html").display()
+    );
     Ok(run_dir)
 }
 
@@ -245,20 +250,23 @@ async fn run_strategy(
         Some(url) => Some(redis_stats::total_calls(url).await?),
         None => None,
     };
-    let mut instances = Vec::new();
-    for instance in 0..scenario.instances {
-        let spec = WorkerSpec {
+    let specs = (0..scenario.instances)
+        .map(|instance| WorkerSpec {
             strategy: name.to_string(),
             instance,
             location: location.clone(),
             options: options.clone(),
-        };
-        instances.push(Instance::spawn(&spec).await?);
-    }
-    let instances = Arc::new(instances);
+        })
+        .collect();
+    let pool = Arc::new(Pool::spawn(specs).await?);
     let progress = progress_bar(name, plan.events.len() as u64);
     let (t0, t0_us) = (Instant::now(), now_us());
-    let generator = driver::drive(plan, &store, &instances, t0, &progress).await;
+    let faults = tokio::spawn(faults::inject(
+        scenario.faults.clone(),
+        Arc::clone(&pool),
+        t0,
+    ));
+    let generator = driver::drive(plan, &store, &pool, t0, &progress).await;
 
     // Every order has had `drain` past its (actual) deadline when we stop.
     progress.set_message("draining");
@@ -266,11 +274,9 @@ async fn run_strategy(
         + Duration::from_micros(plan.last_deadline_us as u64 + generator.lag_us_max)
         + scenario.drain;
     tokio::time::sleep_until(drain_end).await;
+    let faults = faults.await.context("fault injection")?;
     progress.finish_and_clear();
-    let mut reports = Vec::new();
-    for instance in unwrap_when_idle(instances).await {
-        reports.push(instance.stop().await?);
-    }
+    let reports = pool.stop().await?;
     let redis_commands = match (&redis_url, redis_before) {
         // Minus the first INFO itself, counted by the second.
         (Some(url), Some(before)) => Some(
@@ -315,33 +321,34 @@ async fn run_strategy(
         releases: verdict.releases,
         lateness_over_time: lateness.over_time,
         lateness_by_timeout: lateness.by_timeout,
-        cost: Cost {
-            redis_commands,
-            redis_commands_per_cancel: redis_commands
-                .filter(|_| cancelled > 0)
-                .map(|n| n as f64 / cancelled as f64),
-            ..cost(reports)
+        cost: {
+            let cost = cost(reports);
+            let whole_run_per_cancel = |n: Option<u64>| {
+                n.filter(|_| cancelled > 0)
+                    .map(|n| n as f64 / cancelled as f64)
+            };
+            let broker_messages = capabilities.requires.contains(&Service::RabbitMq).then(|| {
+                ["published", "consumed"]
+                    .iter()
+                    .map(|k| cost.strategy_counters.get(*k).copied().unwrap_or(0))
+                    .sum()
+            });
+            Cost {
+                redis_commands,
+                redis_commands_per_cancel: whole_run_per_cancel(redis_commands),
+                broker_messages,
+                broker_messages_per_cancel: whole_run_per_cancel(broker_messages),
+                ..cost
+            }
         },
         generator,
+        faults,
         capabilities: Some(capabilities),
         instances: scenario.instances,
         timeouts: scenario.timeouts_label(),
         drain_ms: scenario.drain.as_millis() as u64,
         elapsed_s: started.elapsed().as_secs_f64(),
     })
-}
-
-/// The driver's tasks hold clones of the instance list until they finish.
-async fn unwrap_when_idle(mut instances: Arc<Vec<Instance>>) -> Vec<Instance> {
-    loop {
-        match Arc::try_unwrap(instances) {
-            Ok(list) => return list,
-            Err(shared) => {
-                instances = shared;
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
-    }
 }
 
 fn cost(reports: Vec<WorkerReport>) -> Cost {
@@ -354,16 +361,20 @@ fn cost(reports: Vec<WorkerReport>) -> Cost {
         }
     }
     let per_cancel = |n: u64| (store.cancelled > 0).then(|| n as f64 / store.cancelled as f64);
+    let cpu_ms = reports.iter().map(|r| r.cpu_ms).sum();
     Cost {
         statements_per_cancel: per_cancel(store.statements),
         rows_read_per_cancel: per_cancel(store.rows_read),
         absorbed_attempts: store.cancel_attempts - store.cancelled,
-        cpu_ms: reports.iter().map(|r| r.cpu_ms).sum(),
+        cpu_ms,
+        cpu_us_per_cancel: per_cancel(cpu_ms * 1000),
         peak_rss_kib: reports.iter().map(|r| r.peak_rss_kib).max().unwrap_or(0),
         store,
         strategy_counters,
         redis_commands: None,
         redis_commands_per_cancel: None,
+        broker_messages: None,
+        broker_messages_per_cancel: None,
         instances: reports,
     }
 }

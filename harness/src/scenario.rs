@@ -50,6 +50,36 @@ pub struct Scenario {
     /// Per-strategy options (`[strategies.db-scan]`, `[strategies.fallback-scan]`, ...).
     #[serde(default)]
     pub strategies: StrategyOptions,
+    /// Faults injected at the same times into every strategy's run
+    /// (`[[faults]]`; default none).
+    #[serde(default)]
+    pub faults: Vec<Fault>,
+}
+
+/// `[[faults]]`: something that goes wrong during the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Fault {
+    pub kind: FaultKind,
+    /// When, counted from the first order (warm-up included).
+    #[serde(with = "humantime_serde")]
+    pub at: Duration,
+    /// Which canceller instance, 0-based (default 0).
+    #[serde(default)]
+    pub instance: u32,
+    /// Start a fresh process for the instance this long after the kill;
+    /// omitted, it stays down for the rest of the run.
+    #[serde(default, with = "humantime_serde")]
+    pub restart_after: Option<Duration>,
+}
+
+/// What a fault does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// SIGKILL the instance's process: whatever it held only in memory is
+    /// gone, and it acks nothing more. New orders go to the live instances.
+    KillInstance,
 }
 
 fn one() -> u32 {
@@ -241,6 +271,28 @@ impl Scenario {
                 p.near_deadline_share + p.late_share
             );
         }
+        let arrivals = self.warmup + self.duration;
+        for (i, f) in self.faults.iter().enumerate() {
+            if f.at > arrivals {
+                bail!(
+                    "field `faults[{i}].at` = {:?} is out of range; accepted values: 0s to warmup + duration ({:?})",
+                    f.at,
+                    arrivals
+                );
+            }
+            if f.instance >= self.instances {
+                bail!(
+                    "field `faults[{i}].instance` = {} is out of range; accepted values: 0 to instances - 1 ({})",
+                    f.instance,
+                    self.instances - 1
+                );
+            }
+            if f.restart_after.is_some_and(|d| d > day) {
+                bail!(
+                    "field `faults[{i}].restart-after` is out of range; accepted values: 0s to 24h"
+                );
+            }
+        }
         self.strategies
             .validate()
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -265,6 +317,31 @@ impl Scenario {
             .map(|t| format!("{} (x{})", humantime::format_duration(t.after), t.weight))
             .collect::<Vec<_>>()
             .join(", ")
+    }
+
+    /// The faults in one line, or `None` when the scenario has none.
+    pub fn faults_label(&self) -> Option<String> {
+        (!self.faults.is_empty()).then(|| {
+            self.faults
+                .iter()
+                .map(|f| {
+                    let FaultKind::KillInstance = f.kind;
+                    let mut text = format!(
+                        "kill instance {} at {}",
+                        f.instance,
+                        humantime::format_duration(f.at)
+                    );
+                    match f.restart_after {
+                        Some(d) => {
+                            text += &format!(", restart {} later", humantime::format_duration(d))
+                        }
+                        None => text += ", no restart",
+                    }
+                    text
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
     }
 }
 
@@ -314,6 +391,44 @@ mod tests {
         assert!(msg.contains("`rate`") && msg.contains("accepted"), "{msg}");
         let msg = error_for(("batch-size = 200", "batch-size = 0"));
         assert!(msg.contains("strategies.db-scan.batch-size"), "{msg}");
+    }
+
+    #[test]
+    fn faults_parse_and_out_of_range_ones_name_the_field() {
+        let with = |fault: &str| format!("{QUICK}\n[[faults]]\n{fault}\n");
+        let s = Scenario::parse(
+            &with("kind = \"kill-instance\"\nat = \"8s\"\ninstance = 1\nrestart-after = \"3s\""),
+            "f.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            s.faults,
+            vec![Fault {
+                kind: FaultKind::KillInstance,
+                at: Duration::from_secs(8),
+                instance: 1,
+                restart_after: Some(Duration::from_secs(3)),
+            }]
+        );
+        let s = Scenario::parse(&with("kind = \"kill-instance\"\nat = \"8s\""), "f.toml").unwrap();
+        assert_eq!((s.faults[0].instance, s.faults[0].restart_after), (0, None));
+        let err =
+            |fault: &str| format!("{:#}", Scenario::parse(&with(fault), "f.toml").unwrap_err());
+        let msg = err("kind = \"kill-instance\"\nat = \"8s\"\ninstance = 2");
+        assert!(
+            msg.contains("f.toml") && msg.contains("faults[0].instance") && msg.contains("0 to"),
+            "{msg}"
+        );
+        let msg = err("kind = \"kill-instance\"\nat = \"1h\"");
+        assert!(
+            msg.contains("faults[0].at") && msg.contains("accepted"),
+            "{msg}"
+        );
+        let msg = err("kind = \"pull-the-plug\"\nat = \"1s\"");
+        assert!(
+            msg.contains("pull-the-plug") && msg.contains("kill-instance"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! lateness statistics it carries. Reports are rendered from these files.
 
 use crate::driver::GeneratorHealth;
+use crate::faults::FaultRecord;
 use crate::instance::WorkerReport;
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
@@ -97,6 +98,9 @@ pub struct Cost {
     pub absorbed_attempts: u64,
     /// CPU of all instances, ms.
     pub cpu_ms: u64,
+    /// `cpu_ms` per order the instances cancelled, in µs.
+    #[serde(default)]
+    pub cpu_us_per_cancel: Option<f64>,
     /// Largest peak RSS of any instance, KiB.
     pub peak_rss_kib: u64,
     pub strategy_counters: BTreeMap<String, u64>,
@@ -105,6 +109,13 @@ pub struct Cost {
     pub redis_commands: Option<u64>,
     /// `redis_commands` per cancelled order (whole run).
     pub redis_commands_per_cancel: Option<f64>,
+    /// Messages the RabbitMQ strategies published plus those they consumed
+    /// (re-delays included), whole run, from the strategy's own counters.
+    #[serde(default)]
+    pub broker_messages: Option<u64>,
+    /// `broker_messages` per cancelled order (whole run).
+    #[serde(default)]
+    pub broker_messages_per_cancel: Option<f64>,
     pub instances: Vec<WorkerReport>,
 }
 
@@ -127,6 +138,9 @@ pub struct Summary {
     pub lateness_by_timeout: Vec<TimeoutLateness>,
     pub cost: Cost,
     pub generator: GeneratorHealth,
+    /// The scenario's faults as they happened.
+    #[serde(default)]
+    pub faults: Vec<FaultRecord>,
     pub capabilities: Option<Capabilities>,
     pub instances: u32,
     /// The configured timeouts, next to every latency.
@@ -160,6 +174,7 @@ impl Summary {
             lateness_by_timeout: Vec::new(),
             cost: Cost::default(),
             generator: GeneratorHealth::default(),
+            faults: Vec::new(),
             capabilities: None,
             instances: 0,
             timeouts: String::new(),

@@ -54,8 +54,12 @@ fn mysql() -> String {
 /// Runs the tiny scenario with `strategies` (default selection when empty)
 /// on `db` and returns the run folder.
 fn tiny_run(db: &str, strategies: &str, out: &Path) -> std::path::PathBuf {
+    run_scenario(TINY, db, strategies, out)
+}
+
+fn run_scenario(text: &str, db: &str, strategies: &str, out: &Path) -> std::path::PathBuf {
     let scenario = out.join("tiny.toml");
-    std::fs::write(&scenario, TINY).unwrap();
+    std::fs::write(&scenario, text).unwrap();
     let mut args = vec![
         "run",
         "--scenario",
@@ -134,6 +138,12 @@ fn assert_clean(run: &Path, strategy: &str, kind: &str) {
     assert!(hgrm.contains("Total count"));
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(report.contains(&format!("| {strategy} | ok |")), "{report}");
+    assert!(report.contains("## Trade-offs, measured"), "{report}");
+    let page = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        page.contains(&format!("<td>{strategy}</td>")) && page.contains("<svg"),
+        "report.html lacks {strategy} or its plots"
+    );
     let info: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
     assert_eq!(info["seed"], 7);
@@ -177,13 +187,19 @@ fn default_selection_runs_clean_on_sqlite_and_reports_skipped_strategies() {
             info.name
         );
     }
-    // The report is regenerated from the JSON alone.
+    // The reports are regenerated from the JSON (and lateness.hgrm) alone.
+    let page = std::fs::read_to_string(run.join("report.html")).unwrap();
     std::fs::remove_file(run.join("report.md")).unwrap();
+    std::fs::remove_file(run.join("report.html")).unwrap();
     let o = delaybench(&["report", run.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(std::fs::read_to_string(run.join("report.md"))
         .unwrap()
         .contains("| db-scan | ok |"));
+    assert_eq!(
+        std::fs::read_to_string(run.join("report.html")).unwrap(),
+        page
+    );
 }
 
 #[test]
@@ -285,4 +301,103 @@ fn unknown_strategy_lists_the_known_ones() {
         err.contains("unknown strategy `cron-job`") && err.contains("db-scan, timing-wheel"),
         "{err}"
     );
+}
+
+/// TINY with a longer drain and instance 0 SIGKILLed 1 s in.
+fn with_kill(restart_after: Option<&str>) -> String {
+    let mut text = TINY.replace("drain = \"1s\"", "drain = \"3s\"");
+    text += "\n[[faults]]\nkind = \"kill-instance\"\nat = \"1s\"\ninstance = 0\n";
+    if let Some(after) = restart_after {
+        text += &format!("restart-after = \"{after}\"\n");
+    }
+    text
+}
+
+fn count(s: &Value, pointer: &str) -> u64 {
+    s.pointer(pointer)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{pointer} missing in {s:#}"))
+}
+
+#[test]
+fn a_killed_instance_loses_the_timing_wheels_orders_and_none_of_db_scans() {
+    let out = tempfile::tempdir().unwrap();
+    let run = run_scenario(
+        &with_kill(None),
+        "sqlite://",
+        "db-scan,timing-wheel",
+        out.path(),
+    );
+    for strategy in ["db-scan", "timing-wheel"] {
+        let s = summary(&run, strategy);
+        assert_eq!(s["faults"].as_array().unwrap().len(), 1, "{s:#}");
+        assert!(s["faults"][0]["killed_pid"].is_u64(), "{s:#}");
+        assert!(s["faults"][0]["restarted_pid"].is_null(), "{s:#}");
+        // Only the survivor reports its counters.
+        assert_eq!(s["cost"]["instances"].as_array().unwrap().len(), 1);
+    }
+    // The survivor's scan finds every order: nothing lost.
+    let scan = summary(&run, "db-scan");
+    assert_eq!(count(&scan, "/orders/pending"), 0, "{scan:#}");
+    assert_eq!(
+        scan["anomalies"]
+            .as_object()
+            .unwrap()
+            .values()
+            .filter(|v| v != &&Value::from(0))
+            .count(),
+        0,
+        "{scan:#}"
+    );
+    // The killed wheel's timers died with it: those orders stay PENDING
+    // and the checker reports each as missed, and nothing else.
+    let wheel = summary(&run, "timing-wheel");
+    let missed = count(&wheel, "/anomalies/missed_cancels");
+    assert!(missed > 0, "the wheel lost nothing? {wheel:#}");
+    assert_eq!(count(&wheel, "/orders/pending"), missed, "{wheel:#}");
+    for other in [
+        "early_cancels",
+        "paid_then_cancelled",
+        "duplicate_releases",
+        "refund_errors",
+        "stock_mismatches",
+    ] {
+        assert_eq!(
+            count(&wheel, &format!("/anomalies/{other}")),
+            0,
+            "{other}: {wheel:#}"
+        );
+    }
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        report.contains("kill instance 0 at 1s, no restart"),
+        "{report}"
+    );
+    assert!(report.contains("killed with SIGKILL"), "{report}");
+}
+
+#[test]
+fn a_restarted_timing_wheel_reloads_what_its_killed_process_held() {
+    let out = tempfile::tempdir().unwrap();
+    let run = run_scenario(
+        &with_kill(Some("200ms")),
+        "sqlite://",
+        "timing-wheel",
+        out.path(),
+    );
+    let wheel = summary(&run, "timing-wheel");
+    assert!(wheel["faults"][0]["restarted_pid"].is_u64(), "{wheel:#}");
+    assert_ne!(
+        wheel["faults"][0]["restarted_pid"],
+        wheel["faults"][0]["killed_pid"]
+    );
+    assert_eq!(count(&wheel, "/orders/pending"), 0, "{wheel:#}");
+    let bad: Vec<_> = wheel["anomalies"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, v)| v.as_u64() != Some(0))
+        .collect();
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(wheel["cost"]["instances"].as_array().unwrap().len(), 2);
 }

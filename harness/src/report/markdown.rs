@@ -1,119 +1,12 @@
-//! `report.md` and the terminal table, rendered from `run.json` and every
-//! `<strategy>/summary.json` on disk (the JSON is the source of truth, so a
-//! report can be regenerated with `delaybench report DIR`).
+//! `report.md`: the results table, the trade-off table, one section per
+//! strategy, and how to read them.
 
+use super::{ms, rows, tradeoff_rows, Status, Summary, TRADEOFF_NOTES};
+use crate::faults;
 use crate::runinfo::RunInfo;
-use crate::summary::{Status, Summary};
-use anyhow::{Context, Result};
 use std::fmt::Write as _;
-use std::path::Path;
 
-/// Reads `run.json` and the summaries in the order the run listed them.
-pub fn load(run_dir: &Path) -> Result<(RunInfo, Vec<Summary>)> {
-    let info = RunInfo::read(run_dir)?;
-    let mut summaries = Vec::new();
-    for name in &info.strategies {
-        let dir = run_dir.join(name);
-        if dir.join("summary.json").exists() {
-            summaries.push(Summary::read(&dir)?);
-        }
-    }
-    Ok((info, summaries))
-}
-
-/// Writes `report.md` for the run in `run_dir`.
-pub fn write(run_dir: &Path) -> Result<()> {
-    let (info, summaries) = load(run_dir)?;
-    let path = run_dir.join("report.md");
-    std::fs::write(&path, markdown(&info, &summaries))
-        .with_context(|| format!("writing {}", path.display()))
-}
-
-fn ms(us: u64) -> String {
-    format!("{:.1}", us as f64 / 1000.0)
-}
-
-fn ratio(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into())
-}
-
-/// Anomalies as `name=count` for the non-zero ones, or `0`.
-fn anomaly_cell(s: &Summary) -> String {
-    let a = &s.anomalies;
-    let named = [
-        ("early", a.early_cancels),
-        ("paid-then-cancelled", a.paid_then_cancelled),
-        ("duplicate-releases", a.duplicate_releases),
-        ("missed", a.missed_cancels),
-        ("refund-errors", a.refund_errors),
-        ("stock-mismatches", a.stock_mismatches),
-        ("unreleased", a.unreleased_cancels),
-        ("orphan-releases", a.orphan_releases),
-    ];
-    let parts: Vec<String> = named
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(k, n)| format!("{k}={n}"))
-        .collect();
-    if parts.is_empty() {
-        "0".into()
-    } else {
-        parts.join(" ")
-    }
-}
-
-/// The main table, one row per strategy (skipped and failed ones included).
-fn rows(summaries: &[Summary]) -> Vec<Vec<String>> {
-    let mut rows = vec![[
-        "strategy",
-        "status",
-        "created",
-        "paid",
-        "cancelled",
-        "pending",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "p99.9 ms",
-        "max ms",
-        "anomalies",
-        "stmts/cancel",
-        "attempts/cancel",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()];
-    for s in summaries {
-        if s.status != Status::Ok {
-            let mut row = vec![s.strategy.clone(), s.status.as_str().to_string()];
-            row.extend(std::iter::repeat_n("-".to_string(), 12));
-            rows.push(row);
-            continue;
-        }
-        let l = &s.lateness_us;
-        let c = &s.cost.store;
-        let attempts = (c.cancelled > 0).then(|| c.cancel_attempts as f64 / c.cancelled as f64);
-        rows.push(vec![
-            s.strategy.clone(),
-            "ok".into(),
-            s.orders.created.to_string(),
-            s.orders.paid.to_string(),
-            s.orders.cancelled.to_string(),
-            s.orders.pending.to_string(),
-            ms(l.p50),
-            ms(l.p90),
-            ms(l.p99),
-            ms(l.p999),
-            ms(l.max),
-            anomaly_cell(s),
-            ratio(s.cost.statements_per_cancel),
-            ratio(attempts),
-        ]);
-    }
-    rows
-}
-
-fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
+pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
     let mut out = String::new();
     let sc = &info.scenario;
     let _ = writeln!(out, "# delaybench run `{}`\n", info.run_id);
@@ -136,17 +29,14 @@ fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
         info.git_commit,
         info.machine.summary(),
     );
+    if let Some(faults) = sc.faults_label() {
+        let _ = writeln!(out, "**Faults, the same for every strategy: {faults}.**  ");
+    }
     for (service, version) in &info.services {
         let _ = writeln!(out, "{service}: {version}.  ");
     }
     let _ = writeln!(out, "\n## Results\n");
-    let table = rows(summaries);
-    let _ = writeln!(out, "| {} |", table[0].join(" | "));
-    let _ = writeln!(out, "|{}", " --- |".repeat(table[0].len()));
-    for row in &table[1..] {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
-    }
-    let _ = writeln!(out);
+    table(&mut out, &rows(summaries));
     for s in summaries.iter().filter(|s| s.status != Status::Ok) {
         let _ = writeln!(
             out,
@@ -155,6 +45,12 @@ fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             s.status.as_str(),
             s.reason.as_deref().unwrap_or("no reason recorded")
         );
+    }
+    let tradeoffs = tradeoff_rows(summaries);
+    if tradeoffs.len() > 1 {
+        let _ = writeln!(out, "\n## Trade-offs, measured\n");
+        table(&mut out, &tradeoffs);
+        let _ = writeln!(out, "{TRADEOFF_NOTES}");
     }
     for s in summaries.iter().filter(|s| s.status == Status::Ok) {
         let _ = writeln!(out, "\n### {}\n", s.strategy);
@@ -165,6 +61,17 @@ fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             s.database.url,
             s.database.namespace.as_deref().unwrap_or("-")
         );
+        for fault in &s.faults {
+            let _ = writeln!(out, "- **fault**: {}", faults::describe(fault));
+        }
+        if !s.faults.is_empty() {
+            let _ = writeln!(
+                out,
+                "- cost below covers the {} instance(s) still running at the end: a killed \
+                 process's counters died with it",
+                s.cost.instances.len()
+            );
+        }
         lateness_by_timeout(&mut out, s);
         let by: Vec<String> = s
             .cancelled_by
@@ -212,6 +119,13 @@ fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
                  (INFO commandstats delta, server-wide, warm-up included)"
             );
         }
+        if let (Some(n), Some(per)) = (c.broker_messages, c.broker_messages_per_cancel) {
+            let _ = writeln!(
+                out,
+                "- RabbitMQ: {n} messages published or consumed (re-delays included), {per:.1} per \
+                 cancelled order (the strategy's own counters, warm-up included)"
+            );
+        }
         let g = &s.generator;
         let _ = writeln!(
             out,
@@ -226,6 +140,13 @@ fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             ms(g.lag_us_p99),
             ms(g.lag_us_max)
         );
+        if g.unscheduled > 0 {
+            let _ = writeln!(
+                out,
+                "- **{} orders were created while every instance was down** and never scheduled",
+                g.unscheduled
+            );
+        }
         if let Some(w) = &g.warning {
             let _ = writeln!(out, "- **warning**: {w}");
         }
@@ -311,35 +232,12 @@ const GLOSSARY: &str = "
 - Raw numbers: `run.json` and `<strategy>/summary.json`.
 ";
 
-/// The table for the terminal, columns aligned.
-pub fn terminal_table(summaries: &[Summary]) -> String {
-    let table = rows(summaries);
-    let widths: Vec<usize> = (0..table[0].len())
-        .map(|i| {
-            table
-                .iter()
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in &table {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+/// A markdown table, header first, followed by a blank line.
+fn table(out: &mut String, rows: &[Vec<String>]) {
+    let _ = writeln!(out, "| {} |", rows[0].join(" | "));
+    let _ = writeln!(out, "|{}", " --- |".repeat(rows[0].len()));
+    for row in &rows[1..] {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
     }
-    for s in summaries.iter().filter(|s| s.status != Status::Ok) {
-        let _ = writeln!(
-            out,
-            "{} {}: {}",
-            s.strategy,
-            s.status.as_str(),
-            s.reason.as_deref().unwrap_or("")
-        );
-    }
-    out
+    let _ = writeln!(out);
 }

@@ -1,0 +1,112 @@
+//! Faults injected into a strategy's run at the scenario's times, the same
+//! for every strategy, and the record of what actually happened.
+
+use crate::instance::Pool;
+use crate::scenario::{Fault, FaultKind};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use tokio::time::Instant;
+
+/// One fault as it happened. Times are ms after the first order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    pub kind: FaultKind,
+    pub instance: u32,
+    pub planned_at_ms: u64,
+    /// When the process was dead (`None` if it was already down).
+    pub killed_at_ms: Option<u64>,
+    pub killed_pid: Option<u32>,
+    /// When the fresh process was ready, if the scenario restarts it.
+    pub restarted_at_ms: Option<u64>,
+    pub restarted_pid: Option<u32>,
+    /// What went wrong injecting it, if anything.
+    pub error: Option<String>,
+}
+
+/// Runs every fault at its time after `t0`, each on its own task so a slow
+/// restart never delays the next fault, and returns the records in
+/// scenario order once all are done.
+pub async fn inject(faults: Vec<Fault>, pool: Arc<Pool>, t0: Instant) -> Vec<FaultRecord> {
+    let tasks: Vec<_> = faults
+        .into_iter()
+        .map(|fault| tokio::spawn(inject_one(fault, Arc::clone(&pool), t0)))
+        .collect();
+    let mut records = Vec::new();
+    for task in tasks {
+        match task.await {
+            Ok(record) => records.push(record),
+            Err(e) => tracing::error!(error = %e, "a fault task panicked"),
+        }
+    }
+    records
+}
+
+async fn inject_one(fault: Fault, pool: Arc<Pool>, t0: Instant) -> FaultRecord {
+    let since_t0 = || t0.elapsed().as_millis() as u64;
+    let mut record = FaultRecord {
+        kind: fault.kind,
+        instance: fault.instance,
+        planned_at_ms: fault.at.as_millis() as u64,
+        killed_at_ms: None,
+        killed_pid: None,
+        restarted_at_ms: None,
+        restarted_pid: None,
+        error: None,
+    };
+    tokio::time::sleep_until(t0 + fault.at).await;
+    match fault.kind {
+        FaultKind::KillInstance => {
+            let index = fault.instance as usize;
+            match pool.kill(index).await {
+                Ok(pid) => {
+                    record.killed_pid = pid;
+                    record.killed_at_ms = pid.map(|_| since_t0());
+                }
+                Err(e) => {
+                    record.error = Some(format!("{e:#}"));
+                    return record;
+                }
+            }
+            if let Some(after) = fault.restart_after {
+                tokio::time::sleep(after).await;
+                match pool.restart(index).await {
+                    Ok(pid) => {
+                        record.restarted_pid = Some(pid);
+                        record.restarted_at_ms = Some(since_t0());
+                    }
+                    Err(e) => record.error = Some(format!("restart: {e:#}")),
+                }
+            }
+        }
+    }
+    record
+}
+
+/// One line per fault for the reports.
+pub fn describe(record: &FaultRecord) -> String {
+    let secs = |ms: u64| format!("{:.1} s", ms as f64 / 1000.0);
+    let FaultKind::KillInstance = record.kind;
+    let mut text = match (record.killed_at_ms, record.killed_pid) {
+        (Some(at), Some(pid)) => format!(
+            "instance {} (pid {pid}) killed with SIGKILL at {} (planned {})",
+            record.instance,
+            secs(at),
+            secs(record.planned_at_ms)
+        ),
+        _ => format!(
+            "instance {} was already down at {}",
+            record.instance,
+            secs(record.planned_at_ms)
+        ),
+    };
+    match (record.restarted_at_ms, record.restarted_pid) {
+        (Some(at), Some(pid)) => {
+            text += &format!(", restarted as pid {pid}, ready at {}", secs(at))
+        }
+        _ => text += ", not restarted",
+    }
+    if let Some(e) = &record.error {
+        text += &format!("; error: {e}");
+    }
+    text
+}

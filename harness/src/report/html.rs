@@ -1,0 +1,318 @@
+//! `report.html`: one self-contained page (inline CSS and SVG, no scripts,
+//! nothing fetched) with the tables of `report.md` plus the plots: lateness
+//! CDF on a percentile axis, lateness over time, and cost per cancel.
+
+use super::plots::{self, Line};
+use super::{anomaly_counts, rows, tradeoff_rows, Status, Summary, TRADEOFF_NOTES};
+use crate::runinfo::RunInfo;
+use anyhow::{Context, Result};
+use std::fmt::Write as _;
+use std::path::Path;
+
+const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:14px}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}td.bad{background:#fbd5d5;font-weight:bold}
+.skipped{color:#666}.plots svg{max-width:100%;height:auto}.bars{display:flex;flex-wrap:wrap}
+code{background:#f3f3f3;padding:0 3px}p.note{font-size:13px;color:#444}";
+
+pub fn html(run_dir: &Path, info: &RunInfo, summaries: &[Summary]) -> Result<String> {
+    let ran: Vec<(usize, &Summary)> = summaries
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.status == Status::Ok)
+        .collect();
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>delaybench {id}</title><style>{STYLE}</style></head><body>\n\
+         <h1>delaybench run <code>{id}</code></h1>\n",
+        id = esc(&info.run_id)
+    );
+    header(&mut out, info);
+
+    let _ = writeln!(out, "<h2>Results</h2>");
+    table(&mut out, &rows(summaries), |_, _| false);
+    for s in summaries.iter().filter(|s| s.status != Status::Ok) {
+        let _ = writeln!(
+            out,
+            "<p class=\"skipped\"><b>{}</b> {}: {}</p>",
+            esc(&s.strategy),
+            s.status.as_str(),
+            esc(s.reason.as_deref().unwrap_or("no reason recorded"))
+        );
+    }
+
+    if !ran.is_empty() {
+        let _ = writeln!(out, "<h2>Trade-offs, measured</h2>");
+        table(&mut out, &tradeoff_rows(summaries), |col, cell| {
+            col == 3 && cell != "0"
+        });
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(TRADEOFF_NOTES));
+        anomalies(&mut out, &ran);
+        plots_section(&mut out, run_dir, &ran)?;
+    }
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Per-strategy details (cancels by path, payments, generator health, \
+         capabilities and their notes) are in <code>report.md</code>; the raw numbers in \
+         <code>run.json</code> and <code>&lt;strategy&gt;/summary.json</code>; full lateness \
+         distributions in <code>&lt;strategy&gt;/lateness.hgrm</code>.</p>\n</body></html>"
+    );
+    Ok(out)
+}
+
+fn header(out: &mut String, info: &RunInfo) {
+    let sc = &info.scenario;
+    let _ = writeln!(
+        out,
+        "<p>Scenario <b>{}</b> ({}), seed {}: {} orders/s for {} after a {} warm-up, drain {}, \
+         {} instance(s) per strategy.<br><b>Timeouts: {}</b>: every latency below is lateness \
+         past these deadlines.<br>Database: <code>{}</code> ({}). Commit <code>{}</code>. \
+         Machine: {}.",
+        esc(&sc.name),
+        esc(&info.scenario_source),
+        sc.seed,
+        sc.rate,
+        humantime::format_duration(sc.duration),
+        humantime::format_duration(sc.warmup),
+        humantime::format_duration(sc.drain),
+        sc.instances,
+        esc(&sc.timeouts_label()),
+        esc(&info.database_url),
+        esc(&info.database_version),
+        esc(&info.git_commit),
+        esc(&info.machine.summary()),
+    );
+    if let Some(faults) = sc.faults_label() {
+        let _ = write!(
+            out,
+            "<br><b>Faults, the same for every strategy: {}.</b>",
+            esc(&faults)
+        );
+    }
+    for (service, version) in &info.services {
+        let _ = write!(out, "<br>{}: {}.", esc(service), esc(version));
+    }
+    let _ = writeln!(out, "</p>");
+}
+
+/// Each anomaly per strategy, non-zero cells marked, with example ids.
+fn anomalies(out: &mut String, ran: &[(usize, &Summary)]) {
+    let _ = writeln!(out, "<h2>Anomalies</h2>");
+    let mut rows = vec![std::iter::once("strategy".to_string())
+        .chain(
+            anomaly_counts(&Default::default())
+                .iter()
+                .map(|(name, _)| name.to_string()),
+        )
+        .collect::<Vec<_>>()];
+    for (_, s) in ran {
+        rows.push(
+            std::iter::once(s.strategy.clone())
+                .chain(
+                    anomaly_counts(&s.anomalies)
+                        .iter()
+                        .map(|(_, n)| n.to_string()),
+                )
+                .collect(),
+        );
+    }
+    table(out, &rows, |col, cell| col > 0 && cell != "0");
+    for (_, s) in ran.iter().filter(|(_, s)| s.anomalies.total() > 0) {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\"><b>{}</b> examples (order ids; SKUs for stock): <code>{}</code></p>",
+            esc(&s.strategy),
+            esc(&serde_json::to_string(&s.anomaly_examples).unwrap_or_default())
+        );
+    }
+}
+
+fn plots_section(out: &mut String, run_dir: &Path, ran: &[(usize, &Summary)]) -> Result<()> {
+    let _ = writeln!(out, "<h2>Plots</h2><div class=\"plots\">");
+    let mut cdf = Vec::new();
+    let mut max_nines = 1f64;
+    for &(color, s) in ran {
+        let path = run_dir.join(&s.strategy).join("lateness.hgrm");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(_) => continue,
+        };
+        let count = s.lateness_us.count;
+        if count == 0 {
+            continue;
+        }
+        // The last 1/count of the distribution is the max: cap the axis there.
+        let cap = 1.0 - 1.0 / count as f64;
+        max_nines = max_nines.max(plots::nines(cap));
+        cdf.push(Line {
+            name: s.strategy.clone(),
+            color,
+            points: plots::parse_hgrm(&text)
+                .into_iter()
+                .map(|(q, ms)| (plots::nines(q.min(cap)), ms))
+                .collect(),
+        });
+    }
+    if !cdf.is_empty() {
+        out.push_str(&plots::lateness_cdf(&cdf, max_nines).context("drawing the CDF")?);
+    }
+    let over_time: Vec<Line> = ran
+        .iter()
+        .filter(|(_, s)| !s.lateness_over_time.is_empty())
+        .map(|&(color, s)| Line {
+            name: s.strategy.clone(),
+            color,
+            points: s
+                .lateness_over_time
+                .iter()
+                .map(|b| (b.second as f64, b.p99_us as f64 / 1000.0))
+                .collect(),
+        })
+        .collect();
+    if !over_time.is_empty() {
+        out.push_str(&plots::lateness_over_time(&over_time).context("drawing lateness over time")?);
+    }
+    let _ = writeln!(out, "<div class=\"bars\">");
+    let cost_charts: [(&str, &str, CostOf); 4] = [
+        ("DB statements per cancel", "statements", |s| {
+            s.cost.statements_per_cancel
+        }),
+        ("CPU per cancel", "µs", |s| s.cost.cpu_us_per_cancel),
+        ("RabbitMQ messages per cancel", "messages", |s| {
+            s.cost.broker_messages_per_cancel
+        }),
+        ("Redis commands per cancel", "commands", |s| {
+            s.cost.redis_commands_per_cancel
+        }),
+    ];
+    for (caption, unit, value) in cost_charts {
+        let bars: Vec<(String, usize, f64)> = ran
+            .iter()
+            .filter_map(|&(color, s)| value(s).map(|v| (s.strategy.clone(), color, v)))
+            .collect();
+        if !bars.is_empty() {
+            out.push_str(&plots::bars(caption, unit, &bars).context("drawing a cost chart")?);
+        }
+    }
+    let _ = writeln!(out, "</div></div>");
+    Ok(())
+}
+
+/// Reads one per-cancel cost from a summary, if the strategy has it.
+type CostOf = fn(&Summary) -> Option<f64>;
+
+/// An HTML table, header first; `bad(column, cell)` marks a cell.
+fn table(out: &mut String, rows: &[Vec<String>], bad: impl Fn(usize, &str) -> bool) {
+    let _ = write!(out, "<table><tr>");
+    for cell in &rows[0] {
+        let _ = write!(out, "<th>{}</th>", esc(cell));
+    }
+    let _ = writeln!(out, "</tr>");
+    for row in &rows[1..] {
+        let _ = write!(out, "<tr>");
+        for (col, cell) in row.iter().enumerate() {
+            let class = if bad(col, cell) { " class=\"bad\"" } else { "" };
+            let _ = write!(out, "<td{class}>{}</td>", esc(cell));
+        }
+        let _ = writeln!(out, "</tr>");
+    }
+    let _ = writeln!(out, "</table>");
+}
+
+/// Escapes text for HTML element content and attribute values.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runinfo::Machine;
+    use crate::scenario::{Scenario, QUICK};
+    use crate::summary::{hgrm, new_histogram, DatabaseInfo, LatenessBucket};
+
+    fn run_info(strategies: &[&str]) -> RunInfo {
+        RunInfo {
+            run_id: "test-run".into(),
+            started_at: String::new(),
+            delaybench_version: String::new(),
+            git_commit: "abc".into(),
+            command: Vec::new(),
+            scenario_source: "quick".into(),
+            scenario: Scenario::parse(QUICK, "quick").unwrap(),
+            seed: 42,
+            strategies: strategies.iter().map(|s| s.to_string()).collect(),
+            database_kind: "sqlite".into(),
+            database_url: "sqlite://x".into(),
+            database_version: "3".into(),
+            services: Default::default(),
+            machine: Machine::default(),
+        }
+    }
+
+    /// A strategy that ran, with its `lateness.hgrm` written to `dir`.
+    fn ran(dir: &Path, name: &str, late_ms: &[u64]) -> Summary {
+        let mut s = Summary::not_run(name, Status::Ok, String::new(), DatabaseInfo::default());
+        s.reason = None;
+        let mut h = new_histogram();
+        for ms in late_ms {
+            h.record(ms * 1000).unwrap();
+        }
+        s.lateness_us = crate::summary::stats(&h);
+        s.lateness_over_time = vec![LatenessBucket {
+            second: 3,
+            count: h.len(),
+            p50_us: h.value_at_quantile(0.5),
+            p99_us: h.value_at_quantile(0.99),
+            max_us: h.max(),
+        }];
+        s.cost.statements_per_cancel = Some(5.0);
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        std::fs::write(dir.join(name).join("lateness.hgrm"), hgrm(&h)).unwrap();
+        s
+    }
+
+    #[test]
+    fn page_marks_every_anomaly_and_draws_each_strategy_that_ran() {
+        let dir = tempfile::tempdir().unwrap();
+        let clean = ran(dir.path(), "db-scan", &[100, 200, 240]);
+        let mut broken = ran(dir.path(), "redis-zset-nonatomic", &[1, 2, 3]);
+        broken.anomalies.duplicate_releases = 7;
+        broken.anomaly_examples.duplicate_releases = vec![11, 12];
+        let skipped = Summary::not_run(
+            "rabbit-ttl",
+            Status::Skipped,
+            "RabbitMQ <unreachable> & down".into(),
+            DatabaseInfo::default(),
+        );
+        let summaries = [clean, broken, skipped];
+        let info = run_info(&["db-scan", "redis-zset-nonatomic", "rabbit-ttl"]);
+        let page = html(dir.path(), &info, &summaries).unwrap();
+
+        assert!(page.contains("Trade-offs, measured"));
+        // Two lateness plots and one cost chart, each naming both strategies.
+        assert_eq!(page.matches("<svg").count(), 3, "{page}");
+        let cdf = &page[page.find("<svg").unwrap()..];
+        assert!(cdf.contains("db-scan") && cdf.contains("redis-zset-nonatomic"));
+        // The duplicate releases are marked in the anomaly table and in the
+        // trade-off table's total, and their examples are listed.
+        assert!(page.contains("<td class=\"bad\">7</td>"), "{page}");
+        assert_eq!(page.matches("class=\"bad\"").count(), 2, "{page}");
+        assert!(page.contains("&quot;duplicate_releases&quot;:[11,12]"));
+        // The skipped strategy keeps its reason, escaped.
+        assert!(page.contains("<b>rabbit-ttl</b> skipped: RabbitMQ &lt;unreachable&gt; &amp; down"));
+        assert!(!page.contains("<unreachable>"));
+    }
+}
