@@ -172,7 +172,26 @@ fn plots_section(out: &mut String, run_dir: &Path, ran: &[(usize, &Summary)]) ->
         })
         .collect();
     if !over_time.is_empty() {
-        out.push_str(&plots::lateness_over_time(&over_time).context("drawing lateness over time")?);
+        // Faults are the same for every strategy; mark them as the first
+        // strategy's record says they happened.
+        let markers: Vec<(f64, String)> = ran[0]
+            .1
+            .faults
+            .iter()
+            .flat_map(|f| {
+                let killed = f
+                    .killed_at_ms
+                    .map(|ms| (ms as f64 / 1000.0, format!(" kill {}", f.instance)));
+                let restarted = f
+                    .restarted_at_ms
+                    .map(|ms| (ms as f64 / 1000.0, format!(" restart {}", f.instance)));
+                killed.into_iter().chain(restarted)
+            })
+            .collect();
+        out.push_str(
+            &plots::lateness_over_time(&over_time, &markers)
+                .context("drawing lateness over time")?,
+        );
     }
     let _ = writeln!(out, "<div class=\"bars\">");
     let cost_charts: [(&str, &str, CostOf); 4] = [

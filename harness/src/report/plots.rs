@@ -81,11 +81,14 @@ pub fn lateness_cdf(lines: &[Line], max_nines: f64) -> Result<String> {
         &percentile_label,
         y,
         lines,
+        &[],
     )
 }
 
-/// p99 lateness of the orders whose deadline fell in each second of the run.
-pub fn lateness_over_time(lines: &[Line]) -> Result<String> {
+/// p99 lateness of the orders whose deadline fell in each second of the
+/// run, with a dashed vertical line and a label at each `(second, event)`
+/// marker (faults).
+pub fn lateness_over_time(lines: &[Line], markers: &[(f64, String)]) -> Result<String> {
     let y = log_range(lines);
     let end = lines
         .iter()
@@ -98,6 +101,7 @@ pub fn lateness_over_time(lines: &[Line]) -> Result<String> {
         &|x: &f64| format!("{x:.0}"),
         y,
         lines,
+        markers,
     )
 }
 
@@ -108,7 +112,9 @@ fn line_chart(
     x_label: &dyn Fn(&f64) -> String,
     y: std::ops::Range<f64>,
     lines: &[Line],
+    markers: &[(f64, String)],
 ) -> Result<String> {
+    let (y_lo, y_hi) = (y.start, y.end);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
@@ -127,6 +133,21 @@ fn line_chart(
             .x_label_formatter(x_label)
             .y_label_formatter(&|v| format!("{v}"))
             .draw()?;
+        for (x, label) in markers {
+            let dashes = (0..40).map(|i| {
+                let f = |k: f64| y_lo * (y_hi / y_lo).powf(k / 40.0);
+                PathElement::new(vec![(*x, f(i as f64)), (*x, f(i as f64 + 0.5))], BLACK)
+            });
+            chart.draw_series(dashes)?;
+            chart.draw_series(std::iter::once(Text::new(
+                label.clone(),
+                (*x, y_hi),
+                (FONT, 12)
+                    .into_font()
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Left, VPos::Top)),
+            )))?;
+        }
         for line in lines {
             let style = color(line.color).stroke_width(2);
             let points = line.points.iter().map(|&(x, y)| (x, y.max(FLOOR_MS)));
