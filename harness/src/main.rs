@@ -49,6 +49,13 @@ enum Command {
         /// A run folder, e.g. results/20261129-201500-quick.
         dir: PathBuf,
     },
+    /// Compare two run folders strategy by strategy (markdown on stdout).
+    Compare {
+        /// The base run, e.g. results/reference/20261129-205050-quick.
+        base: PathBuf,
+        /// The run compared with it.
+        other: PathBuf,
+    },
     /// List the strategies and whether each can run.
     List,
     /// Internal: one canceller instance, started by `run`.
@@ -90,6 +97,10 @@ fn main() -> ExitCode {
                     dir.join("report.md").display(),
                     dir.join("report.html").display()
                 );
+                Ok(())
+            }
+            Command::Compare { base, other } => {
+                print!("{}", report::compare(&base, &other)?);
                 Ok(())
             }
             Command::List => {

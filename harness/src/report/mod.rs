@@ -3,6 +3,7 @@
 //! `delaybench report DIR`): `report.md`, `report.html` with plots, and the
 //! terminal table. The tables both reports share are built here, once.
 
+mod compare;
 mod html;
 mod markdown;
 mod plots;
@@ -13,6 +14,8 @@ use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::Path;
 use strategies::checker::Anomalies;
+
+pub use compare::compare;
 
 /// Reads `run.json` and the summaries in the order the run listed them.
 pub fn load(run_dir: &Path) -> Result<(RunInfo, Vec<Summary>)> {
