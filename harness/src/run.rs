@@ -2,6 +2,7 @@
 //! the same plan for each, then the checker, then `summary.json` and the
 //! report, rewritten after every strategy so a crash loses nothing measured.
 
+use crate::db_stats;
 use crate::driver;
 use crate::faults;
 use crate::instance::{Pool, WorkerReport, WorkerSpec};
@@ -250,6 +251,7 @@ async fn run_strategy(
         Some(url) => Some(redis_stats::total_calls(url).await?),
         None => None,
     };
+    let rows_before = db_stats::rows_read(&store).await?;
     let specs = (0..scenario.instances)
         .map(|instance| WorkerSpec {
             strategy: name.to_string(),
@@ -287,6 +289,14 @@ async fn run_strategy(
         _ => None,
     };
     control.teardown().await.context("strategy teardown")?;
+    // Closing the harness's own connections makes PostgreSQL publish their
+    // counts; the checker then reads on fresh ones, after the reading.
+    store.close().await;
+    let store = OrderStore::connect(&location, 4).await?;
+    let server_rows_read = match (rows_before, db_stats::rows_read(&store).await?) {
+        (Some(before), Some(after)) => Some(after.saturating_sub(before)),
+        _ => None,
+    };
 
     let drain_us = scenario.drain.as_micros() as i64;
     let verdict = checker::check(&store, drain_us, now_us()).await?;
@@ -334,6 +344,8 @@ async fn run_strategy(
                     .sum()
             });
             Cost {
+                server_rows_read,
+                server_rows_read_per_cancel: whole_run_per_cancel(server_rows_read),
                 redis_commands,
                 redis_commands_per_cancel: whole_run_per_cancel(redis_commands),
                 broker_messages,
@@ -375,6 +387,8 @@ fn cost(reports: Vec<WorkerReport>) -> Cost {
         redis_commands_per_cancel: None,
         broker_messages: None,
         broker_messages_per_cancel: None,
+        server_rows_read: None,
+        server_rows_read_per_cancel: None,
         instances: reports,
     }
 }

@@ -94,6 +94,15 @@ pub struct Cost {
     pub statements_per_cancel: Option<f64>,
     /// Rows the canceller's scans returned per order it cancelled.
     pub rows_read_per_cancel: Option<f64>,
+    /// Rows the database server read over the whole run, order creation,
+    /// payments and cancels together (see `db_stats`); `None` on SQLite.
+    /// The workload is the same for every strategy of a run, so the
+    /// differences between strategies are the cancellers'.
+    #[serde(default)]
+    pub server_rows_read: Option<u64>,
+    /// `server_rows_read` per cancelled order.
+    #[serde(default)]
+    pub server_rows_read_per_cancel: Option<f64>,
     /// Cancel attempts that changed nothing (duplicates absorbed).
     pub absorbed_attempts: u64,
     /// CPU of all instances, ms.

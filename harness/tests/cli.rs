@@ -134,6 +134,18 @@ fn assert_clean(run: &Path, strategy: &str, kind: &str) {
             s["anomaly_examples"]
         );
     }
+    // The database server's own row counts: absent on SQLite, which has no
+    // server; on the others the workload alone reads rows.
+    let rows = &s["cost"]["server_rows_read"];
+    if kind == "sqlite" {
+        assert!(rows.is_null(), "{rows}");
+    } else {
+        assert!(
+            rows.as_u64().is_some_and(|n| n > 0),
+            "server_rows_read = {rows}"
+        );
+        assert!(s["cost"]["server_rows_read_per_cancel"].as_f64().unwrap() > 0.0);
+    }
     let hgrm = std::fs::read_to_string(run.join(strategy).join("lateness.hgrm")).unwrap();
     assert!(hgrm.contains("Total count"));
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();

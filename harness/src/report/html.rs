@@ -194,9 +194,12 @@ fn plots_section(out: &mut String, run_dir: &Path, ran: &[(usize, &Summary)]) ->
         );
     }
     let _ = writeln!(out, "<div class=\"bars\">");
-    let cost_charts: [(&str, &str, CostOf); 4] = [
+    let cost_charts: [(&str, &str, CostOf); 5] = [
         ("DB statements per cancel", "statements", |s| {
             s.cost.statements_per_cancel
+        }),
+        ("DB rows read per cancel (server, whole run)", "rows", |s| {
+            s.cost.server_rows_read_per_cancel
         }),
         ("CPU per cancel", "µs", |s| s.cost.cpu_us_per_cancel),
         ("RabbitMQ messages per cancel", "messages", |s| {

@@ -2,6 +2,7 @@
 //! strategy, and how to read them.
 
 use super::{ms, rows, tradeoff_rows, Status, Summary, TRADEOFF_NOTES};
+use crate::db_stats;
 use crate::faults;
 use crate::runinfo::RunInfo;
 use std::fmt::Write as _;
@@ -117,6 +118,14 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
                 out,
                 "- Redis: {n} commands served during the run, {per:.1} per cancelled order \
                  (INFO commandstats delta, server-wide, warm-up included)"
+            );
+        }
+        if let (Some(n), Some(per)) = (c.server_rows_read, c.server_rows_read_per_cancel) {
+            let _ = writeln!(
+                out,
+                "- database server: {n} rows read over the whole run, {per:.1} per cancelled order \
+                 ({}; order creation and payments included)",
+                db_stats::source(&s.database.kind)
             );
         }
         if let (Some(n), Some(per)) = (c.broker_messages, c.broker_messages_per_cancel) {
