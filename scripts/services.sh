@@ -10,10 +10,10 @@ wanted=("$@")
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-wait_port() { # name port seconds
+wait_port() { # port seconds
   local i
-  for ((i = 0; i < $3; i++)); do
-    port_open "$2" && return 0
+  for ((i = 0; i < $2; i++)); do
+    port_open "$1" && return 0
     sleep 1
   done
   return 1

@@ -19,6 +19,13 @@ pub struct FaultRecord {
     /// When the fresh process was ready, if the scenario restarts it.
     pub restarted_at_ms: Option<u64>,
     pub restarted_pid: Option<u32>,
+    /// `run-command`: the command, and how it ended.
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub exit_status: Option<String>,
+    #[serde(default)]
+    pub finished_at_ms: Option<u64>,
     /// What went wrong injecting it, if anything.
     pub error: Option<String>,
 }
@@ -51,6 +58,9 @@ async fn inject_one(fault: Fault, pool: Arc<Pool>, t0: Instant) -> FaultRecord {
         killed_pid: None,
         restarted_at_ms: None,
         restarted_pid: None,
+        command: fault.command.clone(),
+        exit_status: None,
+        finished_at_ms: None,
         error: None,
     };
     tokio::time::sleep_until(t0 + fault.at).await;
@@ -78,6 +88,29 @@ async fn inject_one(fault: Fault, pool: Arc<Pool>, t0: Instant) -> FaultRecord {
                 }
             }
         }
+        FaultKind::RunCommand => {
+            let output = tokio::process::Command::new(&fault.command[0])
+                .args(&fault.command[1..])
+                .stdin(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .output()
+                .await;
+            record.finished_at_ms = Some(since_t0());
+            match output {
+                Ok(out) => {
+                    record.exit_status = Some(out.status.to_string());
+                    if !out.status.success() {
+                        let said = String::from_utf8_lossy(&out.stderr);
+                        let tail: Vec<&str> = said.lines().rev().take(3).collect();
+                        record.error = Some(format!(
+                            "the command failed: {}",
+                            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+                        ));
+                    }
+                }
+                Err(e) => record.error = Some(format!("could not run `{}`: {e}", fault.command[0])),
+            }
+        }
     }
     record
 }
@@ -85,7 +118,20 @@ async fn inject_one(fault: Fault, pool: Arc<Pool>, t0: Instant) -> FaultRecord {
 /// One line per fault for the reports.
 pub fn describe(record: &FaultRecord) -> String {
     let secs = |ms: u64| format!("{:.1} s", ms as f64 / 1000.0);
-    let FaultKind::KillInstance = record.kind;
+    if record.kind == FaultKind::RunCommand {
+        let mut text = format!(
+            "ran `{}` at {}",
+            record.command.join(" "),
+            secs(record.planned_at_ms)
+        );
+        if let (Some(end), Some(status)) = (record.finished_at_ms, &record.exit_status) {
+            text += &format!(", {status} at {}", secs(end));
+        }
+        if let Some(e) = &record.error {
+            text += &format!("; error: {e}");
+        }
+        return text;
+    }
     let mut text = match (record.killed_at_ms, record.killed_pid) {
         (Some(at), Some(pid)) => format!(
             "instance {} (pid {pid}) killed with SIGKILL at {} (planned {})",

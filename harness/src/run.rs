@@ -288,7 +288,13 @@ async fn run_strategy(
         ),
         _ => None,
     };
-    control.teardown().await.context("strategy teardown")?;
+    // A failed teardown (say, Redis restarted by a fault and the old
+    // connection broken) leaves objects behind but measured nothing wrong:
+    // keep the results and say so.
+    let teardown_error = control.teardown().await.err().map(|e| {
+        tracing::warn!(strategy = name, error = %e, "teardown failed");
+        format!("{e:#}")
+    });
     // Closing the harness's own connections makes PostgreSQL publish their
     // counts; the checker then reads on fresh ones, after the reading.
     store.close().await;
@@ -355,6 +361,7 @@ async fn run_strategy(
         },
         generator,
         faults,
+        teardown_error,
         capabilities: Some(capabilities),
         instances: scenario.instances,
         timeouts: scenario.timeouts_label(),

@@ -71,6 +71,10 @@ pub struct Fault {
     /// omitted, it stays down for the rest of the run.
     #[serde(default, with = "humantime_serde")]
     pub restart_after: Option<Duration>,
+    /// `run-command` only: the program and its arguments, run without a
+    /// shell (use `["sh", "-c", "..."]` for one), e.g. a service restart.
+    #[serde(default)]
+    pub command: Vec<String>,
 }
 
 /// What a fault does.
@@ -80,6 +84,10 @@ pub enum FaultKind {
     /// SIGKILL the instance's process: whatever it held only in memory is
     /// gone, and it acks nothing more. New orders go to the live instances.
     KillInstance,
+    /// Run `command` (say, restart Redis or the broker the way this machine
+    /// runs it) and record its exit status and duration. The strategies
+    /// keep running meanwhile.
+    RunCommand,
 }
 
 fn one() -> u32 {
@@ -292,6 +300,19 @@ impl Scenario {
                     "field `faults[{i}].restart-after` is out of range; accepted values: 0s to 24h"
                 );
             }
+            match f.kind {
+                FaultKind::KillInstance if !f.command.is_empty() => bail!(
+                    "field `faults[{i}].command` applies to kind = \"run-command\" only"
+                ),
+                FaultKind::RunCommand if f.command.is_empty() => bail!(
+                    "field `faults[{i}].command` is missing or empty; accepted values: a program \
+                     and its arguments, e.g. [\"sh\", \"-c\", \"rabbitmqctl stop_app && rabbitmqctl start_app\"]"
+                ),
+                FaultKind::RunCommand if f.restart_after.is_some() => bail!(
+                    "field `faults[{i}].restart-after` applies to kind = \"kill-instance\" only"
+                ),
+                _ => {}
+            }
         }
         self.strategies
             .validate()
@@ -325,7 +346,13 @@ impl Scenario {
             self.faults
                 .iter()
                 .map(|f| {
-                    let FaultKind::KillInstance = f.kind;
+                    if f.kind == FaultKind::RunCommand {
+                        return format!(
+                            "run `{}` at {}",
+                            f.command.join(" "),
+                            humantime::format_duration(f.at)
+                        );
+                    }
                     let mut text = format!(
                         "kill instance {} at {}",
                         f.instance,
@@ -408,6 +435,7 @@ mod tests {
                 at: Duration::from_secs(8),
                 instance: 1,
                 restart_after: Some(Duration::from_secs(3)),
+                command: Vec::new(),
             }]
         );
         let s = Scenario::parse(&with("kind = \"kill-instance\"\nat = \"8s\""), "f.toml").unwrap();
@@ -424,6 +452,22 @@ mod tests {
             msg.contains("faults[0].at") && msg.contains("accepted"),
             "{msg}"
         );
+        let msg = err("kind = \"run-command\"\nat = \"1s\"");
+        assert!(
+            msg.contains("faults[0].command") && msg.contains("sh"),
+            "{msg}"
+        );
+        let msg = err("kind = \"kill-instance\"\nat = \"1s\"\ncommand = [\"true\"]");
+        assert!(
+            msg.contains("faults[0].command") && msg.contains("\"run-command\" only"),
+            "{msg}"
+        );
+        let s = Scenario::parse(
+            &with("kind = \"run-command\"\nat = \"1s\"\ncommand = [\"true\"]"),
+            "f.toml",
+        )
+        .unwrap();
+        assert_eq!(s.faults_label().unwrap(), "run `true` at 1s");
         let msg = err("kind = \"pull-the-plug\"\nat = \"1s\"");
         assert!(
             msg.contains("pull-the-plug") && msg.contains("kill-instance"),

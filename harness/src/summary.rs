@@ -150,6 +150,10 @@ pub struct Summary {
     /// The scenario's faults as they happened.
     #[serde(default)]
     pub faults: Vec<FaultRecord>,
+    /// Why the strategy's teardown failed, if it did (its queues or keys may
+    /// be left behind; the measurements stand).
+    #[serde(default)]
+    pub teardown_error: Option<String>,
     pub capabilities: Option<Capabilities>,
     pub instances: u32,
     /// The configured timeouts, next to every latency.
@@ -184,6 +188,7 @@ impl Summary {
             cost: Cost::default(),
             generator: GeneratorHealth::default(),
             faults: Vec::new(),
+            teardown_error: None,
             capabilities: None,
             instances: 0,
             timeouts: String::new(),

@@ -413,3 +413,35 @@ fn a_restarted_timing_wheel_reloads_what_its_killed_process_held() {
     assert!(bad.is_empty(), "{bad:?}");
     assert_eq!(wheel["cost"]["instances"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn a_run_command_fault_records_its_exit_status_and_the_run_goes_on() {
+    let out = tempfile::tempdir().unwrap();
+    let marker = out.path().join("ran");
+    let mut text = TINY.to_string();
+    text += &format!(
+        "\n[[faults]]\nkind = \"run-command\"\nat = \"1s\"\ncommand = [\"sh\", \"-c\", \"touch {}\"]\n",
+        marker.display()
+    );
+    text += "\n[[faults]]\nkind = \"run-command\"\nat = \"1500ms\"\ncommand = [\"sh\", \"-c\", \"echo broker is gone >&2; exit 3\"]\n";
+    let run = run_scenario(&text, "sqlite://", "db-scan", out.path());
+    assert!(marker.exists(), "the first command did not run");
+    let s = summary(&run, "db-scan");
+    let faults = s["faults"].as_array().unwrap();
+    assert_eq!(faults[0]["exit_status"], "exit status: 0", "{s:#}");
+    assert!(faults[0]["error"].is_null());
+    assert_eq!(faults[1]["exit_status"], "exit status: 3", "{s:#}");
+    assert!(
+        faults[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("broker is gone"),
+        "{s:#}"
+    );
+    // The strategy ran on, clean.
+    assert_eq!(s["status"], "ok");
+    assert_eq!(count(&s, "/orders/pending"), 0);
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("exit status: 3"), "{report}");
+    assert!(report.contains("broker is gone"), "{report}");
+}

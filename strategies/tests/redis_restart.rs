@@ -27,30 +27,21 @@ fn ping() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "PONG")
 }
 
+/// Starts Redis the way the test command does, with `scripts/services.sh`
+/// (no persistence), so every test run also exercises its start path.
 fn start_redis() {
-    std::fs::create_dir_all("/var/lib/redis").expect("create /var/lib/redis");
-    std::fs::create_dir_all("/var/log/redis").expect("create /var/log/redis");
-    let status = Command::new("redis-server")
-        .args([
-            "--daemonize",
-            "yes",
-            "--bind",
-            "127.0.0.1",
-            "-::1",
-            "--port",
-            PORT,
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            "/var/lib/redis",
-            "--logfile",
-            "/var/log/redis/ci.log",
-        ])
-        .status()
-        .expect("run redis-server (is it installed?)");
-    assert!(status.success(), "redis-server failed to start: {status}");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/services.sh");
+    let out = Command::new("bash")
+        .args([script, "redis"])
+        .output()
+        .expect("run scripts/services.sh");
+    assert!(
+        out.status.success(),
+        "scripts/services.sh redis failed ({}): {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Waits until `ping()` equals `up`, or panics.

@@ -185,7 +185,15 @@ fn plots_section(out: &mut String, run_dir: &Path, ran: &[(usize, &Summary)]) ->
                 let restarted = f
                     .restarted_at_ms
                     .map(|ms| (ms as f64 / 1000.0, format!(" restart {}", f.instance)));
-                killed.into_iter().chain(restarted)
+                let command = f.finished_at_ms.map(|ms| {
+                    let name = f.command.last().map(String::as_str).unwrap_or("command");
+                    let name: String = name.chars().take(24).collect();
+                    (
+                        f.planned_at_ms as f64 / 1000.0,
+                        format!(" {name} (until {:.1} s)", ms as f64 / 1000.0),
+                    )
+                });
+                killed.into_iter().chain(restarted).chain(command)
             })
             .collect();
         out.push_str(

@@ -149,6 +149,21 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             ms(g.lag_us_p99),
             ms(g.lag_us_max)
         );
+        let schedule_errors: u64 = s.cost.instances.iter().map(|i| i.schedule_errors).sum();
+        if schedule_errors > 0 {
+            let _ = writeln!(
+                out,
+                "- **{schedule_errors} schedule calls failed**: those orders were committed but \
+                 never scheduled, so only a fallback scan cancels them (each unpaid one is a \
+                 missed cancel otherwise)"
+            );
+        }
+        if let Some(e) = &s.teardown_error {
+            let _ = writeln!(
+                out,
+                "- **teardown failed** (its queues or keys may be left behind; the figures stand): {e}"
+            );
+        }
         if g.unscheduled > 0 {
             let _ = writeln!(
                 out,

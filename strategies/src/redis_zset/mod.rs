@@ -310,15 +310,28 @@ impl Canceller for RedisZset {
     /// Deletes the run's keys, shard by shard (one slot per DEL).
     async fn teardown(&self) -> Result<()> {
         for shard in &self.shards {
-            self.redis
-                .query::<()>(
-                    redis::cmd("DEL")
-                        .arg(&shard.delay)
-                        .arg(&shard.processing)
-                        .arg(&shard.dead),
-                    "deleting the run's Redis keys",
-                )
-                .await?;
+            let del = redis::cmd("DEL")
+                .arg(&shard.delay)
+                .arg(&shard.processing)
+                .arg(&shard.dead)
+                .clone();
+            // DEL is idempotent; a connection broken by a Redis restart
+            // fails once, then the connection manager reconnects.
+            let mut attempt = 0;
+            loop {
+                match self
+                    .redis
+                    .query::<()>(&del, "deleting the run's Redis keys")
+                    .await
+                {
+                    Ok(()) => break,
+                    Err(e) if attempt == 2 => return Err(e),
+                    Err(_) => {
+                        attempt += 1;
+                        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                    }
+                }
+            }
         }
         Ok(())
     }
