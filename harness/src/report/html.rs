@@ -3,7 +3,7 @@
 //! CDF on a percentile axis, lateness over time, and cost per cancel.
 
 use super::plots::{self, Line};
-use super::{anomaly_counts, rows, tradeoff_rows, Status, Summary, TRADEOFF_NOTES};
+use super::{anomaly_counts, rows, run_facts, tradeoff_rows, Status, Summary, TRADEOFF_NOTES};
 use crate::runinfo::RunInfo;
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
@@ -63,38 +63,17 @@ pub fn html(run_dir: &Path, info: &RunInfo, summaries: &[Summary]) -> Result<Str
 }
 
 fn header(out: &mut String, info: &RunInfo) {
-    let sc = &info.scenario;
-    let _ = writeln!(
-        out,
-        "<p>Scenario <b>{}</b> ({}), seed {}: {} orders/s for {} after a {} warm-up, drain {}, \
-         {} instance(s) per strategy.<br><b>Timeouts: {}</b>: every latency below is lateness \
-         past these deadlines.<br>Database: <code>{}</code> ({}). Commit <code>{}</code>. \
-         Machine: {}.",
-        esc(&sc.name),
-        esc(&info.scenario_source),
-        sc.seed,
-        sc.rate,
-        humantime::format_duration(sc.duration),
-        humantime::format_duration(sc.warmup),
-        humantime::format_duration(sc.drain),
-        sc.instances,
-        esc(&sc.timeouts_label()),
-        esc(&info.database_url),
-        esc(&info.database_version),
-        esc(&info.git_commit),
-        esc(&info.machine.summary()),
-    );
-    if let Some(faults) = sc.faults_label() {
-        let _ = write!(
-            out,
-            "<br><b>Faults, the same for every strategy: {}.</b>",
-            esc(&faults)
-        );
-    }
-    for (service, version) in &info.services {
-        let _ = write!(out, "<br>{}: {}.", esc(service), esc(version));
-    }
-    let _ = writeln!(out, "</p>");
+    let lines: Vec<String> = run_facts(info)
+        .into_iter()
+        .map(|(line, stressed)| {
+            if stressed {
+                format!("<b>{}</b>", esc(&line))
+            } else {
+                esc(&line)
+            }
+        })
+        .collect();
+    let _ = writeln!(out, "<p>{}</p>", lines.join("<br>\n"));
 }
 
 /// Each anomaly per strategy, non-zero cells marked, with example ids.

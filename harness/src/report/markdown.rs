@@ -1,7 +1,7 @@
 //! `report.md`: the results table, the trade-off table, one section per
 //! strategy, and how to read them.
 
-use super::{ms, rows, tradeoff_rows, Status, Summary, TRADEOFF_NOTES};
+use super::{ms, rows, run_facts, tradeoff_rows, Status, Summary, TRADEOFF_NOTES};
 use crate::db_stats;
 use crate::faults;
 use crate::runinfo::RunInfo;
@@ -9,32 +9,13 @@ use std::fmt::Write as _;
 
 pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
     let mut out = String::new();
-    let sc = &info.scenario;
     let _ = writeln!(out, "# delaybench run `{}`\n", info.run_id);
-    let _ = writeln!(
-        out,
-        "Scenario **{}** ({}), seed {}: {} orders/s for {} after a {} warm-up, drain {}, {} instance(s) per strategy.  \n\
-         **Timeouts: {}** — every latency below is lateness past these deadlines.  \n\
-         Database: `{}` ({}). Commit `{}`. Machine: {}.\n",
-        sc.name,
-        info.scenario_source,
-        sc.seed,
-        sc.rate,
-        humantime::format_duration(sc.duration),
-        humantime::format_duration(sc.warmup),
-        humantime::format_duration(sc.drain),
-        sc.instances,
-        sc.timeouts_label(),
-        info.database_url,
-        info.database_version,
-        info.git_commit,
-        info.machine.summary(),
-    );
-    if let Some(faults) = sc.faults_label() {
-        let _ = writeln!(out, "**Faults, the same for every strategy: {faults}.**  ");
-    }
-    for (service, version) in &info.services {
-        let _ = writeln!(out, "{service}: {version}.  ");
+    for (line, stressed) in run_facts(info) {
+        if stressed {
+            let _ = writeln!(out, "**{line}**  ");
+        } else {
+            let _ = writeln!(out, "{line}  ");
+        }
     }
     let _ = writeln!(out, "\n## Results\n");
     table(&mut out, &rows(summaries));

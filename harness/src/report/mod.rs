@@ -41,6 +41,56 @@ pub fn write(run_dir: &Path) -> Result<()> {
     std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))
 }
 
+/// What was run, where and on what: the lines both reports open with,
+/// each with whether it is stressed (timeouts and faults).
+fn run_facts(info: &RunInfo) -> Vec<(String, bool)> {
+    let sc = &info.scenario;
+    let mut lines = vec![
+        (
+            format!(
+                "Scenario {} ({}), seed {}: {} orders/s for {} after a {} warm-up, drain {}, \
+                 {} instance(s) per strategy.",
+                sc.name,
+                info.scenario_source,
+                sc.seed,
+                sc.rate,
+                humantime::format_duration(sc.duration),
+                humantime::format_duration(sc.warmup),
+                humantime::format_duration(sc.drain),
+                sc.instances,
+            ),
+            false,
+        ),
+        (
+            format!(
+                "Timeouts: {} — every latency below is lateness past these deadlines.",
+                sc.timeouts_label()
+            ),
+            true,
+        ),
+        (
+            format!(
+                "Database: {} ({}). Commit {}. Machine: {}.",
+                info.database_url,
+                info.database_version,
+                info.git_commit,
+                info.machine.summary()
+            ),
+            false,
+        ),
+    ];
+    if let Some(faults) = sc.faults_label() {
+        lines.push((
+            format!("Faults, the same for every strategy: {faults}."),
+            true,
+        ));
+    }
+    for (service, version) in &info.services {
+        lines.push((format!("{service}: {version}."), false));
+    }
+    lines
+}
+
 fn ms(us: u64) -> String {
     format!("{:.1}", us as f64 / 1000.0)
 }
