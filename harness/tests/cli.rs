@@ -445,3 +445,71 @@ fn a_run_command_fault_records_its_exit_status_and_the_run_goes_on() {
     assert!(report.contains("exit status: 3"), "{report}");
     assert!(report.contains("broker is gone"), "{report}");
 }
+
+/// Runs `sql` with one id bound against a finished run's SQLite file.
+async fn count_in(namespace: &str, sql: &str, id: i64) -> i64 {
+    let location = strategies::DbLocation {
+        kind: strategies::DbKind::Sqlite,
+        url: format!("sqlite://{namespace}?mode=rw"),
+        namespace: namespace.to_string(),
+    };
+    let store = strategies::OrderStore::connect(&location, 1)
+        .await
+        .expect("open the run's SQLite file");
+    let n = store.query_i64s(sql, &[id]).await.expect("query")[0];
+    store.close().await;
+    n
+}
+
+/// The harness reports a teaching variant's damage, and every example it
+/// gives is real when looked up in the database afterwards.
+#[tokio::test]
+async fn teaching_variants_damage_is_reported_and_every_example_is_real() {
+    let out = tempfile::tempdir().unwrap();
+    let run = tiny_run(
+        "sqlite://",
+        "timing-wheel-unconditional,timing-wheel-release-first",
+        out.path(),
+    );
+
+    // An unconditional UPDATE cancels orders that were paid before the wheel fired.
+    let s = summary(&run, "timing-wheel-unconditional");
+    let db = s["database"]["namespace"].as_str().unwrap().to_string();
+    assert!(count(&s, "/anomalies/paid_then_cancelled") > 0, "{s:#}");
+    let examples = s["anomaly_examples"]["paid_then_cancelled"]
+        .as_array()
+        .unwrap();
+    assert!(!examples.is_empty());
+    for id in examples.iter().map(|v| v.as_i64().unwrap()) {
+        let paid_before_cancel =
+            "SELECT COUNT(*) FROM orders o JOIN payments p ON p.order_id = o.id \
+             WHERE o.id = ? AND o.status = 'CANCELLED' AND p.at_us <= o.cancelled_at_us";
+        assert!(
+            count_in(&db, paid_before_cancel, id).await > 0,
+            "order {id} was not paid-then-cancelled"
+        );
+    }
+
+    // Releasing before the conditional UPDATE releases stock of paid orders.
+    let s = summary(&run, "timing-wheel-release-first");
+    let db = s["database"]["namespace"].as_str().unwrap().to_string();
+    assert!(count(&s, "/anomalies/orphan_releases") > 0, "{s:#}");
+    assert!(count(&s, "/anomalies/stock_mismatches") > 0, "{s:#}");
+    assert_eq!(count(&s, "/anomalies/paid_then_cancelled"), 0, "{s:#}");
+    for id in s["anomaly_examples"]["orphan_releases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+    {
+        let released_not_cancelled =
+            "SELECT COUNT(*) FROM orders o JOIN stock_moves m ON m.order_id = o.id \
+             WHERE o.id = ? AND o.status <> 'CANCELLED' AND m.kind = 'RELEASE'";
+        assert!(
+            count_in(&db, released_not_cancelled, id).await > 0,
+            "order {id} has no orphan release"
+        );
+    }
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("TEACHING VARIANT"), "{report}");
+}

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::rabbit::{Mode as RabbitMode, RabbitConfig, RabbitStrategy};
 use crate::redis_zset::teaching::RedisKeyspaceExpiry;
 use crate::redis_zset::{ClaimMode, RedisZset, RedisZsetConfig};
-use crate::store::{OrderStore, StoreStats};
+use crate::store::{AntiPattern, OrderStore, StoreStats};
 use crate::timing_wheel::{TimingWheelConfig, TimingWheelStrategy};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -40,6 +40,20 @@ pub const STRATEGIES: &[StrategyInfo] = &[
         summary: "in-process hierarchical timing wheel, reloads PENDING orders on start",
         requires: &[],
         teaching: false,
+    },
+    StrategyInfo {
+        name: "timing-wheel-unconditional",
+        summary: "TEACHING: the wheel cancelling with an unconditional UPDATE (paid orders \
+                  cancelled, stock released on every firing)",
+        requires: &[],
+        teaching: true,
+    },
+    StrategyInfo {
+        name: "timing-wheel-release-first",
+        summary: "TEACHING: the wheel releasing stock before the conditional UPDATE (a paid \
+                  order's stock released anyway)",
+        requires: &[],
+        teaching: true,
     },
     StrategyInfo {
         name: "rabbit-ttl",
@@ -139,6 +153,18 @@ pub fn build(
         "timing-wheel" => Box::new(TimingWheelStrategy::new(
             store.clone(),
             &options.timing_wheel,
+        )),
+        "timing-wheel-unconditional" => Box::new(TimingWheelStrategy::teaching(
+            store.clone(),
+            &options.timing_wheel,
+            "timing-wheel-unconditional",
+            AntiPattern::UnconditionalUpdate,
+        )),
+        "timing-wheel-release-first" => Box::new(TimingWheelStrategy::teaching(
+            store.clone(),
+            &options.timing_wheel,
+            "timing-wheel-release-first",
+            AntiPattern::ReleaseBeforeUpdate,
         )),
         "rabbit-ttl" => Box::new(RabbitStrategy::new(
             RabbitMode::Ttl,

@@ -21,7 +21,7 @@ pub use config::TimingWheelConfig;
 use crate::canceller::{Canceller, Capabilities, StrategyCounters};
 use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
 use crate::error::Result;
-use crate::store::{OrderStore, StoreStats};
+use crate::store::{AntiPattern, OrderStore, StoreStats};
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -37,6 +37,10 @@ const RETRY_AFTER: Duration = Duration::from_millis(100);
 /// The timing-wheel strategy (one instance).
 #[derive(Debug)]
 pub struct TimingWheelStrategy {
+    /// `timing-wheel`, or the teaching variant's name.
+    name: &'static str,
+    /// Teaching variants cancel the broken way; `None` is the real strategy.
+    anti_pattern: Option<AntiPattern>,
     store: OrderStore,
     config: TimingWheelConfig,
     /// Wall-clock microseconds of tick 0.
@@ -70,10 +74,34 @@ crate::canceller::counters! {
 
 impl TimingWheelStrategy {
     pub fn new(store: OrderStore, config: &TimingWheelConfig) -> Self {
+        Self::with_cancel(store, config, "timing-wheel", None)
+    }
+
+    /// A teaching variant: the same wheel, whose fired orders are cancelled
+    /// the broken way `pattern` describes (`timing-wheel-unconditional`,
+    /// `timing-wheel-release-first`). The wheel fires for paid orders too,
+    /// so the damage shows in every run.
+    pub fn teaching(
+        store: OrderStore,
+        config: &TimingWheelConfig,
+        name: &'static str,
+        pattern: AntiPattern,
+    ) -> Self {
+        Self::with_cancel(store, config, name, Some(pattern))
+    }
+
+    fn with_cancel(
+        store: OrderStore,
+        config: &TimingWheelConfig,
+        name: &'static str,
+        anti_pattern: Option<AntiPattern>,
+    ) -> Self {
         let tick_us = config.tick.as_micros().max(1) as u64;
         let origin_us = now_us();
         let geometry = WheelConfig::new(config.slot_bits, config.levels);
         TimingWheelStrategy {
+            name,
+            anti_pattern,
             store,
             config: config.clone(),
             origin_us,
@@ -143,6 +171,19 @@ impl TimingWheelStrategy {
         self.counters
             .fired
             .fetch_add(due.len() as u64, Ordering::Relaxed);
+        if let Some(pattern) = self.anti_pattern {
+            for (id, _) in due {
+                let cancelled = self
+                    .store
+                    .cancel_with_anti_pattern(pattern, id, now_us(), self.name)
+                    .await;
+                if let Err(e) = cancelled {
+                    self.counters.errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(error = %e, order = id, "teaching cancel failed");
+                }
+            }
+            return;
+        }
         for chunk in due.chunks(self.config.batch_size as usize) {
             let ids: Vec<OrderId> = chunk.iter().map(|(id, _)| *id).collect();
             match self
@@ -199,26 +240,34 @@ impl TimingWheelStrategy {
 #[async_trait]
 impl Canceller for TimingWheelStrategy {
     fn name(&self) -> &str {
-        "timing-wheel"
+        self.name
     }
 
     fn capabilities(&self) -> Capabilities {
+        let mut notes = match self.anti_pattern {
+            Some(pattern) => vec![format!(
+                "TEACHING VARIANT: fired orders are cancelled with the {pattern:?} mistake \
+                 instead of cancel_if_due; its anomalies are the point"
+            )],
+            None => Vec::new(),
+        };
+        notes.extend([
+            "scheduled work lives only in the process: orders owned by a dead instance wait \
+                 until an instance restarts (it reloads PENDING orders) or fallback-scan runs"
+                .to_string(),
+            format!(
+                "deadlines are rounded up to the {:?} tick, so lateness includes up to one tick",
+                self.config.tick
+            ),
+        ]);
         Capabilities {
             durable_across_restart: false,
             arbitrary_delay: true,
             needs_fallback: true,
-            multi_instance_safe: true,
+            multi_instance_safe: self.anti_pattern.is_none(),
             instance_owns_its_orders: true,
             requires: Vec::new(),
-            notes: vec![
-                "scheduled work lives only in the process: orders owned by a dead instance wait \
-                 until an instance restarts (it reloads PENDING orders) or fallback-scan runs"
-                    .into(),
-                format!(
-                    "deadlines are rounded up to the {:?} tick, so lateness includes up to one tick",
-                    self.config.tick
-                ),
-            ],
+            notes,
         }
     }
 
