@@ -11,6 +11,32 @@ use tokio::net::TcpStream;
 /// Total `calls=` over every command in `INFO commandstats` of the Redis at
 /// `url` (`redis://[:password@]host[:port][/db]`).
 pub async fn total_calls(url: &str) -> Result<u64> {
+    Ok(sum_calls(&info(url, "commandstats").await?))
+}
+
+/// `Redis <version> (append-only file on|off)`, for `run.json`.
+pub async fn version(url: &str) -> Result<String> {
+    let field = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|| "?".into())
+    };
+    let server = info(url, "server").await?;
+    let persistence = info(url, "persistence").await?;
+    Ok(format!(
+        "Redis {} (append-only file {})",
+        field(&server, "redis_version:"),
+        if field(&persistence, "aof_enabled:") == "1" {
+            "on"
+        } else {
+            "off"
+        }
+    ))
+}
+
+/// The text of `INFO <section>`.
+async fn info(url: &str, section: &str) -> Result<String> {
     let parsed = url::Url::parse(url).with_context(|| format!("malformed Redis URL {url}"))?;
     let host = parsed.host_str().unwrap_or("127.0.0.1").to_string();
     let port = parsed.port().unwrap_or(6379);
@@ -19,7 +45,7 @@ pub async fn total_calls(url: &str) -> Result<u64> {
         TcpStream::connect((host.as_str(), port)),
     )
     .await
-    .context("connecting to Redis for INFO commandstats")??;
+    .context("connecting to Redis for INFO")??;
     let mut stream = BufReader::new(stream);
     if let Some(password) = parsed.password() {
         stream
@@ -34,7 +60,7 @@ pub async fn total_calls(url: &str) -> Result<u64> {
     }
     stream
         .get_mut()
-        .write_all(&command(&["INFO", "commandstats"]))
+        .write_all(&command(&["INFO", section]))
         .await?;
     let mut header = String::new();
     stream.read_line(&mut header).await?;
@@ -45,7 +71,7 @@ pub async fn total_calls(url: &str) -> Result<u64> {
         .with_context(|| format!("unexpected INFO reply {header:?}"))?;
     let mut body = vec![0; len + 2];
     stream.read_exact(&mut body).await?;
-    Ok(sum_calls(&String::from_utf8_lossy(&body)))
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
 fn command(args: &[&str]) -> Vec<u8> {
@@ -74,6 +100,14 @@ mod tests {
         let info = "# Commandstats\r\ncmdstat_zadd:calls=10,usec=5,usec_per_call=0.5\r\n\
                     cmdstat_evalsha:calls=3,usec=9\r\n";
         assert_eq!(super::sum_calls(info), 13);
+    }
+
+    #[tokio::test]
+    async fn reads_the_real_servers_version() {
+        let url = std::env::var("DELAYBENCH_REDIS_URL")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        let v = super::version(&url).await.unwrap();
+        assert!(v.starts_with("Redis ") && !v.contains('?'), "{v}");
     }
 
     #[tokio::test]

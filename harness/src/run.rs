@@ -53,7 +53,7 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
         database_url: server.display_url(),
         database_version,
         services: if args.strategies.is_some() {
-            services_of(&names)
+            services_of(&names, &scenario.strategy_options().redis_zset.url).await
         } else {
             Default::default()
         },
@@ -146,7 +146,10 @@ fn skip_reason(name: &str, explicitly_selected: bool) -> Result<Option<String>> 
 }
 
 /// Versions of the services the selected strategies use.
-fn services_of(names: &[String]) -> std::collections::BTreeMap<String, String> {
+async fn services_of(
+    names: &[String],
+    redis_url: &str,
+) -> std::collections::BTreeMap<String, String> {
     let mut services = std::collections::BTreeMap::new();
     let uses = |service| {
         names
@@ -155,6 +158,13 @@ fn services_of(names: &[String]) -> std::collections::BTreeMap<String, String> {
     };
     if uses(strategies::Service::RabbitMq) {
         services.insert("rabbitmq".to_string(), runinfo::rabbitmq_description());
+    }
+    if uses(strategies::Service::Redis) {
+        let version = match redis_stats::version(redis_url).await {
+            Ok(v) => v,
+            Err(e) => format!("unknown ({e:#})"),
+        };
+        services.insert("redis".to_string(), version);
     }
     services
 }

@@ -56,23 +56,23 @@ async fn correct_cancels_report_zero() {
     }
 }
 
+/// Cancels orders 1..=10 the broken way, twice over: a duplicate delivery.
+async fn cancel_twice_over_the_fixture(f: &Fixture, pattern: AntiPattern) {
+    for _round in 0..2 {
+        for id in 1..=10 {
+            f.orders
+                .cancel_with_anti_pattern(pattern, id, now_us(), "broken")
+                .await
+                .unwrap();
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unconditional_update_is_caught() {
     for url in common::all_databases() {
         let f = fixture(&url).await;
-        for _round in 0..2 {
-            for id in 1..=10 {
-                f.orders
-                    .cancel_with_anti_pattern(
-                        AntiPattern::UnconditionalUpdate,
-                        id,
-                        now_us(),
-                        "broken",
-                    )
-                    .await
-                    .unwrap();
-            }
-        }
+        cancel_twice_over_the_fixture(&f, AntiPattern::UnconditionalUpdate).await;
         let v = verdict(&f).await;
         let expected = Anomalies {
             paid_then_cancelled: 3,
@@ -94,19 +94,7 @@ async fn unconditional_update_is_caught() {
 async fn release_before_update_is_caught() {
     for url in common::all_databases() {
         let f = fixture(&url).await;
-        for _round in 0..2 {
-            for id in 1..=10 {
-                f.orders
-                    .cancel_with_anti_pattern(
-                        AntiPattern::ReleaseBeforeUpdate,
-                        id,
-                        now_us(),
-                        "broken",
-                    )
-                    .await
-                    .unwrap();
-            }
-        }
+        cancel_twice_over_the_fixture(&f, AntiPattern::ReleaseBeforeUpdate).await;
         let v = verdict(&f).await;
         let expected = Anomalies {
             duplicate_releases: 10,
