@@ -22,10 +22,9 @@ use lapin::options::{
     QueueBindOptions, QueueDeclareOptions,
 };
 use lapin::types::FieldTable;
-use lapin::{BasicProperties, ExchangeKind};
+use lapin::BasicProperties;
 use rabbitmq_plugin::{
-    amqp_url, check_plugin, connect, delay_headers, delayed_exchange_args, unique_name,
-    EXCHANGE_TYPE,
+    amqp_url, check_plugin, connect, declare_delayed_exchange, delay_headers, unique_name,
 };
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -55,17 +54,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sub_ch = conn.create_channel().await?;
 
     let x = unique_name("accuracy-x");
-    pub_ch
-        .exchange_declare(
-            &x,
-            ExchangeKind::Custom(EXCHANGE_TYPE.into()),
-            ExchangeDeclareOptions {
-                auto_delete: true,
-                ..Default::default()
-            },
-            delayed_exchange_args("direct"),
-        )
-        .await?;
+    let options = ExchangeDeclareOptions {
+        auto_delete: true,
+        ..Default::default()
+    };
+    declare_delayed_exchange(&pub_ch, &x, "direct", options).await?;
     let q = sub_ch
         .queue_declare(
             "",

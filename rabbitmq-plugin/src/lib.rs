@@ -64,16 +64,11 @@ pub async fn check_plugin(url: &str) -> Result<(), String> {
     let result = async {
         let ch = conn.create_channel().await?;
         let name = format!("delaybench-plugin-check-{}", std::process::id());
-        ch.exchange_declare(
-            &name,
-            lapin::ExchangeKind::Custom(EXCHANGE_TYPE.into()),
-            lapin::options::ExchangeDeclareOptions {
-                auto_delete: true,
-                ..Default::default()
-            },
-            delayed_exchange_args("direct"),
-        )
-        .await?;
+        let options = lapin::options::ExchangeDeclareOptions {
+            auto_delete: true,
+            ..Default::default()
+        };
+        declare_delayed_exchange(&ch, &name, "direct", options).await?;
         ch.exchange_delete(&name, Default::default()).await?;
         Ok::<_, lapin::Error>(())
     }
@@ -85,6 +80,23 @@ pub async fn check_plugin(url: &str) -> Result<(), String> {
              ({e}): the plugin {PLUGIN_NAME} is not enabled; {INSTALL_HINT}"
         )
     })
+}
+
+/// Declares `name` as an [`EXCHANGE_TYPE`] exchange routing as
+/// `delayed_type` (`direct`, `topic`, `headers`, `fanout`) with `options`.
+pub async fn declare_delayed_exchange(
+    ch: &lapin::Channel,
+    name: &str,
+    delayed_type: &str,
+    options: lapin::options::ExchangeDeclareOptions,
+) -> Result<(), lapin::Error> {
+    ch.exchange_declare(
+        name,
+        lapin::ExchangeKind::Custom(EXCHANGE_TYPE.into()),
+        options,
+        delayed_exchange_args(delayed_type),
+    )
+    .await
 }
 
 /// Exchange arguments for an `x-delayed-message` exchange routing as

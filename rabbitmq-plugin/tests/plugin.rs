@@ -25,7 +25,7 @@ use lapin::options::{
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel, Connection, Consumer, ExchangeKind};
 use rabbitmq_plugin::{
-    amqp_url, check_plugin, connect, delay_headers, delayed_exchange_args, unique_name,
+    amqp_url, check_plugin, connect, declare_delayed_exchange, delay_headers, unique_name,
     EXCHANGE_TYPE, HEADER_DELAY,
 };
 use tokio::sync::RwLock;
@@ -58,16 +58,11 @@ impl Broker {
     /// A non-durable, auto-delete delayed exchange routing as `kind`.
     async fn delayed_exchange(&self, kind: &str) -> String {
         let name = unique_name(&format!("x-{kind}"));
-        self.ch
-            .exchange_declare(
-                &name,
-                ExchangeKind::Custom(EXCHANGE_TYPE.into()),
-                ExchangeDeclareOptions {
-                    auto_delete: true,
-                    ..Default::default()
-                },
-                delayed_exchange_args(kind),
-            )
+        let options = ExchangeDeclareOptions {
+            auto_delete: true,
+            ..Default::default()
+        };
+        declare_delayed_exchange(&self.ch, &name, kind, options)
             .await
             .unwrap_or_else(|e| panic!("declare {EXCHANGE_TYPE} exchange {name} ({kind}): {e}"));
         name
@@ -506,14 +501,9 @@ async fn deleting_the_exchange_drops_its_pending_messages() {
     let b = Broker::new().await;
     let x = unique_name("deleted");
     let declare = || async {
-        b.ch.exchange_declare(
-            &x,
-            ExchangeKind::Custom(EXCHANGE_TYPE.into()),
-            ExchangeDeclareOptions::default(),
-            delayed_exchange_args("fanout"),
-        )
-        .await
-        .expect("declare")
+        declare_delayed_exchange(&b.ch, &x, "fanout", ExchangeDeclareOptions::default())
+            .await
+            .expect("declare")
     };
     declare().await;
     b.publish(&x, "", "orphan", delay_headers(800)).await;
@@ -580,16 +570,11 @@ async fn declaring_without_a_valid_x_delayed_type_is_precondition_failed() {
     let x = b.delayed_exchange("direct").await;
     // Redeclaring with another x-delayed-type is refused too.
     let ch = b.conn.create_channel().await.expect("channel");
-    let err = ch
-        .exchange_declare(
-            &x,
-            ExchangeKind::Custom(EXCHANGE_TYPE.into()),
-            ExchangeDeclareOptions {
-                auto_delete: true,
-                ..Default::default()
-            },
-            delayed_exchange_args("topic"),
-        )
+    let options = ExchangeDeclareOptions {
+        auto_delete: true,
+        ..Default::default()
+    };
+    let err = declare_delayed_exchange(&ch, &x, "topic", options)
         .await
         .expect_err("redeclare with another x-delayed-type");
     match err.kind() {
@@ -680,17 +665,13 @@ async fn pending_messages_survive_a_broker_app_restart() {
     let b = Broker::new().await;
     let x = unique_name("restart-x");
     let q = unique_name("restart-q");
-    b.ch.exchange_declare(
-        &x,
-        ExchangeKind::Custom(EXCHANGE_TYPE.into()),
-        ExchangeDeclareOptions {
-            durable: true,
-            ..Default::default()
-        },
-        delayed_exchange_args("direct"),
-    )
-    .await
-    .expect("declare durable exchange");
+    let options = ExchangeDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    declare_delayed_exchange(&b.ch, &x, "direct", options)
+        .await
+        .expect("declare durable exchange");
     b.ch.queue_declare(
         &q,
         QueueDeclareOptions {

@@ -138,6 +138,17 @@ impl RabbitStrategy {
             })
     }
 
+    /// A fresh connection and a channel on it; the caller keeps the
+    /// connection alive as long as it uses the channel.
+    async fn open_channel(&self) -> Result<(Connection, Channel)> {
+        let conn = self.connect().await?;
+        let ch = conn
+            .create_channel()
+            .await
+            .map_err(|e| self.broker_error("opening a channel", e))?;
+        Ok((conn, ch))
+    }
+
     /// The confirm-mode publishing channel, (re)opened when needed.
     async fn publishing_channel(&self) -> Result<Channel> {
         let mut guard = self.publisher.lock().await;
@@ -147,11 +158,7 @@ impl RabbitStrategy {
             }
             self.counters.reconnects.fetch_add(1, Ordering::Relaxed);
         }
-        let conn = self.connect().await?;
-        let ch = conn
-            .create_channel()
-            .await
-            .map_err(|e| self.broker_error("opening a channel", e))?;
+        let (conn, ch) = self.open_channel().await?;
         ch.confirm_select(ConfirmSelectOptions::default())
             .await
             .map_err(|e| self.broker_error("enabling publisher confirms", e))?;
@@ -217,11 +224,7 @@ impl RabbitStrategy {
 
     /// Consumes the work queue until shutdown or a connection failure.
     async fn consume(&self, shutdown: &CancellationToken) -> Result<()> {
-        let conn = self.connect().await?;
-        let ch = conn
-            .create_channel()
-            .await
-            .map_err(|e| self.broker_error("opening a channel", e))?;
+        let (conn, ch) = self.open_channel().await?;
         ch.basic_qos(self.config.prefetch, BasicQosOptions::default())
             .await
             .map_err(|e| self.broker_error("setting prefetch", e))?;
@@ -359,11 +362,7 @@ impl Canceller for RabbitStrategy {
     }
 
     async fn setup(&self) -> Result<()> {
-        let conn = self.connect().await?;
-        let ch = conn
-            .create_channel()
-            .await
-            .map_err(|e| self.broker_error("opening a channel", e))?;
+        let (conn, ch) = self.open_channel().await?;
         let declared = topology::declare(&ch, &self.names, self.mode, &self.config).await;
         let _ = conn.close(200, "setup done").await;
         declared.map_err(|e| match self.mode {
@@ -411,11 +410,7 @@ impl Canceller for RabbitStrategy {
     }
 
     async fn teardown(&self) -> Result<()> {
-        let conn = self.connect().await?;
-        let ch = conn
-            .create_channel()
-            .await
-            .map_err(|e| self.broker_error("opening a channel", e))?;
+        let (conn, ch) = self.open_channel().await?;
         let deleted = topology::delete(&ch, &self.names, self.mode, &self.config).await;
         let _ = conn.close(200, "teardown done").await;
         deleted.map_err(|e| self.broker_error("deleting queues", e))
