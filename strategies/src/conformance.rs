@@ -288,11 +288,7 @@ pub async fn duplicates_release_once(f: &Fixture) {
     tokio::time::sleep(Duration::from_millis(300)).await;
     running.stop().await;
     // A late duplicate delivery reaches the one cancel function: absorbed.
-    let again = f
-        .orders
-        .cancel_if_due(1, now_us(), "duplicate")
-        .await
-        .unwrap();
+    let again = f.orders.cancel_if_due(1, "duplicate").await.unwrap();
     assert_eq!(again, CancelOutcome::AlreadyCancelled);
     let verdict = f.assert_clean().await;
     assert_eq!(verdict.orders.cancelled, 10);

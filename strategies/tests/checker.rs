@@ -41,7 +41,7 @@ async fn correct_cancels_report_zero() {
         let f = fixture(&url).await;
         for _round in 0..2 {
             for id in 1..=15 {
-                f.orders.cancel_if_due(id, now_us(), "test").await.unwrap();
+                f.orders.cancel_if_due(id, "test").await.unwrap();
             }
         }
         let v = verdict(&f).await;
@@ -161,7 +161,7 @@ async fn refunds_are_exactly_once_even_under_concurrent_retries() {
     for url in common::all_databases() {
         let f = fixture(&url).await;
         assert_eq!(
-            f.orders.cancel_if_due(4, now_us(), "test").await.unwrap(),
+            f.orders.cancel_if_due(4, "test").await.unwrap(),
             CancelOutcome::Cancelled
         );
         // Ten copies of one late callback arrive at once for a cancelled

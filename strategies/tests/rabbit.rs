@@ -158,7 +158,7 @@ async fn consumer_killed_between_cancel_commit_and_ack_releases_once() {
         let message = CancelMessage::parse(&delivery.data).unwrap();
         let outcome = f
             .orders
-            .cancel_if_due(message.order_id, now_us(), mode.name())
+            .cancel_if_due(message.order_id, mode.name())
             .await
             .unwrap();
         assert_eq!(outcome, CancelOutcome::Cancelled);

@@ -148,7 +148,7 @@ async fn claim_without_ack_is_reclaimed_and_released_once() {
     // The zombie wakes up: its cancel is absorbed, its late ack harmless.
     let late = f
         .orders
-        .cancel_batch_if_due(&ids, now_us(), "redis-zset")
+        .cancel_batch_if_due(&ids, "redis-zset")
         .await
         .unwrap();
     assert!(

@@ -14,7 +14,7 @@ mod config;
 pub use config::{DbScanConfig, FallbackScanConfig};
 
 use crate::canceller::{Canceller, Capabilities, StrategyCounters};
-use crate::domain::{now_us, Micros, OrderId};
+use crate::domain::{Micros, OrderId};
 use crate::error::Result;
 use crate::store::{OrderStore, StoreStats};
 use async_trait::async_trait;
@@ -85,12 +85,11 @@ impl DbScan {
     async fn scan_once(&self, shutdown: &CancellationToken) -> Result<()> {
         self.scans.fetch_add(1, Ordering::Relaxed);
         while !shutdown.is_cancelled() {
-            let now = now_us();
-            // The grace only narrows which orders are looked at; the
-            // cancel itself still compares the deadline with `now`.
+            // The grace only narrows which orders are looked at; each
+            // cancel compares the deadline with the time of its own UPDATE.
             let batch = self
                 .store
-                .scan_and_cancel_due(now - self.grace_us, now, self.batch_size, self.by)
+                .scan_and_cancel_due(self.grace_us, self.batch_size, self.by)
                 .await?;
             self.batches.fetch_add(1, Ordering::Relaxed);
             if batch.claimed < self.batch_size as usize {

@@ -281,7 +281,7 @@ impl RabbitStrategy {
         } else {
             match self
                 .store
-                .cancel_if_due(message.order_id, now, self.mode.name())
+                .cancel_if_due(message.order_id, self.mode.name())
                 .await
             {
                 Ok(outcome) => Some(outcome),

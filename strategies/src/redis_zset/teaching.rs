@@ -98,7 +98,7 @@ impl RedisKeyspaceExpiry {
                     None => return,
                 },
             };
-            let retry_at = match self.store.cancel_if_due(id, now_us(), NAME).await {
+            let retry_at = match self.store.cancel_if_due(id, NAME).await {
                 Ok(CancelOutcome::NotDue) => now_us() + MIN_BACKOFF.as_micros() as i64,
                 Ok(_) => continue,
                 Err(e) => {

@@ -86,11 +86,7 @@ impl RedisZset {
         let ids = self
             .bury_malformed(&shard.processing, shard, &members)
             .await?;
-        let outcomes = match self
-            .store
-            .cancel_batch_if_due(&ids, now_us(), self.name())
-            .await
-        {
+        let outcomes = match self.store.cancel_batch_if_due(&ids, self.name()).await {
             Ok(outcomes) => outcomes,
             Err(e) => {
                 // Give the claims back for a retry soon; should that fail
@@ -144,10 +140,7 @@ impl RedisZset {
         if !members.is_empty() {
             let ids = self.bury_malformed(&shard.delay, shard, &members).await?;
             // On a database error the members simply stay in the delay set.
-            let outcomes = self
-                .store
-                .cancel_batch_if_due(&ids, now_us(), self.name())
-                .await?;
+            let outcomes = self.store.cancel_batch_if_due(&ids, self.name()).await?;
             let (not_due, done) = split_not_due(&outcomes);
             if !not_due.is_empty() {
                 let retry_at = now_us() + NOT_DUE_RETRY.as_micros() as i64;

@@ -14,6 +14,7 @@ pub use anti_patterns::AntiPattern;
 pub use location::{identifier, redact_url, DbKind, DbLocation, DbServer};
 pub use orders::{OrderRow, ScanBatch};
 
+use crate::domain::{CancelOutcome, Micros, OrderId};
 use crate::error::{DbContext, Error, Result};
 use serde::{Deserialize, Serialize};
 use sql::Sql;
@@ -34,6 +35,35 @@ pub struct OrderStore {
     location: DbLocation,
     sql: Arc<Sql>,
     counters: Arc<Counters>,
+    commit_log: Arc<CommitLog>,
+}
+
+/// When the COMMIT of each effective cancel returned, kept only for an
+/// owner that asked ([`OrderStore::log_cancel_commits`]): a harness worker
+/// ships them to the harness, which reports lateness at commit beside the
+/// lateness stamped in the row.
+#[derive(Debug, Default)]
+struct CommitLog {
+    enabled: std::sync::atomic::AtomicBool,
+    entries: std::sync::Mutex<Vec<(OrderId, Micros)>>,
+}
+
+impl CommitLog {
+    /// Notes the committed outcomes' effective cancels, at the time this is
+    /// called (right after COMMIT returned).
+    fn note(&self, outcomes: &[(OrderId, CancelOutcome)]) {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        let at = crate::now_us();
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries.extend(
+            outcomes
+                .iter()
+                .filter(|(_, o)| *o == CancelOutcome::Cancelled)
+                .map(|(id, _)| (*id, at)),
+        );
+    }
 }
 
 impl std::fmt::Debug for OrderStore {
@@ -143,6 +173,7 @@ impl OrderStore {
             location: location.clone(),
             sql: Arc::new(Sql::new(location.kind, skip_locked)),
             counters: Arc::default(),
+            commit_log: Arc::default(),
         })
     }
 
@@ -159,6 +190,22 @@ impl OrderStore {
     /// A snapshot of this store's counters.
     pub fn stats(&self) -> StoreStats {
         self.counters.snapshot()
+    }
+
+    /// From now on, note when the COMMIT of each cancel this store (or a
+    /// clone) makes returned; [`OrderStore::take_cancel_commits`] drains them.
+    pub fn log_cancel_commits(&self) {
+        self.commit_log.enabled.store(true, Ordering::Relaxed);
+    }
+
+    /// The `(order id, commit returned at)` pairs noted since the last call.
+    pub fn take_cancel_commits(&self) -> Vec<(OrderId, Micros)> {
+        let mut entries = self
+            .commit_log
+            .entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *entries)
     }
 
     /// Creates the tables and index of the schema contract and fills `stock`

@@ -166,38 +166,38 @@ impl OrderStore {
     }
 
     /// **The** cancel function: every strategy and every fallback path ends
-    /// here. Cancels the order if it is still PENDING and its deadline is at
-    /// or before `now_us`, and releases its stock, in one transaction.
-    pub async fn cancel_if_due(
-        &self,
-        order_id: OrderId,
-        now_us: Micros,
-        by: &str,
-    ) -> Result<CancelOutcome> {
-        let outcomes = self.cancel_batch_if_due(&[order_id], now_us, by).await?;
+    /// here. Cancels the order if it is still PENDING and its deadline has
+    /// passed, and releases its stock, in one transaction.
+    ///
+    /// The time of the cancel is read from the application's clock
+    /// immediately before the order's UPDATE, fresh on every retry: it is
+    /// the moment the cancel took effect as near as the application can
+    /// tell, so waits for a connection, a lock or a retry count as lateness.
+    pub async fn cancel_if_due(&self, order_id: OrderId, by: &str) -> Result<CancelOutcome> {
+        let outcomes = self.cancel_batch_if_due(&[order_id], by).await?;
         Ok(outcomes[0].1)
     }
 
     /// [`OrderStore::cancel_if_due`] for several orders in one transaction;
-    /// returns each id's outcome in input order.
+    /// returns each id's outcome in input order. Each order's UPDATE reads
+    /// the clock afresh: a batch never shares one `now`.
     pub async fn cancel_batch_if_due(
         &self,
         ids: &[OrderId],
-        now_us: Micros,
         by: &str,
     ) -> Result<Vec<(OrderId, CancelOutcome)>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let outcomes = in_tx!(self, "cancelling orders", |conn| self
-            .cancel_in_tx(conn, ids, now_us, by))?;
-        self.count_outcomes(&outcomes);
+            .cancel_in_tx(conn, ids, by))?;
+        self.committed(&outcomes);
         Ok(outcomes)
     }
 
-    /// One db-scan batch: find up to `limit` PENDING orders whose deadline is
-    /// at or before `due_before_us` on the `(status, expire_at_us)` index,
-    /// and cancel them at `now_us` (`due_before_us <= now_us`).
+    /// One db-scan batch: find up to `limit` PENDING orders whose deadline
+    /// is at least `grace_us` in the past on the `(status, expire_at_us)`
+    /// index, and cancel them (each at the time of its own UPDATE).
     ///
     /// Where the database has `FOR UPDATE SKIP LOCKED` (PostgreSQL, MariaDB
     /// 10.6+) the rows are claimed and cancelled in one transaction, so
@@ -206,30 +206,31 @@ impl OrderStore {
     /// win while the others' attempts are absorbed (counted, harmless).
     pub async fn scan_and_cancel_due(
         &self,
-        due_before_us: Micros,
-        now_us: Micros,
+        grace_us: Micros,
         limit: u32,
         by: &str,
     ) -> Result<ScanBatch> {
         let batch = if let Some(claim_sql) = &self.sql.scan_due_skip_locked {
             in_tx!(self, "scanning for due orders", |conn| async {
+                let due_before_us = crate::now_us() - grace_us;
                 let ids = self
                     .select_ids(conn, claim_sql, due_before_us, limit)
                     .await?;
-                let outcomes = self.cancel_in_tx(conn, &ids, now_us, by).await?;
+                let outcomes = self.cancel_in_tx(conn, &ids, by).await?;
                 Ok::<_, Error>((ids.len(), outcomes))
             })
             .map(|(claimed, outcomes)| {
-                self.count_outcomes(&outcomes);
+                self.committed(&outcomes);
                 batch_of(claimed, &outcomes)
             })?
         } else {
             let mut conn = self.pool.acquire().await.ctx("scanning for due orders")?;
+            let due_before_us = crate::now_us() - grace_us;
             let ids = self
                 .select_ids(&mut conn, &self.sql.scan_due, due_before_us, limit)
                 .await?;
             drop(conn);
-            let outcomes = self.cancel_batch_if_due(&ids, now_us, by).await?;
+            let outcomes = self.cancel_batch_if_due(&ids, by).await?;
             batch_of(ids.len(), &outcomes)
         };
         self.count(&self.counters.rows_read, batch.claimed as u64);
@@ -302,13 +303,14 @@ impl OrderStore {
         &self,
         conn: &mut AnyConnection,
         ids: &[OrderId],
-        now_us: Micros,
         by: &str,
     ) -> Result<Vec<(OrderId, CancelOutcome)>> {
         let mut outcomes = Vec::with_capacity(ids.len());
         // sku -> units to release, applied in ascending SKU order below.
         let mut releases: BTreeMap<i64, i64> = BTreeMap::new();
         for &id in ids {
+            // Read right before this order's UPDATE: see `cancel_if_due`.
+            let now_us = crate::now_us();
             self.count(&self.counters.statements, 2);
             let won = sqlx::query(&self.sql.cancel_update)
                 .bind(now_us)
@@ -372,8 +374,10 @@ impl OrderStore {
         Ok(outcomes)
     }
 
-    /// Counts committed outcomes only, so a retried transaction counts once.
-    fn count_outcomes(&self, outcomes: &[(OrderId, CancelOutcome)]) {
+    /// Counts committed outcomes only, so a retried transaction counts
+    /// once, and notes when the commit of each effective cancel returned.
+    fn committed(&self, outcomes: &[(OrderId, CancelOutcome)]) {
+        self.commit_log.note(outcomes);
         let c = &self.counters;
         for (_, outcome) in outcomes {
             self.count(&c.cancel_attempts, 1);

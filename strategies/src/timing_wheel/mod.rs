@@ -186,11 +186,7 @@ impl TimingWheelStrategy {
         }
         for chunk in due.chunks(self.config.batch_size as usize) {
             let ids: Vec<OrderId> = chunk.iter().map(|(id, _)| *id).collect();
-            match self
-                .store
-                .cancel_batch_if_due(&ids, now_us(), "timing-wheel")
-                .await
-            {
+            match self.store.cancel_batch_if_due(&ids, "timing-wheel").await {
                 Ok(outcomes) => {
                     for ((_, outcome), (id, expire)) in outcomes.iter().zip(chunk) {
                         if *outcome == CancelOutcome::NotDue {

@@ -1,0 +1,129 @@
+//! When a cancel is stamped: `cancelled_at_us` is read right before each
+//! order's UPDATE (never shared across a batch), and the store notes when
+//! the COMMIT returned. A cancel transaction slowed on purpose must show the
+//! slowdown in both figures, by the amount it was slowed, on every database.
+
+mod common;
+
+use sqlx::{Connection, Executor};
+use std::time::Duration;
+use strategies::conformance::Fixture;
+use strategies::{DbKind, OrderStore, StrategyOptions};
+
+/// How long the slowed cancel waits.
+const SLOW_MS: i64 = 150;
+
+/// Makes every cancel UPDATE on `store`'s namespace sleep `SLOW_MS` inside
+/// the transaction (a trigger on the real server: nothing in the store
+/// knows). Not available on SQLite, which has no sleep.
+async fn slow_down_cancel_updates(store: &OrderStore) {
+    let sleep = SLOW_MS as f64 / 1000.0;
+    let ddl: Vec<String> = match store.location().kind {
+        DbKind::Postgres => vec![
+            format!(
+                "CREATE FUNCTION slow_cancel() RETURNS trigger LANGUAGE plpgsql AS $$ \
+                 BEGIN IF NEW.status = 'CANCELLED' THEN PERFORM pg_sleep({sleep}); END IF; \
+                 RETURN NEW; END $$"
+            ),
+            "CREATE TRIGGER slow_cancel BEFORE UPDATE ON orders FOR EACH ROW \
+             EXECUTE FUNCTION slow_cancel()"
+                .to_string(),
+        ],
+        DbKind::Mysql => vec![format!(
+            "CREATE TRIGGER slow_cancel BEFORE UPDATE ON orders FOR EACH ROW \
+             BEGIN IF NEW.status = 'CANCELLED' THEN SET @slept = SLEEP({sleep}); END IF; END"
+        )],
+        DbKind::Sqlite => unreachable!("SQLite has no sleep; see the busy-lock test"),
+    };
+    for statement in ddl {
+        store.execute_unchecked(&statement).await.unwrap();
+    }
+}
+
+/// `(cancelled_at_us, expire_at_us)` of `ids`, in order.
+async fn stamps(store: &OrderStore, ids: &[i64]) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    for &id in ids {
+        let row = store.order(id).await.unwrap().unwrap();
+        out.push((row.cancelled_at_us.unwrap(), row.expire_at_us));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slowed_cancel_shows_in_row_and_commit_lateness() {
+    for url in [common::postgres_url(), common::mysql_url()] {
+        let f = Fixture::new(&url, "db-scan", StrategyOptions::default()).await;
+        let ids = [1, 2, 3];
+        for id in ids {
+            f.create(id, -10).await;
+        }
+        slow_down_cancel_updates(&f.orders).await;
+        f.orders.log_cancel_commits();
+        let outcomes = f.orders.cancel_batch_if_due(&ids, "test").await.unwrap();
+        assert_eq!(outcomes.len(), 3, "{url}");
+        let stamps = stamps(&f.orders, &ids).await;
+        let commits = f.orders.take_cancel_commits();
+        assert_eq!(
+            commits.iter().map(|c| c.0).collect::<Vec<_>>(),
+            ids,
+            "{url}: one commit time per effective cancel"
+        );
+        // Row lateness: each order is stamped after the previous order's
+        // slowed UPDATE, so its stamp (and its lateness, beyond the spread
+        // of the deadlines) grows by SLOW_MS per order of the batch.
+        for pair in stamps.windows(2) {
+            let grew = pair[1].0 - pair[0].0;
+            assert!(
+                grew >= SLOW_MS * 1000,
+                "{url}: a batch shared one `now`: the stamp grew by {grew} us, \
+                 not by the {SLOW_MS} ms the previous UPDATE slept ({stamps:?})"
+            );
+        }
+        // Commit lateness: the last UPDATE's sleep comes after its stamp and
+        // before the commit returned.
+        let (last_stamp, _) = stamps[2];
+        assert!(
+            commits[2].1 - last_stamp >= SLOW_MS * 1000,
+            "{url}: commit returned {} us after the last stamp, expected >= {SLOW_MS} ms",
+            commits[2].1 - last_stamp
+        );
+        assert!(
+            commits.iter().all(|c| c.1 == commits[0].1),
+            "{url}: one commit"
+        );
+        f.cleanup().await;
+    }
+}
+
+/// On SQLite a cancel waiting for another writer's lock (busy timeout)
+/// shows the wait in its commit lateness.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_waiting_for_a_sqlite_lock_shows_in_commit_lateness() {
+    let f = Fixture::new(&common::sqlite_url(), "db-scan", StrategyOptions::default()).await;
+    f.create(1, -10).await;
+    f.orders.log_cancel_commits();
+    let hold = Duration::from_millis(SLOW_MS as u64 * 2);
+    // Another connection takes the write lock and keeps it for `hold`.
+    let mut blocker = sqlx::AnyConnection::connect(&f.orders.location().url)
+        .await
+        .unwrap();
+    blocker.execute("BEGIN IMMEDIATE").await.unwrap();
+    let holder = tokio::spawn(async move {
+        tokio::time::sleep(hold).await;
+        blocker.execute("COMMIT").await.unwrap();
+        blocker.close().await.unwrap();
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let started = strategies::now_us();
+    f.orders.cancel_if_due(1, "test").await.unwrap();
+    holder.await.unwrap();
+    let commits = f.orders.take_cancel_commits();
+    assert_eq!(commits.len(), 1);
+    let waited = commits[0].1 - started;
+    assert!(
+        waited >= (hold.as_micros() as i64) - 40_000,
+        "the commit came {waited} us after the cancel started; the lock was held {hold:?}"
+    );
+    f.cleanup().await;
+}
