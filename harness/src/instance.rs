@@ -2,28 +2,46 @@
 //!
 //! The harness starts `delaybench worker` once per instance with a
 //! [`WorkerSpec`] in the environment. The protocol is line-based:
-//! - worker -> harness (stdout): `{"ready":true}` once running, then one
-//!   [`WorkerReport`] JSON line when it stops;
-//! - harness -> worker (stdin): `s <order_id> <expire_at_us>` to schedule,
-//!   `m` to start measuring (end of warm-up); EOF to stop.
+//! - worker -> harness (stdout): `{"ready":true}` once running, then a
+//!   [`Flush`] JSON line at least every [`FLUSH_EVERY`] and one last flush
+//!   (`"last": true`) when it stops. A flush carries the worker's counters so
+//!   far and what it measured since the previous flush, so a worker that dies
+//!   of anything (the OOM killer, an operator's `kill -9`, a panic) loses at
+//!   most its last second;
+//! - harness -> worker (stdin): `s <order_id> <expire_at_us> <committed_at_us>`
+//!   to schedule, `m` to start measuring (end of warm-up); EOF to stop.
 //!
+//! A worker that dies without its last flush is an event of the run
+//! ([`WorkerEvent`]): the pool keeps its measurements, sends new orders to
+//! the live instances and, if the scenario says so, starts a fresh process.
 //! Logs go to stderr, which the worker inherits.
 
+use crate::model::{WorkerEvent, WorkerEventKind, WorkerReport};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 use strategies::{
-    registry, DbLocation, Micros, OrderId, OrderStore, StoreStats, StrategyCounters,
+    now_us, registry, DbLocation, Micros, OrderId, OrderStore, StoreStats, StrategyCounters,
     StrategyOptions,
 };
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 const SPEC_ENV: &str = "DELAYBENCH_WORKER_SPEC";
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often a worker sends its counters and timings to the harness: the
+/// most a worker's death can lose.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Schedules a worker keeps in flight at once (publisher confirms, Redis
+/// round trips), so one slow confirm does not hold up the orders behind it.
+pub const SCHEDULES_IN_FLIGHT: usize = 64;
 
 /// What a worker process runs. Passed in the environment, not argv, so the
 /// database password never shows in `ps`.
@@ -35,36 +53,59 @@ pub struct WorkerSpec {
     pub options: StrategyOptions,
 }
 
-/// What a worker reports when it stops. `measured` counts only what
-/// happened after the `m` line (the end of warm-up).
+/// One line a worker sends after `ready`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct WorkerReport {
-    pub instance: u32,
-    pub pid: u32,
-    pub total: StoreStats,
-    pub measured: StoreStats,
-    pub counters: StrategyCounters,
-    pub schedule_errors: u64,
-    /// User + system CPU time of the process over the measured window, ms
-    /// (from /proc/self/stat, 10 ms resolution).
-    pub cpu_ms: u64,
-    /// Peak resident set size (VmHWM), KiB.
-    pub peak_rss_kib: u64,
-    pub run_error: Option<String>,
+struct Flush {
+    /// Counters since the process started (and since the warm-up ended).
+    report: WorkerReport,
+    /// `(order id, when its cancel's COMMIT returned)`, since the previous flush.
+    cancel_commits: Vec<(OrderId, Micros)>,
+    /// `(order id, us from the order's commit to schedule() returning)`,
+    /// since the previous flush.
+    schedules: Vec<(OrderId, u64)>,
+    /// The worker is stopping cleanly; nothing follows.
+    last: bool,
+}
+
+/// Everything one worker process sent, kept by the harness whatever
+/// happens to the process.
+#[derive(Debug, Default)]
+struct ProcessLog {
+    report: WorkerReport,
+    cancel_commits: Vec<(OrderId, Micros)>,
+    schedules: Vec<(OrderId, u64)>,
+    /// Its last flush arrived: the counters are complete.
+    stopped_cleanly: bool,
+}
+
+type SharedLog = Arc<Mutex<ProcessLog>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock leaves the data usable.
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A running worker process.
 #[derive(Debug)]
-pub struct Instance {
+struct Instance {
     child: Child,
-    stdout: tokio::io::Lines<BufReader<ChildStdout>>,
+    pid: u32,
     commands: mpsc::UnboundedSender<String>,
-    writer: tokio::task::JoinHandle<()>,
+    writer: JoinHandle<()>,
+    reader: JoinHandle<()>,
+    /// Cleared when its stdout closes: it is dead or stopping.
+    alive: Arc<AtomicBool>,
+    log: SharedLog,
 }
 
 impl Instance {
-    /// Starts a worker and waits until it reports ready.
-    pub async fn spawn(spec: &WorkerSpec) -> Result<Instance> {
+    /// Starts a worker and waits until it reports ready. When its stdout
+    /// closes without a last flush, `(index, pid)` goes to `deaths`.
+    async fn spawn(
+        spec: &WorkerSpec,
+        index: usize,
+        deaths: mpsc::UnboundedSender<(usize, u32)>,
+    ) -> Result<Instance> {
         let exe = std::env::current_exe().context("locating the delaybench binary")?;
         let mut child = Command::new(exe)
             .arg("worker")
@@ -75,6 +116,7 @@ impl Instance {
             .kill_on_drop(true)
             .spawn()
             .context("starting a worker process")?;
+        let pid = child.id().unwrap_or(0);
         let mut stdin = child.stdin.take().expect("piped stdin");
         let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
         let ready = tokio::time::timeout(READY_TIMEOUT, stdout.next_line())
@@ -101,97 +143,239 @@ impl Instance {
         let writer = tokio::spawn(async move {
             while let Some(line) = rx.recv().await {
                 if stdin.write_all(line.as_bytes()).await.is_err() {
-                    break; // the worker died; its report will say so
+                    break; // the worker died; its reader reports it
                 }
             }
             let _ = stdin.shutdown().await;
         });
+        let log = SharedLog::default();
+        lock(&log).report = WorkerReport {
+            instance: spec.instance,
+            pid,
+            ..WorkerReport::default()
+        };
+        let alive = Arc::new(AtomicBool::new(true));
+        let reader = tokio::spawn(read_flushes(
+            stdout,
+            Arc::clone(&log),
+            Arc::clone(&alive),
+            move || {
+                let _ = deaths.send((index, pid));
+            },
+        ));
         Ok(Instance {
             child,
-            stdout,
+            pid,
             commands,
             writer,
+            reader,
+            alive,
+            log,
         })
     }
 
-    /// Asks the worker to schedule an order (fire and forget, in order).
-    pub fn schedule(&self, order_id: OrderId, expire_at_us: Micros) {
-        let _ = self.commands.send(format!("s {order_id} {expire_at_us}\n"));
+    /// Asks the worker to schedule an order (in order, answered by nobody);
+    /// false if the worker is gone.
+    fn schedule(&self, order_id: OrderId, expire_at_us: Micros, committed_at_us: Micros) -> bool {
+        self.alive.load(Ordering::SeqCst)
+            && self
+                .commands
+                .send(format!("s {order_id} {expire_at_us} {committed_at_us}\n"))
+                .is_ok()
     }
 
     /// Tells the worker the warm-up is over: counters restart from here.
-    pub fn start_measuring(&self) {
+    fn start_measuring(&self) {
         let _ = self.commands.send("m\n".to_string());
     }
 
-    /// The worker's process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id().unwrap_or(0)
-    }
-
     /// SIGKILLs the worker and waits for it to die: nothing it held only in
-    /// memory survives, and it writes no report.
-    pub async fn kill(mut self) -> Result<()> {
+    /// memory survives; what it flushed before is kept.
+    async fn kill(mut self, why: &str) -> Result<()> {
         drop(self.commands);
         self.child.kill().await.context("killing a worker")?;
         self.writer.abort();
+        let _ = self.reader.await;
+        lock(&self.log).report.end = Some(why.to_string());
         Ok(())
     }
 
-    /// Stops the worker (EOF on stdin) and returns its report.
-    pub async fn stop(mut self) -> Result<WorkerReport> {
+    /// Waits for a process whose stdout closed and notes how it ended.
+    async fn reap(mut self) -> String {
+        self.writer.abort();
+        let _ = self.reader.await;
+        let status = match tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await {
+            Ok(Ok(status)) => status.to_string(),
+            Ok(Err(e)) => format!("unknown exit ({e})"),
+            Err(_) => {
+                let _ = self.child.kill().await;
+                "closed its output, killed after 5 s".to_string()
+            }
+        };
+        lock(&self.log).report.end = Some(format!("died: {status}"));
+        status
+    }
+
+    /// Stops the worker (EOF on stdin) and waits for its last flush.
+    async fn stop(mut self) -> Result<()> {
         drop(self.commands);
         let _ = self.writer.await;
-        let line = tokio::time::timeout(Duration::from_secs(60), self.stdout.next_line())
+        if tokio::time::timeout(Duration::from_secs(60), &mut self.reader)
             .await
-            .map_err(|_| anyhow!("a worker did not stop within 60s"))?
-            .context("reading a worker's report")?;
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+            lock(&self.log).report.end = Some("did not stop within 60 s; killed".into());
+            return Ok(());
+        }
         let status = self.child.wait().await.context("waiting for a worker")?;
-        let line = line.ok_or_else(|| anyhow!("a worker exited ({status}) without a report"))?;
-        serde_json::from_str(&line).with_context(|| format!("malformed worker report: {line}"))
+        let mut log = lock(&self.log);
+        log.report.end = Some(if log.stopped_cleanly {
+            "stopped".to_string()
+        } else {
+            format!("died while stopping: {status}")
+        });
+        Ok(())
     }
+}
+
+/// Reads a worker's flushes into `log` until its stdout closes; calls
+/// `died` if that happens before the last flush.
+async fn read_flushes(
+    mut stdout: tokio::io::Lines<BufReader<ChildStdout>>,
+    log: SharedLog,
+    alive: Arc<AtomicBool>,
+    died: impl FnOnce(),
+) {
+    while let Ok(Some(line)) = stdout.next_line().await {
+        match serde_json::from_str::<Flush>(&line) {
+            Ok(flush) => {
+                let mut log = lock(&log);
+                let (instance, pid) = (log.report.instance, log.report.pid);
+                log.report = WorkerReport {
+                    instance,
+                    pid,
+                    ..flush.report
+                };
+                log.cancel_commits.extend(flush.cancel_commits);
+                log.schedules.extend(flush.schedules);
+                log.stopped_cleanly |= flush.last;
+            }
+            Err(e) => tracing::warn!(error = %e, "ignoring a malformed line from a worker: {line}"),
+        }
+    }
+    alive.store(false, Ordering::SeqCst);
+    if !lock(&log).stopped_cleanly {
+        died();
+    }
+}
+
+/// What a strategy's instances did, collected when the pool stops: every
+/// process that ever ran, dead or alive.
+#[derive(Debug, Default)]
+pub struct PoolRecord {
+    /// One per process, in start order; a dead one's counters are those of
+    /// its last flush (`complete: false`).
+    pub reports: Vec<WorkerReport>,
+    /// Deaths the harness did not cause, and restarts of dead instances.
+    pub events: Vec<WorkerEvent>,
+    /// `(order id, when its cancel's COMMIT returned)`.
+    pub cancel_commits: Vec<(OrderId, Micros)>,
+    /// `(order id, us from the order's commit to schedule() returning)`.
+    pub schedules: Vec<(OrderId, u64)>,
 }
 
 /// The canceller instances of one strategy's run. A new order goes to
 /// instance `id % n` or, while that one is down, to the next live one (what a
-/// load balancer does). Instances can be killed and restarted mid-run.
+/// load balancer does). Instances can be killed and restarted mid-run, and
+/// die by themselves.
 #[derive(Debug)]
 pub struct Pool {
     specs: Vec<WorkerSpec>,
-    slots: Vec<std::sync::Mutex<Option<Instance>>>,
-    measuring: std::sync::atomic::AtomicBool,
+    slots: Vec<Mutex<Option<Instance>>>,
+    measuring: AtomicBool,
+    stopping: AtomicBool,
+    /// Every process ever started, in order.
+    logs: Mutex<Vec<SharedLog>>,
+    events: Mutex<Vec<WorkerEvent>>,
+    deaths: mpsc::UnboundedSender<(usize, u32)>,
+    /// Times in events count from here (the first order).
+    t0: OnceLock<Instant>,
+    /// Start a fresh process this long after an instance died by itself.
+    restart_dead_after: Option<Duration>,
 }
 
 impl Pool {
-    /// Starts one worker per spec, in order.
-    pub async fn spawn(specs: Vec<WorkerSpec>) -> Result<Pool> {
-        let mut slots = Vec::new();
-        for spec in &specs {
-            slots.push(std::sync::Mutex::new(Some(Instance::spawn(spec).await?)));
-        }
-        Ok(Pool {
+    /// Starts one worker per spec, in order, and watches them.
+    pub async fn spawn(
+        specs: Vec<WorkerSpec>,
+        restart_dead_after: Option<Duration>,
+    ) -> Result<Arc<Pool>> {
+        let (deaths, mut died) = mpsc::unbounded_channel();
+        let pool = Arc::new(Pool {
+            slots: specs.iter().map(|_| Mutex::new(None)).collect(),
             specs,
-            slots,
             measuring: false.into(),
-        })
+            stopping: false.into(),
+            logs: Mutex::default(),
+            events: Mutex::default(),
+            deaths,
+            t0: OnceLock::new(),
+            restart_dead_after,
+        });
+        for index in 0..pool.specs.len() {
+            let instance = pool.start(index).await?;
+            *pool.slot(index) = Some(instance);
+        }
+        let watched: Weak<Pool> = Arc::downgrade(&pool);
+        tokio::spawn(async move {
+            while let Some((index, pid)) = died.recv().await {
+                let Some(pool) = watched.upgrade() else { break };
+                tokio::spawn(async move { pool.handle_death(index, pid).await });
+            }
+        });
+        Ok(pool)
+    }
+
+    /// Event times count from `t0`, the first order.
+    pub fn set_t0(&self, t0: Instant) {
+        let _ = self.t0.set(t0);
+    }
+
+    fn since_t0_ms(&self) -> u64 {
+        self.t0
+            .get()
+            .map(|t0| Instant::now().saturating_duration_since(*t0).as_millis() as u64)
+            .unwrap_or(0)
     }
 
     fn slot(&self, index: usize) -> std::sync::MutexGuard<'_, Option<Instance>> {
-        // A panic while holding the lock leaves the slot usable.
-        self.slots[index]
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.slots[index])
+    }
+
+    /// Starts a process for instance `index`, counting from the warm-up's
+    /// end if that has passed.
+    async fn start(&self, index: usize) -> Result<Instance> {
+        let instance = Instance::spawn(&self.specs[index], index, self.deaths.clone()).await?;
+        if self.measuring.load(Ordering::SeqCst) {
+            instance.start_measuring();
+        }
+        lock(&self.logs).push(Arc::clone(&instance.log));
+        Ok(instance)
     }
 
     /// Schedules on the order's instance or the next live one; false when
     /// every instance is down (the schedule is lost, as it would be).
-    pub fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> bool {
+    /// `committed_at_us`: when the order's transaction committed.
+    pub fn schedule(
+        &self,
+        order_id: OrderId,
+        expire_at_us: Micros,
+        committed_at_us: Micros,
+    ) -> bool {
         let n = self.slots.len();
         (0..n).any(|k| match &*self.slot((order_id as usize + k) % n) {
-            Some(instance) => {
-                instance.schedule(order_id, expire_at_us);
-                true
-            }
+            Some(instance) => instance.schedule(order_id, expire_at_us, committed_at_us),
             None => false,
         })
     }
@@ -199,8 +383,7 @@ impl Pool {
     /// The warm-up is over: every live instance, and any started later,
     /// counts from here.
     pub fn start_measuring(&self) {
-        self.measuring
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.measuring.store(true, Ordering::SeqCst);
         for index in 0..self.slots.len() {
             if let Some(instance) = &*self.slot(index) {
                 instance.start_measuring();
@@ -208,13 +391,16 @@ impl Pool {
         }
     }
 
-    /// SIGKILLs instance `index`; returns its pid, or `None` if it was down.
+    /// SIGKILLs instance `index` (a scenario fault); returns its pid, or
+    /// `None` if it was down.
     pub async fn kill(&self, index: usize) -> Result<Option<u32>> {
         let taken = self.slot(index).take();
         match taken {
             Some(instance) => {
-                let pid = instance.pid();
-                instance.kill().await?;
+                let pid = instance.pid;
+                instance
+                    .kill("killed by the harness (kill-instance fault)")
+                    .await?;
                 Ok(Some(pid))
             }
             None => Ok(None),
@@ -224,31 +410,131 @@ impl Pool {
     /// Starts a fresh process for instance `index` (which must be down) and
     /// returns its pid once it is ready.
     pub async fn restart(&self, index: usize) -> Result<u32> {
-        let instance = Instance::spawn(&self.specs[index]).await?;
-        if self.measuring.load(std::sync::atomic::Ordering::SeqCst) {
-            instance.start_measuring();
-        }
-        let pid = instance.pid();
+        let instance = self.start(index).await?;
+        let pid = instance.pid;
         let previous = self.slot(index).replace(instance);
         if let Some(previous) = previous {
-            previous.kill().await?;
+            previous.kill("replaced while running").await?;
             bail!("instance {index} was restarted while still running");
         }
         Ok(pid)
     }
 
-    /// Stops every live instance and returns their reports (a killed
-    /// instance's counters died with it).
-    pub async fn stop(&self) -> Result<Vec<WorkerReport>> {
-        let mut reports = Vec::new();
+    /// A worker's output closed without its last flush: unless the harness
+    /// killed it or is stopping, it died. Record it, keep what it flushed,
+    /// and restart it if the scenario asks.
+    async fn handle_death(&self, index: usize, pid: u32) {
+        let dead = {
+            let mut slot = self.slot(index);
+            match &*slot {
+                Some(instance) if instance.pid == pid => slot.take(),
+                _ => None, // killed by a fault, or already replaced
+            }
+        };
+        let Some(dead) = dead else { return };
+        let at_ms = self.since_t0_ms();
+        let status = dead.reap().await;
+        tracing::warn!(instance = index, pid, %status, "a worker died");
+        self.record(WorkerEvent {
+            at_ms,
+            instance: index as u32,
+            pid,
+            kind: WorkerEventKind::Died,
+            detail: status,
+        });
+        let Some(after) = self.restart_dead_after else {
+            return;
+        };
+        tokio::time::sleep(after).await;
+        if self.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let (kind, pid, detail) = match self.start(index).await {
+            Ok(instance) => {
+                let new_pid = instance.pid;
+                let duplicate = {
+                    let mut slot = self.slot(index);
+                    if slot.is_some() {
+                        Some(instance) // a fault restarted it meanwhile: keep that one
+                    } else {
+                        *slot = Some(instance);
+                        None
+                    }
+                };
+                if let Some(duplicate) = duplicate {
+                    let _ = duplicate.kill("duplicate restart").await;
+                    return;
+                }
+                (
+                    WorkerEventKind::Restarted,
+                    new_pid,
+                    format!("restart-dead-instances: fresh process {after:?} after the death"),
+                )
+            }
+            Err(e) => (
+                WorkerEventKind::RestartFailed,
+                pid,
+                format!("restart-dead-instances: {e:#}"),
+            ),
+        };
+        self.record(WorkerEvent {
+            at_ms: self.since_t0_ms(),
+            instance: index as u32,
+            pid,
+            kind,
+            detail,
+        });
+    }
+
+    fn record(&self, event: WorkerEvent) {
+        lock(&self.events).push(event);
+    }
+
+    /// Stops every live instance and returns what every process that ever
+    /// ran reported (the dead ones up to their last flush).
+    pub async fn stop(&self) -> Result<PoolRecord> {
+        self.stopping.store(true, Ordering::SeqCst);
         for index in 0..self.slots.len() {
             let taken = self.slot(index).take();
             if let Some(instance) = taken {
-                reports.push(instance.stop().await?);
+                instance.stop().await?;
             }
         }
-        Ok(reports)
+        let mut record = PoolRecord {
+            events: lock(&self.events).clone(),
+            ..PoolRecord::default()
+        };
+        record.events.sort_by_key(|e| e.at_ms);
+        for log in lock(&self.logs).iter() {
+            let mut log = lock(log);
+            let mut report = log.report.clone();
+            report.complete = log.stopped_cleanly;
+            record.reports.push(report);
+            record
+                .cancel_commits
+                .append(&mut std::mem::take(&mut log.cancel_commits));
+            record
+                .schedules
+                .append(&mut std::mem::take(&mut log.schedules));
+        }
+        Ok(record)
     }
+}
+
+/// The counters a worker's measured window starts from.
+#[derive(Debug, Clone, Default)]
+struct Baseline {
+    store: StoreStats,
+    counters: StrategyCounters,
+    cpu_ms: u64,
+}
+
+/// What a worker measures besides its canceller's counters.
+#[derive(Debug, Default)]
+struct WorkerState {
+    schedule_errors: AtomicU64,
+    schedules: Mutex<Vec<(OrderId, u64)>>,
+    baseline: Mutex<Option<Baseline>>,
 }
 
 /// The `delaybench worker` entry point: runs one instance until stdin closes.
@@ -258,8 +544,9 @@ pub async fn worker_main() -> Result<()> {
     )
     .context("malformed worker spec")?;
     let store = OrderStore::connect(&spec.location, 4).await?;
-    let canceller: std::sync::Arc<dyn strategies::Canceller> =
-        registry::build(&spec.strategy, &spec.options, store)?.into();
+    store.log_cancel_commits();
+    let canceller: Arc<dyn strategies::Canceller> =
+        registry::build(&spec.strategy, &spec.options, store.clone())?.into();
     let shutdown = CancellationToken::new();
     let run = tokio::spawn({
         let (canceller, shutdown) = (canceller.clone(), shutdown.clone());
@@ -269,45 +556,116 @@ pub async fn worker_main() -> Result<()> {
     out.write_all(b"{\"ready\":true}\n").await?;
     out.flush().await?;
 
+    let state = Arc::new(WorkerState::default());
+    let in_flight = Arc::new(Semaphore::new(SCHEDULES_IN_FLIGHT));
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    let mut schedule_errors = 0;
-    let mut baseline = (StoreStats::default(), 0);
-    while let Some(line) = lines.next_line().await? {
-        let mut parts = line.split_ascii_whitespace();
-        match (parts.next(), parts.next(), parts.next()) {
-            (Some("s"), Some(id), Some(at)) => {
-                let (id, at) = (id.parse::<OrderId>()?, at.parse::<Micros>()?);
-                if let Err(e) = canceller.schedule(id, at).await {
-                    schedule_errors += 1;
-                    tracing::warn!(order = id, error = %e, "schedule failed");
+    let mut flush_timer = tokio::time::interval(FLUSH_EVERY);
+    flush_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            line = lines.next_line() => {
+                let Some(line) = line? else { break };
+                let mut parts = line.split_ascii_whitespace();
+                match (parts.next(), parts.next(), parts.next(), parts.next()) {
+                    (Some("s"), Some(id), Some(at), Some(committed)) => {
+                        let id = id.parse::<OrderId>()?;
+                        let at = at.parse::<Micros>()?;
+                        let committed = committed.parse::<Micros>()?;
+                        let permit = Arc::clone(&in_flight).acquire_owned().await?;
+                        let (canceller, state) = (Arc::clone(&canceller), Arc::clone(&state));
+                        tokio::spawn(async move {
+                            match canceller.schedule(id, at).await {
+                                Ok(()) => lock(&state.schedules)
+                                    .push((id, (now_us() - committed).max(0) as u64)),
+                                Err(e) => {
+                                    state.schedule_errors.fetch_add(1, Ordering::Relaxed);
+                                    tracing::warn!(order = id, error = %e, "schedule failed");
+                                }
+                            }
+                            drop(permit);
+                        });
+                    }
+                    (Some("m"), None, None, None) => {
+                        *lock(&state.baseline) = Some(Baseline {
+                            store: canceller.store_stats(),
+                            counters: canceller.counters(),
+                            cpu_ms: cpu_ms(),
+                        });
+                    }
+                    _ => bail!("worker: unexpected command {line:?}"),
                 }
             }
-            (Some("m"), None, None) => baseline = (canceller.store_stats(), cpu_ms()),
-            _ => bail!("worker: unexpected command {line:?}"),
+            _ = flush_timer.tick() => {
+                let flush = flush_of(&spec, &*canceller, &store, &state, None, false);
+                write_line(&mut out, &flush).await?;
+            }
         }
     }
+    // Let the schedules in flight finish before stopping.
+    let _ = in_flight.acquire_many(SCHEDULES_IN_FLIGHT as u32).await?;
     shutdown.cancel();
     let run_error = match run.await {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e.to_string()),
         Err(e) => Some(format!("run task panicked: {e}")),
     };
-    let total = canceller.store_stats();
-    let report = WorkerReport {
-        instance: spec.instance,
-        pid: std::process::id(),
-        total,
-        measured: total.since(&baseline.0),
-        counters: canceller.counters(),
-        schedule_errors,
-        cpu_ms: cpu_ms().saturating_sub(baseline.1),
-        peak_rss_kib: peak_rss_kib(),
-        run_error,
-    };
-    out.write_all(format!("{}\n", serde_json::to_string(&report)?).as_bytes())
+    let flush = flush_of(&spec, &*canceller, &store, &state, run_error, true);
+    write_line(&mut out, &flush).await
+}
+
+async fn write_line(out: &mut tokio::io::Stdout, flush: &Flush) -> Result<()> {
+    out.write_all(format!("{}\n", serde_json::to_string(flush)?).as_bytes())
         .await?;
     out.flush().await?;
     Ok(())
+}
+
+/// The worker's counters now, and what it measured since the last flush.
+fn flush_of(
+    spec: &WorkerSpec,
+    canceller: &dyn strategies::Canceller,
+    store: &OrderStore,
+    state: &WorkerState,
+    run_error: Option<String>,
+    last: bool,
+) -> Flush {
+    let total = canceller.store_stats();
+    let counters = canceller.counters();
+    let cpu_total = cpu_ms();
+    let baseline = lock(&state.baseline).clone();
+    let (measured, counters_measured, cpu_measured) = match &baseline {
+        Some(b) => (
+            total.since(&b.store),
+            counters
+                .iter()
+                .map(|(k, v)| {
+                    let before = b.counters.get(k).copied().unwrap_or(0);
+                    (k.clone(), v.saturating_sub(before))
+                })
+                .collect(),
+            cpu_total.saturating_sub(b.cpu_ms),
+        ),
+        None => Default::default(),
+    };
+    Flush {
+        report: WorkerReport {
+            instance: spec.instance,
+            pid: std::process::id(),
+            total,
+            measured,
+            counters,
+            counters_measured,
+            schedule_errors: state.schedule_errors.load(Ordering::Relaxed),
+            cpu_ms: cpu_measured,
+            peak_rss_kib: peak_rss_kib(),
+            run_error,
+            complete: last,
+            end: None,
+        },
+        cancel_commits: store.take_cancel_commits(),
+        schedules: std::mem::take(&mut *lock(&state.schedules)),
+        last,
+    }
 }
 
 /// User + system CPU of this process in ms, from `/proc/self/stat`

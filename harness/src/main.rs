@@ -5,6 +5,7 @@ mod db_stats;
 mod driver;
 mod faults;
 mod instance;
+mod model;
 mod redis_stats;
 mod report;
 mod run;
@@ -44,6 +45,10 @@ enum Command {
         /// Folder that receives <run-id>/.
         #[arg(long, default_value = "results")]
         out: PathBuf,
+        /// Exit 0 even when a strategy that is not a teaching variant shows an anomaly
+        /// (a fault scenario that is meant to break some).
+        #[arg(long)]
+        allow_anomalies: bool,
     },
     /// Regenerate report.md and report.html of a run folder from its JSON.
     Report {
@@ -81,14 +86,29 @@ fn main() -> ExitCode {
                 strategies,
                 db,
                 out,
-            } => run::run(&run::RunArgs {
-                scenario,
-                strategies,
-                db,
-                out,
-            })
-            .await
-            .map(|_| ()),
+                allow_anomalies,
+            } => {
+                let run_dir = run::run(&run::RunArgs {
+                    scenario,
+                    strategies,
+                    db,
+                    out,
+                })
+                .await?;
+                // For scripts: the last line of stdout.
+                println!("DELAYBENCH_RUN_DIR={}", run_dir.display());
+                let (_, summaries) = report::load(&run_dir)?;
+                let problems = run::problems(&summaries, allow_anomalies);
+                if problems.is_empty() {
+                    Ok(())
+                } else {
+                    Err(anyhow::anyhow!(
+                        "the run is written, but {}; results in {}",
+                        problems.join("; "),
+                        run_dir.display()
+                    ))
+                }
+            }
             Command::Report { dir } => {
                 report::write(&dir)?;
                 let (_, summaries) = report::load(&dir)?;
@@ -101,8 +121,16 @@ fn main() -> ExitCode {
                 Ok(())
             }
             Command::Compare { base, other } => {
-                print!("{}", report::compare(&base, &other)?);
-                Ok(())
+                let comparison = report::compare(&base, &other)?;
+                print!("{}", comparison.text);
+                if comparison.new_anomalies.is_empty() {
+                    Ok(())
+                } else {
+                    Err(anyhow::anyhow!(
+                        "new anomalies in {}",
+                        comparison.new_anomalies.join(", ")
+                    ))
+                }
             }
             Command::List => {
                 for s in strategies::registry::STRATEGIES {

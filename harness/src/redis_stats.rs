@@ -1,7 +1,9 @@
 //! Redis commands served, from `INFO commandstats` deltas: the server-side
 //! count of what a strategy cost Redis (scripts count their inner commands
 //! too). Server-wide, so other clients of the same Redis inflate it; the
-//! harness itself sends only the two INFO calls, which are subtracted.
+//! harness's own INFO calls are subtracted. A Redis restart resets the
+//! counts, so a snapshot carries the server's `run_id` and a delta across a
+//! restart is reported as unknown, never as a small number.
 
 use anyhow::{bail, Context, Result};
 use std::time::Duration;
@@ -12,6 +14,55 @@ use tokio::net::TcpStream;
 /// `url` (`redis://[:password@]host[:port][/db]`).
 pub async fn total_calls(url: &str) -> Result<u64> {
     Ok(sum_calls(&info(url, "commandstats").await?))
+}
+
+/// The server's identity and its command count at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Changes whenever the server restarts.
+    pub run_id: String,
+    pub calls: u64,
+    /// The snapshot's own commands (INFO server, plus AUTH with a password).
+    own_calls: u64,
+}
+
+/// Commands served between two snapshots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delta {
+    /// The strategy does not use Redis.
+    NotUsed,
+    Calls(u64),
+    /// The server restarted in between: the count is unknown.
+    Restarted,
+}
+
+/// `INFO server`'s run_id, then `INFO commandstats`.
+pub async fn snapshot(url: &str) -> Result<Snapshot> {
+    let server = info(url, "server").await?;
+    let run_id = server
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id:"))
+        .map(|v| v.trim().to_string())
+        .context("INFO server has no run_id")?;
+    let calls = total_calls(url).await?;
+    let auth = u64::from(url::Url::parse(url).is_ok_and(|u| u.password().is_some()));
+    Ok(Snapshot {
+        run_id,
+        calls,
+        // Each `info` call may AUTH first.
+        own_calls: 1 + 2 * auth,
+    })
+}
+
+impl Snapshot {
+    /// Commands since `before`, less the snapshots' own: `before`'s INFO
+    /// commandstats (counted after it replied) and this one's INFO server.
+    pub fn since(&self, before: &Snapshot) -> Delta {
+        if self.run_id != before.run_id {
+            return Delta::Restarted;
+        }
+        Delta::Calls(self.calls.saturating_sub(before.calls + 1 + self.own_calls))
+    }
 }
 
 /// `Redis <version> (append-only file on|off)`, for `run.json`.
@@ -100,6 +151,30 @@ mod tests {
         let info = "# Commandstats\r\ncmdstat_zadd:calls=10,usec=5,usec_per_call=0.5\r\n\
                     cmdstat_evalsha:calls=3,usec=9\r\n";
         assert_eq!(super::sum_calls(info), 13);
+    }
+
+    #[test]
+    fn a_restart_makes_the_delta_unknown() {
+        let at = |run_id: &str, calls| super::Snapshot {
+            run_id: run_id.into(),
+            calls,
+            own_calls: 1,
+        };
+        assert_eq!(at("a", 110).since(&at("a", 100)), super::Delta::Calls(8));
+        assert_eq!(at("b", 500).since(&at("a", 100)), super::Delta::Restarted);
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_pair_counts_nothing_of_its_own() {
+        let url = std::env::var("DELAYBENCH_REDIS_URL")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        let before = super::snapshot(&url).await.unwrap();
+        let after = super::snapshot(&url).await.unwrap();
+        // Other clients may run commands meanwhile; the snapshots' own never count.
+        match after.since(&before) {
+            super::Delta::Calls(n) => assert!(n < 5, "{n} commands between two snapshots"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[tokio::test]

@@ -5,7 +5,8 @@
 use crate::db_stats;
 use crate::driver;
 use crate::faults;
-use crate::instance::{Pool, WorkerReport, WorkerSpec};
+use crate::instance::{Pool, WorkerSpec};
+use crate::model::WorkerReport;
 use crate::redis_stats;
 use crate::report;
 use crate::runinfo::{self, Machine, RunInfo};
@@ -19,7 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use strategies::registry::{self, STRATEGIES};
-use strategies::{checker, now_us, DbServer, OrderStore, Service, StoreStats};
+use strategies::{
+    checker, now_us, DbKind, DbLocation, DbServer, OrderId, OrderStore, Service, StoreStats,
+};
 use tokio::time::Instant;
 
 /// What `delaybench run` was asked to do.
@@ -102,6 +105,26 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
         run_dir.join("report.html").display()
     );
     Ok(run_dir)
+}
+
+/// Why `run` exits non-zero: a strategy that failed, or a strategy that is
+/// not a teaching variant with an anomaly (unless `allow_anomalies`).
+pub fn problems(summaries: &[Summary], allow_anomalies: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    for s in summaries {
+        if s.status == Status::Failed {
+            problems.push(format!("{} failed", s.strategy));
+        }
+        let teaching = registry::info(&s.strategy).is_ok_and(|i| i.teaching);
+        if !allow_anomalies && !teaching && s.anomalies.total() > 0 {
+            problems.push(format!(
+                "{} has {} anomalies (pass --allow-anomalies if the scenario is meant to break it)",
+                s.strategy,
+                s.anomalies.total()
+            ));
+        }
+    }
+    problems
 }
 
 /// Validates `--strategies`; every known strategy when absent.
@@ -230,6 +253,19 @@ fn progress_bar(name: &str, len: u64) -> ProgressBar {
     bar
 }
 
+/// Connections in the harness's own pool for orders and payment callbacks,
+/// sized for the offered rate so the workload is not held up waiting for
+/// one (the generator's lag, measured to commit, shows it if it still is).
+/// SQLite serialises writers, so more connections there only add waiting.
+fn harness_connections(rate: f64, kind: DbKind) -> u32 {
+    match kind {
+        DbKind::Sqlite => 16,
+        _ => ((rate / 50.0).ceil() as u32).clamp(16, 64),
+    }
+}
+
+/// Runs one strategy on a fresh namespace. Once the namespace exists,
+/// whatever goes wrong is reported with it, so the data can be inspected.
 async fn run_strategy(
     name: &str,
     scenario: &Scenario,
@@ -238,29 +274,44 @@ async fn run_strategy(
     run_id: &str,
     dir: &Path,
 ) -> Result<Summary> {
-    let started = Instant::now();
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let location = server
         .create_namespace(&namespace_name(run_id, name), dir)
         .await?;
-    let store = OrderStore::connect(&location, 16).await?;
+    match measure(name, scenario, plan, &location, dir).await {
+        Ok(summary) => Ok(summary),
+        Err(e) if is_unreachable(&e) => Err(e),
+        Err(e) => Ok(Summary::not_run(
+            name,
+            Status::Failed,
+            format!("{e:#}"),
+            DatabaseInfo {
+                kind: location.kind.as_str().to_string(),
+                url: location.display_url(),
+                namespace: Some(location.namespace.clone()),
+            },
+        )),
+    }
+}
+
+async fn measure(
+    name: &str,
+    scenario: &Scenario,
+    plan: &Plan,
+    location: &DbLocation,
+    dir: &Path,
+) -> Result<Summary> {
+    let started = Instant::now();
+    let connections = harness_connections(scenario.rate, location.kind);
+    let store = OrderStore::connect(location, connections).await?;
     store
         .install_schema(scenario.stock.skus, scenario.stock.initial)
         .await?;
     let options = scenario.strategy_options();
-    let control = registry::build(name, &options, OrderStore::connect(&location, 2).await?)?;
+    let control = registry::build(name, &options, OrderStore::connect(location, 2).await?)?;
     control.setup().await.context("strategy setup")?;
     let capabilities = control.capabilities();
 
-    // Redis cost is read on the server: INFO commandstats before and after.
-    let redis_url = capabilities
-        .requires
-        .contains(&strategies::Service::Redis)
-        .then(|| options.redis_zset.url.clone());
-    let redis_before = match &redis_url {
-        Some(url) => Some(redis_stats::total_calls(url).await?),
-        None => None,
-    };
     let rows_before = db_stats::rows_read(&store).await?;
     let specs = (0..scenario.instances)
         .map(|instance| WorkerSpec {
@@ -270,15 +321,33 @@ async fn run_strategy(
             options: options.clone(),
         })
         .collect();
-    let pool = Arc::new(Pool::spawn(specs).await?);
+    let pool = Pool::spawn(specs, scenario.restart_dead_instances).await?;
     let progress = progress_bar(name, plan.events.len() as u64);
     let (t0, t0_us) = (Instant::now(), now_us());
+    pool.set_t0(t0);
+    // Redis cost is read on the server over the measured window: INFO
+    // commandstats when the warm-up ends and after the drain.
+    let redis_url = capabilities
+        .requires
+        .contains(&strategies::Service::Redis)
+        .then(|| options.redis_zset.url.clone());
+    let redis_before = tokio::spawn({
+        let url = redis_url.clone();
+        let warmup_end = t0 + Duration::from_micros(plan.measured_from_us as u64);
+        async move {
+            tokio::time::sleep_until(warmup_end).await;
+            match url {
+                Some(url) => redis_stats::snapshot(&url).await.map(Some),
+                None => Ok(None),
+            }
+        }
+    });
     let faults = tokio::spawn(faults::inject(
         scenario.faults.clone(),
         Arc::clone(&pool),
         t0,
     ));
-    let generator = driver::drive(plan, &store, &pool, t0, &progress).await;
+    let generator = driver::drive(plan, &store, &pool, t0, &progress, connections).await;
 
     // Every order has had `drain` past its (actual) deadline when we stop.
     progress.set_message("draining");
@@ -288,15 +357,13 @@ async fn run_strategy(
     tokio::time::sleep_until(drain_end).await;
     let faults = faults.await.context("fault injection")?;
     progress.finish_and_clear();
-    let reports = pool.stop().await?;
-    let redis_commands = match (&redis_url, redis_before) {
-        // Minus the first INFO itself, counted by the second.
-        (Some(url), Some(before)) => Some(
-            redis_stats::total_calls(url)
-                .await?
-                .saturating_sub(before + 1),
-        ),
-        _ => None,
+    let record = pool.stop().await?;
+    let redis_commands = match (&redis_url, redis_before.await.context("reading Redis")?) {
+        (Some(url), Ok(Some(before))) => redis_stats::snapshot(url)
+            .await
+            .map(|after| after.since(&before)),
+        (Some(_), Err(e)) => Err(e),
+        _ => Ok(redis_stats::Delta::NotUsed),
     };
     // A failed teardown (say, Redis restarted by a fault and the old
     // connection broken) leaves objects behind but measured nothing wrong:
@@ -308,7 +375,7 @@ async fn run_strategy(
     // Closing the harness's own connections makes PostgreSQL publish their
     // counts; the checker then reads on fresh ones, after the reading.
     store.close().await;
-    let store = OrderStore::connect(&location, 4).await?;
+    let store = OrderStore::connect(location, 4).await?;
     let server_rows_read = match (rows_before, db_stats::rows_read(&store).await?) {
         (Some(before), Some(after)) => Some(after.saturating_sub(before)),
         _ => None,
@@ -317,19 +384,43 @@ async fn run_strategy(
     let drain_us = scenario.drain.as_micros() as i64;
     let verdict = checker::check(&store, drain_us, now_us()).await?;
     let timings = checker::cancel_timings(&store).await?;
+    let paid_late = checker::paid_after_deadline_timings(&store).await?;
     store.close().await;
     let timeouts_us: Vec<i64> = scenario
         .timeouts
         .iter()
         .map(|t| t.after.as_micros() as i64)
         .collect();
-    let lateness = summary::lateness(&timings, t0_us + plan.measured_from_us, t0_us, &timeouts_us);
+    let measured_from_us = t0_us + plan.measured_from_us;
+    let lateness = summary::lateness(&timings, measured_from_us, t0_us, &timeouts_us);
     let histogram = &lateness.histogram;
     std::fs::write(dir.join("lateness.hgrm"), summary::hgrm(histogram))
         .with_context(|| format!("writing {}", dir.join("lateness.hgrm").display()))?;
+    let committed = committed_lateness(&timings, &record.cancel_commits, measured_from_us);
+    let measured_ids: std::collections::HashSet<OrderId> = plan.measured_order_ids().collect();
+    let schedule_path = (!record.schedules.is_empty()).then(|| {
+        summary::stats_of(
+            record
+                .schedules
+                .iter()
+                .filter(|(id, _)| measured_ids.contains(id))
+                .map(|(_, us)| *us),
+        )
+    });
+    let censored = summary::stats_of(
+        paid_late
+            .iter()
+            .filter(|t| t.created_at_us >= measured_from_us)
+            .map(|t| (t.at_us - t.expire_at_us) as u64),
+    );
 
-    let cancelled = verdict.orders.cancelled;
-    Ok(Summary {
+    let cost = cost(
+        &record.reports,
+        &capabilities,
+        redis_commands,
+        server_rows_read,
+    );
+    let mut summary = Summary {
         strategy: name.to_string(),
         status: Status::Ok,
         reason: None,
@@ -347,29 +438,14 @@ async fn run_strategy(
         releases: verdict.releases,
         lateness_over_time: lateness.over_time,
         lateness_by_timeout: lateness.by_timeout,
-        cost: {
-            let cost = cost(reports);
-            let whole_run_per_cancel = |n: Option<u64>| {
-                n.filter(|_| cancelled > 0)
-                    .map(|n| n as f64 / cancelled as f64)
-            };
-            let broker_messages = capabilities.requires.contains(&Service::RabbitMq).then(|| {
-                ["published", "consumed"]
-                    .iter()
-                    .map(|k| cost.strategy_counters.get(*k).copied().unwrap_or(0))
-                    .sum()
-            });
-            Cost {
-                server_rows_read,
-                server_rows_read_per_cancel: whole_run_per_cancel(server_rows_read),
-                redis_commands,
-                redis_commands_per_cancel: whole_run_per_cancel(redis_commands),
-                broker_messages,
-                broker_messages_per_cancel: whole_run_per_cancel(broker_messages),
-                ..cost
-            }
-        },
+        committed_lateness_us: committed.as_ref().map(|c| c.0.clone()),
+        commit_gap_us: committed.map(|c| c.1),
+        censored_lateness_us: Some(censored),
+        schedule_path_us: schedule_path,
+        cost,
         generator,
+        worker_events: record.events,
+        warnings: Vec::new(),
         faults,
         teardown_error,
         capabilities: Some(capabilities),
@@ -377,20 +453,69 @@ async fn run_strategy(
         timeouts: scenario.timeouts_label(),
         drain_ms: scenario.drain.as_millis() as u64,
         elapsed_s: started.elapsed().as_secs_f64(),
-    })
+    };
+    summary.warnings = summary::warnings(&summary);
+    Ok(summary)
 }
 
-fn cost(reports: Vec<WorkerReport>) -> Cost {
+/// Lateness at COMMIT (measured orders whose commit time a worker sent) and,
+/// per order, how much later the commit returned than the row's stamp.
+fn committed_lateness(
+    timings: &[checker::CancelTiming],
+    commits: &[(OrderId, i64)],
+    measured_from_us: i64,
+) -> Option<(summary::LatenessStats, summary::LatenessStats)> {
+    if commits.is_empty() {
+        return None;
+    }
+    let commit_of: std::collections::HashMap<OrderId, i64> = commits.iter().copied().collect();
+    let (mut late, mut gap) = (Vec::new(), Vec::new());
+    for t in timings
+        .iter()
+        .filter(|t| t.created_at_us >= measured_from_us)
+    {
+        if let Some(&at) = commit_of.get(&t.id) {
+            late.push((at - t.expire_at_us).max(0) as u64);
+            gap.push((at - t.at_us).max(0) as u64);
+        }
+    }
+    Some((summary::stats_of(late), summary::stats_of(gap)))
+}
+
+/// Cost over the measured window (after the warm-up), divided by the cancels
+/// the instances made in that same window. A dead process contributes its
+/// last flush, numerator and denominator alike.
+fn cost(
+    reports: &[WorkerReport],
+    capabilities: &strategies::Capabilities,
+    redis: Result<redis_stats::Delta>,
+    server_rows_read: Option<u64>,
+) -> Cost {
     let mut store = StoreStats::default();
     let mut strategy_counters = std::collections::BTreeMap::new();
-    for r in &reports {
+    for r in reports {
         store.add(&r.measured);
-        for (k, v) in &r.counters {
+        for (k, v) in &r.counters_measured {
             *strategy_counters.entry(k.clone()).or_insert(0) += v;
         }
     }
     let per_cancel = |n: u64| (store.cancelled > 0).then(|| n as f64 / store.cancelled as f64);
     let cpu_ms = reports.iter().map(|r| r.cpu_ms).sum();
+    let broker_messages = capabilities.requires.contains(&Service::RabbitMq).then(|| {
+        ["published", "consumed"]
+            .iter()
+            .map(|k| strategy_counters.get(*k).copied().unwrap_or(0))
+            .sum()
+    });
+    let (redis_commands, redis_note) = match redis {
+        Ok(redis_stats::Delta::NotUsed) => (None, None),
+        Ok(redis_stats::Delta::Calls(n)) => (Some(n), None),
+        Ok(redis_stats::Delta::Restarted) => (
+            None,
+            Some("unknown: Redis restarted during the measured window (its run_id changed), so INFO commandstats started again from zero".to_string()),
+        ),
+        Err(e) => (None, Some(format!("unknown: {e:#}"))),
+    };
     Cost {
         statements_per_cancel: per_cancel(store.statements),
         rows_read_per_cancel: per_cancel(store.rows_read),
@@ -400,13 +525,14 @@ fn cost(reports: Vec<WorkerReport>) -> Cost {
         peak_rss_kib: reports.iter().map(|r| r.peak_rss_kib).max().unwrap_or(0),
         store,
         strategy_counters,
-        redis_commands: None,
-        redis_commands_per_cancel: None,
-        broker_messages: None,
-        broker_messages_per_cancel: None,
-        server_rows_read: None,
-        server_rows_read_per_cancel: None,
-        instances: reports,
+        redis_commands,
+        redis_commands_per_cancel: redis_commands.and_then(per_cancel),
+        redis_note,
+        broker_messages,
+        broker_messages_per_cancel: broker_messages.and_then(per_cancel),
+        server_rows_read,
+        server_rows_read_per_cancel: server_rows_read.and_then(per_cancel),
+        instances: reports.to_vec(),
     }
 }
 

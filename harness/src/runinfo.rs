@@ -31,9 +31,17 @@ pub struct RunInfo {
 }
 
 impl RunInfo {
+    /// Writes `run.json` with every password removed: from the command
+    /// line, the database URL and the scenario's broker and Redis URLs.
     pub fn write(&self, dir: &Path) -> Result<()> {
+        let mut info = self.clone();
+        info.command = info.command.iter().map(|a| redact_secrets(a)).collect();
+        info.database_url = redact_secrets(&info.database_url);
+        let options = &mut info.scenario.strategies;
+        options.rabbit.url = redact_secrets(&options.rabbit.url);
+        options.redis_zset.url = redact_secrets(&options.redis_zset.url);
         let path = dir.join("run.json");
-        std::fs::write(&path, serde_json::to_string_pretty(self)? + "\n")
+        std::fs::write(&path, serde_json::to_string_pretty(&info)? + "\n")
             .with_context(|| format!("writing {}", path.display()))
     }
 
@@ -47,6 +55,29 @@ impl RunInfo {
         })?;
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
     }
+}
+
+/// `text` with the password of any URL in it replaced by `***`, whether it
+/// parses as a URL or not (`--db=postgres://u:pw@h/db`, `amqp://u:p%40w@h`).
+pub fn redact_secrets(text: &str) -> String {
+    let Some(scheme_end) = text.find("://") else {
+        return text.to_string();
+    };
+    let authority_start = scheme_end + 3;
+    let rest = &text[authority_start..];
+    // The userinfo ends at the last '@' before the path.
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return text.to_string();
+    };
+    let Some(colon) = rest[..at].find(':') else {
+        return text.to_string();
+    };
+    format!(
+        "{}***{}",
+        &text[..authority_start + colon + 1],
+        &text[authority_start + at..]
+    )
 }
 
 /// The machine the run happened on.
@@ -152,4 +183,36 @@ pub fn rabbitmq_description() -> String {
         _ => "no x-delayed-message exchange type".to_string(),
     };
     format!("RabbitMQ {version}, {delayed}")
+}
+
+#[cfg(test)]
+mod secrets_tests {
+    use super::redact_secrets;
+
+    #[test]
+    fn passwords_are_removed_from_any_url_form() {
+        for (raw, want) in [
+            ("postgres://u:secret@h/db", "postgres://u:***@h/db"),
+            (
+                "--db=mysql://root:pw@127.0.0.1:3306/test",
+                "--db=mysql://root:***@127.0.0.1:3306/test",
+            ),
+            (
+                "amqp://guest:p@ss@host:5672/%2f",
+                "amqp://guest:***@host:5672/%2f",
+            ),
+            (
+                "redis://:secret@127.0.0.1:6379",
+                "redis://:***@127.0.0.1:6379",
+            ),
+            (
+                "postgres://root@127.0.0.1/test",
+                "postgres://root@127.0.0.1/test",
+            ),
+            ("sqlite://", "sqlite://"),
+            ("--strategies", "--strategies"),
+        ] {
+            assert_eq!(redact_secrets(raw), want, "{raw}");
+        }
+    }
 }

@@ -41,6 +41,12 @@ pub struct Scenario {
     /// Canceller instances per strategy, each its own OS process (default 1).
     #[serde(default = "one")]
     pub instances: u32,
+    /// When a worker process dies by itself (not by a scenario fault), start
+    /// a fresh one this long after; omitted, the instance stays down and
+    /// its orders go to the live ones. Either way the death is reported and
+    /// its measurements are kept.
+    #[serde(default, with = "humantime_serde")]
+    pub restart_dead_instances: Option<Duration>,
     /// The timeout mix: each order draws one, weighted.
     pub timeouts: Vec<Timeout>,
     #[serde(default)]

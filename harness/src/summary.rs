@@ -3,7 +3,7 @@
 
 use crate::driver::GeneratorHealth;
 use crate::faults::FaultRecord;
-use crate::instance::WorkerReport;
+use crate::model::{WorkerEvent, WorkerReport};
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -43,7 +43,9 @@ pub struct DatabaseInfo {
     pub namespace: Option<String>,
 }
 
-/// Lateness = cancelled_at_us - expire_at_us over the measured orders.
+/// Percentiles of a distribution in microseconds (lateness, lag, schedule
+/// path). The JSON keeps HdrHistogram's values; reports show a percentile
+/// only when it rests on enough samples ([`LatenessStats::shown`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatenessStats {
     pub count: u64,
@@ -53,6 +55,37 @@ pub struct LatenessStats {
     pub p999: u64,
     pub max: u64,
     pub mean: f64,
+}
+
+/// A percentile is shown only with at least this many samples beyond it
+/// (p99 needs 1 000 samples, p99.9 needs 10 000); below that it is `-`.
+pub const SAMPLES_BEYOND_A_PERCENTILE: f64 = 10.0;
+
+/// Which percentile of a [`LatenessStats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pct {
+    P50,
+    P90,
+    P99,
+    P999,
+    Max,
+}
+
+impl LatenessStats {
+    /// The value, or `None` when there are no samples or too few beyond
+    /// the percentile for it to mean anything (it would read as the max).
+    pub fn shown(&self, pct: Pct) -> Option<u64> {
+        let (q, value) = match pct {
+            Pct::P50 => (0.5, self.p50),
+            Pct::P90 => (0.9, self.p90),
+            Pct::P99 => (0.99, self.p99),
+            Pct::P999 => (0.999, self.p999),
+            Pct::Max => (0.0, self.max),
+        };
+        let beyond = self.count as f64 * (1.0 - q);
+        (self.count > 0 && (pct == Pct::Max || beyond >= SAMPLES_BEYOND_A_PERCENTILE - 1e-9))
+            .then_some(value)
+    }
 }
 
 /// Lateness of the orders whose deadline fell in one second of the run.
@@ -85,7 +118,10 @@ pub struct Lateness {
     pub by_timeout: Vec<TimeoutLateness>,
 }
 
-/// What the strategy cost, over the measured window (after warm-up).
+/// What the strategy cost. Every figure covers the measured window (after
+/// the warm-up) and is divided by the cancels the instances made in that
+/// same window (`store.cancelled`), except `server_rows_read`, which covers
+/// the whole run and the workload's own reads (see its doc).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Cost {
     /// Canceller instances' store counters, summed, measured window.
@@ -105,26 +141,32 @@ pub struct Cost {
     pub server_rows_read_per_cancel: Option<f64>,
     /// Cancel attempts that changed nothing (duplicates absorbed).
     pub absorbed_attempts: u64,
-    /// CPU of all instances, ms.
+    /// CPU of all instances over the measured window, ms.
     pub cpu_ms: u64,
     /// `cpu_ms` per order the instances cancelled, in µs.
     #[serde(default)]
     pub cpu_us_per_cancel: Option<f64>,
     /// Largest peak RSS of any instance, KiB.
     pub peak_rss_kib: u64,
+    /// The instances' strategy counters, summed, measured window.
     pub strategy_counters: BTreeMap<String, u64>,
-    /// Commands Redis served during the whole run (`INFO commandstats`
-    /// delta, server-wide), for strategies that use Redis.
+    /// Commands Redis served during the measured window (`INFO
+    /// commandstats` delta, server-wide), for strategies that use Redis.
     pub redis_commands: Option<u64>,
-    /// `redis_commands` per cancelled order (whole run).
+    /// `redis_commands` per cancel.
     pub redis_commands_per_cancel: Option<f64>,
+    /// Why `redis_commands` is unknown when it is (a Redis restart resets
+    /// its counts).
+    #[serde(default)]
+    pub redis_note: Option<String>,
     /// Messages the RabbitMQ strategies published plus those they consumed
-    /// (re-delays included), whole run, from the strategy's own counters.
+    /// (re-delays included), measured window, from their own counters.
     #[serde(default)]
     pub broker_messages: Option<u64>,
-    /// `broker_messages` per cancelled order (whole run).
+    /// `broker_messages` per cancel.
     #[serde(default)]
     pub broker_messages_per_cancel: Option<f64>,
+    /// Every worker process, dead ones with the counters of their last flush.
     pub instances: Vec<WorkerReport>,
 }
 
@@ -145,8 +187,32 @@ pub struct Summary {
     pub releases: u64,
     pub lateness_over_time: Vec<LatenessBucket>,
     pub lateness_by_timeout: Vec<TimeoutLateness>,
+    /// Lateness at the moment each cancel's COMMIT returned, from the
+    /// workers' own clocks (`None` in runs made before it was measured).
+    #[serde(default)]
+    pub committed_lateness_us: Option<LatenessStats>,
+    /// Per order, COMMIT returned minus the row's `cancelled_at_us`: what
+    /// the row-based figure leaves out.
+    #[serde(default)]
+    pub commit_gap_us: Option<LatenessStats>,
+    /// Orders paid after their deadline while still PENDING (measured
+    /// window): `paid_at_us - expire_at_us`, a lower bound on how late the
+    /// canceller was for orders that are missing from `lateness_us`.
+    #[serde(default)]
+    pub censored_lateness_us: Option<LatenessStats>,
+    /// Order committed -> `schedule()` returned in the worker, per order
+    /// (measured window).
+    #[serde(default)]
+    pub schedule_path_us: Option<LatenessStats>,
     pub cost: Cost,
     pub generator: GeneratorHealth,
+    /// Worker processes that died without being asked, and restarts.
+    #[serde(default)]
+    pub worker_events: Vec<WorkerEvent>,
+    /// Everything that makes a figure of this row less than it reads, in
+    /// plain words; reports print them in the row.
+    #[serde(default)]
+    pub warnings: Vec<String>,
     /// The scenario's faults as they happened.
     #[serde(default)]
     pub faults: Vec<FaultRecord>,
@@ -185,8 +251,14 @@ impl Summary {
             releases: 0,
             lateness_over_time: Vec::new(),
             lateness_by_timeout: Vec::new(),
+            committed_lateness_us: None,
+            commit_gap_us: None,
+            censored_lateness_us: None,
+            schedule_path_us: None,
             cost: Cost::default(),
             generator: GeneratorHealth::default(),
+            worker_events: Vec::new(),
+            warnings: Vec::new(),
             faults: Vec::new(),
             teardown_error: None,
             capabilities: None,
@@ -212,6 +284,93 @@ impl Summary {
     }
 }
 
+/// p99 of order commit -> `schedule()` returned above which a row is
+/// flagged: for strategies whose delay starts at publish (rabbit-ttl), all
+/// of it is lateness.
+pub const SCHEDULE_PATH_BOUND_US: u64 = 20_000;
+
+/// Short warnings for the row of `s`: everything that makes one of its
+/// figures mean less than it reads. The sections of the reports give the
+/// details.
+pub fn warnings(s: &Summary) -> Vec<String> {
+    let ms = |us: u64| format!("{:.1} ms", us as f64 / 1000.0);
+    let mut w = Vec::new();
+    let g = &s.generator;
+    if g.warning.is_some() {
+        w.push(format!(
+            "harness behind: lag to commit p99 {}",
+            ms(g.lag_us_p99)
+        ));
+    }
+    if g.create_errors + g.payment_errors > 0 {
+        w.push(format!(
+            "{} order and {} payment transactions failed",
+            g.create_errors, g.payment_errors
+        ));
+    }
+    if g.unscheduled > 0 {
+        w.push(format!(
+            "{} orders created while every instance was down",
+            g.unscheduled
+        ));
+    }
+    let schedule_errors: u64 = s.cost.instances.iter().map(|i| i.schedule_errors).sum();
+    if schedule_errors > 0 {
+        w.push(format!("{schedule_errors} schedule calls failed"));
+    }
+    if let Some(p) = &s.schedule_path_us {
+        if p.count > 0 && p.p99 > SCHEDULE_PATH_BOUND_US {
+            w.push(format!(
+                "schedule path p99 {} (bound {})",
+                ms(p.p99),
+                ms(SCHEDULE_PATH_BOUND_US)
+            ));
+        }
+    }
+    for e in &s.worker_events {
+        if e.kind != crate::model::WorkerEventKind::Restarted {
+            w.push(format!(
+                "instance {} {} at {:.1} s",
+                e.instance,
+                match e.kind {
+                    crate::model::WorkerEventKind::Died => "died",
+                    _ => "failed to restart",
+                },
+                e.at_ms as f64 / 1000.0
+            ));
+        }
+    }
+    for r in &s.cost.instances {
+        if let Some(e) = &r.run_error {
+            w.push(format!("instance {} failed: {e}", r.instance));
+        }
+    }
+    for f in &s.faults {
+        if f.error.is_some() {
+            w.push(format!(
+                "fault at {:.1} s failed",
+                f.planned_at_ms as f64 / 1000.0
+            ));
+        }
+    }
+    if s.orders.paid_after_deadline > 0 {
+        w.push(format!(
+            "{} paid after deadline: their lateness is not in the table",
+            s.orders.paid_after_deadline
+        ));
+    }
+    if let Some(note) = &s.cost.redis_note {
+        w.push(format!("Redis commands {note}"));
+    }
+    if s.teardown_error.is_some() {
+        w.push("teardown failed".into());
+    }
+    if s.status == Status::Ok && s.lateness_us.count == 0 {
+        w.push("no cancels measured".into());
+    }
+    w
+}
+
 /// A lateness histogram in microseconds, 3 significant digits.
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 24 * 3_600_000_000, 3).expect("valid histogram bounds")
@@ -234,7 +393,7 @@ pub fn lateness(
         .iter()
         .filter(|t| t.created_at_us >= measured_from_us)
     {
-        let late = t.cancelled_at_us - t.expire_at_us;
+        let late = t.at_us - t.expire_at_us;
         if late < 0 {
             continue;
         }
@@ -276,6 +435,15 @@ pub fn lateness(
             })
             .collect(),
     }
+}
+
+/// Stats of raw microsecond samples.
+pub fn stats_of(samples: impl IntoIterator<Item = u64>) -> LatenessStats {
+    let mut h = new_histogram();
+    for v in samples {
+        h.saturating_record(v);
+    }
+    stats(&h)
 }
 
 pub fn stats(h: &Histogram<u64>) -> LatenessStats {
@@ -348,9 +516,10 @@ mod tests {
 
     fn timing(created: i64, expire: i64, cancelled: i64) -> CancelTiming {
         CancelTiming {
+            id: 0,
             created_at_us: created,
             expire_at_us: expire,
-            cancelled_at_us: cancelled,
+            at_us: cancelled,
         }
     }
 
@@ -375,10 +544,32 @@ mod tests {
             (l.by_timeout[0].timeout_ms, l.by_timeout[0].count),
             (1000, 2)
         );
+        assert_eq!(s.shown(Pct::Max), Some(s.max));
+        assert_eq!(s.shown(Pct::P50), None, "2 samples carry no median");
         let text = hgrm(h);
         assert!(
             text.contains("Total count") && text.contains("Percentile"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn percentiles_need_ten_samples_beyond_them() {
+        let s = |count| LatenessStats {
+            count,
+            p50: 1,
+            p90: 2,
+            p99: 3,
+            p999: 4,
+            max: 5,
+            mean: 1.0,
+        };
+        assert_eq!(s(999).shown(Pct::P99), None);
+        assert_eq!(s(1000).shown(Pct::P99), Some(3));
+        assert_eq!(s(9_999).shown(Pct::P999), None);
+        assert_eq!(s(10_000).shown(Pct::P999), Some(4));
+        assert_eq!(s(100).shown(Pct::P90), Some(2));
+        assert_eq!(s(20).shown(Pct::P50), Some(1));
+        assert_eq!(s(0).shown(Pct::Max), None);
     }
 }

@@ -40,6 +40,16 @@ pub struct Plan {
     pub last_deadline_us: i64,
 }
 
+impl Plan {
+    /// The orders created after the warm-up: the ones every figure counts.
+    pub fn measured_order_ids(&self) -> impl Iterator<Item = OrderId> + '_ {
+        self.events.iter().filter_map(|e| match e.action {
+            Action::Create { id, .. } if e.at_us >= self.measured_from_us => Some(id),
+            _ => None,
+        })
+    }
+}
+
 /// Builds the plan for `scenario`. Draws happen in a fixed order per
 /// order, so the plan depends on the seed and the scenario only.
 pub fn plan(scenario: &Scenario) -> Plan {

@@ -58,6 +58,16 @@ fn tiny_run(db: &str, strategies: &str, out: &Path) -> std::path::PathBuf {
 }
 
 fn run_scenario(text: &str, db: &str, strategies: &str, out: &Path) -> std::path::PathBuf {
+    run_scenario_with(text, db, strategies, out, &[])
+}
+
+fn run_scenario_with(
+    text: &str,
+    db: &str,
+    strategies: &str,
+    out: &Path,
+    extra: &[&str],
+) -> std::path::PathBuf {
     let scenario = out.join("tiny.toml");
     std::fs::write(&scenario, text).unwrap();
     let mut args = vec![
@@ -72,6 +82,7 @@ fn run_scenario(text: &str, db: &str, strategies: &str, out: &Path) -> std::path
     if !strategies.is_empty() {
         args.extend(["--strategies", strategies]);
     }
+    args.extend(extra);
     let o = delaybench(&args);
     assert!(
         o.status.success(),
@@ -334,19 +345,32 @@ fn count(s: &Value, pointer: &str) -> u64 {
 #[test]
 fn a_killed_instance_loses_the_timing_wheels_orders_and_none_of_db_scans() {
     let out = tempfile::tempdir().unwrap();
-    let run = run_scenario(
+    let run = run_scenario_with(
         &with_kill(None),
         "sqlite://",
         "db-scan,timing-wheel",
         out.path(),
+        &["--allow-anomalies"],
     );
     for strategy in ["db-scan", "timing-wheel"] {
         let s = summary(&run, strategy);
         assert_eq!(s["faults"].as_array().unwrap().len(), 1, "{s:#}");
         assert!(s["faults"][0]["killed_pid"].is_u64(), "{s:#}");
         assert!(s["faults"][0]["restarted_pid"].is_null(), "{s:#}");
-        // Only the survivor reports its counters.
-        assert_eq!(s["cost"]["instances"].as_array().unwrap().len(), 1);
+        // The killed process's counters up to its last flush are kept.
+        let instances = s["cost"]["instances"].as_array().unwrap();
+        assert_eq!(instances.len(), 2, "{s:#}");
+        let killed: Vec<_> = instances
+            .iter()
+            .filter(|i| i["complete"] == false)
+            .collect();
+        assert_eq!(killed.len(), 1, "{s:#}");
+        assert!(
+            killed[0]["end"].as_str().unwrap().contains("kill-instance"),
+            "{s:#}"
+        );
+        // A harness fault is not a death from outside.
+        assert!(s["worker_events"].as_array().unwrap().is_empty(), "{s:#}");
     }
     // The survivor's scan finds every order: nothing lost.
     let scan = summary(&run, "db-scan");
@@ -411,7 +435,8 @@ fn a_restarted_timing_wheel_reloads_what_its_killed_process_held() {
         .filter(|(_, v)| v.as_u64() != Some(0))
         .collect();
     assert!(bad.is_empty(), "{bad:?}");
-    assert_eq!(wheel["cost"]["instances"].as_array().unwrap().len(), 2);
+    // Killed, survivor, restarted: three processes, each with its counters.
+    assert_eq!(wheel["cost"]["instances"].as_array().unwrap().len(), 3);
 }
 
 #[test]
@@ -512,4 +537,266 @@ async fn teaching_variants_damage_is_reported_and_every_example_is_real() {
     }
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(report.contains("TEACHING VARIANT"), "{report}");
+    // Apart from the real options, and marked in the plots.
+    assert!(
+        report.contains("## Deliberately wrong (teaching variants)"),
+        "{report}"
+    );
+    let page = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(page.contains("\u{2716} timing-wheel-unconditional"));
+}
+
+/// A scenario long enough to kill a worker from outside mid-run.
+const LONGER: &str = r#"
+name = "outside-kill"
+seed = 11
+warmup = "500ms"
+duration = "4s"
+drain = "3s"
+rate = 40.0
+instances = 2
+
+[[timeouts]]
+after = "1s"
+
+[payments]
+pay-ratio = 0.3
+
+[strategies.db-scan]
+interval = "50ms"
+"#;
+
+/// The worker processes (pid, instance) whose parent is `parent`.
+fn workers_of(parent: u32) -> Vec<(u32, u64)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid != Some(parent) {
+            continue;
+        }
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let environ = String::from_utf8_lossy(&environ);
+        if let Some(spec) = environ
+            .split('\0')
+            .find_map(|v| v.strip_prefix("DELAYBENCH_WORKER_SPEC="))
+        {
+            let spec: Value = serde_json::from_str(spec).unwrap();
+            found.push((pid, spec["instance"].as_u64().unwrap()));
+        }
+    }
+    found
+}
+
+/// Kills instance 0 of every strategy's run with SIGKILL from outside, 3.5 s
+/// after its workers appear, as an operator or the OOM killer would.
+fn kill_instance_zero_of_each_strategy(run: &mut std::process::Child, strategies: usize) {
+    let mut killed = Vec::new();
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while killed.len() < strategies && std::time::Instant::now() < give_up {
+        let zero = workers_of(run.id())
+            .into_iter()
+            .find(|&(pid, instance)| instance == 0 && !killed.contains(&pid));
+        if let Some((pid, _)) = zero {
+            std::thread::sleep(std::time::Duration::from_millis(3500));
+            let status = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            assert!(status.unwrap().success(), "kill -9 {pid}");
+            killed.push(pid);
+        }
+        if run.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(killed.len(), strategies, "killed {killed:?}");
+}
+
+/// A worker killed from outside is an event of the run: every strategy
+/// keeps its measurements and namespace, and the checker finds exactly what
+/// the capability admits (db-scan: nothing; the wheel: the orders its dead
+/// process held, all of them instance 0's, and nothing else).
+fn outside_kill_keeps_every_measurement(db: &str, kind: &str) {
+    let out = tempfile::tempdir().unwrap();
+    let scenario = out.path().join("outside.toml");
+    std::fs::write(&scenario, LONGER).unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_delaybench"))
+        .args(["run", "--scenario", scenario.to_str().unwrap(), "--db", db])
+        .args(["--out", out.path().to_str().unwrap()])
+        .args(["--strategies", "db-scan,timing-wheel"])
+        .env("CI", "true")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    kill_instance_zero_of_each_strategy(&mut run, 2);
+    let o = run.wait_with_output().unwrap();
+    // The wheel's lost orders are anomalies of a real strategy: non-zero exit.
+    assert!(!o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("timing-wheel has"), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let run_dir = stdout
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("DELAYBENCH_RUN_DIR="))
+        .unwrap_or_else(|| panic!("no run folder line: {stdout}"));
+    let run = Path::new(run_dir);
+    for strategy in ["db-scan", "timing-wheel"] {
+        let s = summary(run, strategy);
+        assert_eq!(s["status"], "ok", "{kind} {strategy}: {s:#}");
+        assert_eq!(s["database"]["kind"], kind);
+        assert!(s["database"]["namespace"].is_string(), "{s:#}");
+        let events = s["worker_events"].as_array().unwrap();
+        assert_eq!(events.len(), 1, "{kind} {strategy}: {s:#}");
+        assert_eq!(events[0]["kind"], "died");
+        assert_eq!(events[0]["instance"], 0);
+        assert!(
+            events[0]["detail"].as_str().unwrap().contains("SIGKILL"),
+            "{s:#}"
+        );
+        // Its counters up to the last flush are in the cost.
+        let instances = s["cost"]["instances"].as_array().unwrap();
+        assert_eq!(instances.len(), 2, "{s:#}");
+        assert!(
+            instances.iter().any(|i| i["complete"] == false
+                && i["measured"]["cancel_attempts"].as_u64().unwrap() > 0),
+            "{kind} {strategy}: the dead process's measured counters are missing: {s:#}"
+        );
+        assert!(count(&s, "/lateness_us/count") > 0, "{s:#}");
+        assert!(s["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("instance 0 died")));
+    }
+    let scan = summary(run, "db-scan");
+    assert_eq!(count(&scan, "/orders/pending"), 0, "{kind}: {scan:#}");
+    for (name, n) in scan["anomalies"].as_object().unwrap() {
+        assert_eq!(n, 0, "{kind} db-scan {name}: {scan:#}");
+    }
+    let wheel = summary(run, "timing-wheel");
+    let missed = count(&wheel, "/anomalies/missed_cancels");
+    assert!(missed > 0, "{kind}: the dead wheel lost nothing? {wheel:#}");
+    assert_eq!(count(&wheel, "/orders/pending"), missed);
+    // Instance 0 holds the even order ids.
+    for id in wheel["anomaly_examples"]["missed_cancels"]
+        .as_array()
+        .unwrap()
+    {
+        assert_eq!(
+            id.as_i64().unwrap() % 2,
+            0,
+            "{kind}: missed {id} was not instance 0's"
+        );
+    }
+    for (name, n) in wheel["anomalies"].as_object().unwrap() {
+        if name != "missed_cancels" {
+            assert_eq!(n, 0, "{kind} timing-wheel {name}: {wheel:#}");
+        }
+    }
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("**died** at"), "{report}");
+}
+
+#[test]
+fn a_worker_killed_from_outside_keeps_every_measurement_on_sqlite() {
+    outside_kill_keeps_every_measurement("sqlite://", "sqlite");
+}
+
+#[test]
+fn a_worker_killed_from_outside_keeps_every_measurement_on_postgres() {
+    outside_kill_keeps_every_measurement(&pg(), "postgres");
+}
+
+#[test]
+fn a_worker_killed_from_outside_keeps_every_measurement_on_mariadb() {
+    outside_kill_keeps_every_measurement(&mysql(), "mysql");
+}
+
+/// Under a payment race, orders a slow canceller had not cancelled yet get
+/// paid after their deadline: counted as `paid_after_deadline`, with a
+/// censored lateness, more for a 400 ms scan than for the wheel.
+#[test]
+fn payments_after_the_deadline_are_counted_more_for_a_slow_scan() {
+    let race = TINY
+        .replace("interval = \"50ms\"", "interval = \"400ms\"")
+        .replace(
+            "late-by = \"400ms\"",
+            "late-by = \"400ms\"\nnear-deadline-share = 0.8\nnear-deadline-epsilon = \"200ms\"",
+        )
+        .replace("pay-ratio = 0.5", "pay-ratio = 0.9");
+    let out = tempfile::tempdir().unwrap();
+    let run = run_scenario(&race, "sqlite://", "db-scan,timing-wheel", out.path());
+    let scan = summary(&run, "db-scan");
+    let wheel = summary(&run, "timing-wheel");
+    let (scan_late, wheel_late) = (
+        count(&scan, "/orders/paid_after_deadline"),
+        count(&wheel, "/orders/paid_after_deadline"),
+    );
+    assert!(
+        scan_late > wheel_late + 5,
+        "db-scan {scan_late} vs timing-wheel {wheel_late} paid after the deadline"
+    );
+    assert!(count(&scan, "/censored_lateness_us/count") > 0, "{scan:#}");
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        report.contains("orders paid after their deadline"),
+        "{report}"
+    );
+    assert!(report.contains("| paid late |"), "{report}");
+}
+
+/// No password given on the command line or in the scenario reaches the
+/// results folder or the output.
+#[test]
+fn passwords_never_reach_the_results() {
+    let out = tempfile::tempdir().unwrap();
+    let secret = "sekrit-pw";
+    let text = format!(
+        "{TINY}\n[strategies.rabbit]\nurl = \"amqp://guest:{secret}@127.0.0.1:5672/%2f\"\n\
+         [strategies.redis-zset]\nurl = \"redis://:{secret}@127.0.0.1:6379\"\n"
+    );
+    let db = pg().replacen("root@", &format!("root:{secret}@"), 1);
+    assert!(db.contains(secret), "{db}");
+    let scenario = out.path().join("secret.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let o = delaybench(&[
+        "run",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        &format!("--db={db}"),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--strategies",
+        "db-scan",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let printed = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(!printed.contains(secret), "{printed}");
+    let mut files = 0;
+    let mut stack = vec![out.path().to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e != "toml") {
+                files += 1;
+                let bytes = std::fs::read(&path).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(secret),
+                    "{} holds the password",
+                    path.display()
+                );
+            }
+        }
+    }
+    assert!(files >= 5, "only {files} files checked");
 }

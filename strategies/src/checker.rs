@@ -36,6 +36,9 @@ pub mod queries {
     pub const ORPHAN_RELEASES: &str = "SELECT DISTINCT m.order_id FROM stock_moves m \
          JOIN orders o ON o.id = m.order_id WHERE m.kind = 'RELEASE' AND o.status <> 'CANCELLED' \
          ORDER BY m.order_id";
+    /// Paid after its deadline: the canceller had not cancelled it by then.
+    pub const PAID_AFTER_DEADLINE: &str = "SELECT id FROM orders WHERE status = 'PAID' \
+         AND paid_at_us > expire_at_us ORDER BY id";
     /// Still PENDING `drain` after its deadline. Binds: drain_us, check_time_us.
     pub const MISSED_CANCELS: &str = "SELECT id FROM orders WHERE status = 'PENDING' \
          AND expire_at_us + ? <= ? ORDER BY id";
@@ -100,6 +103,11 @@ pub struct OrderCounts {
     pub paid: u64,
     pub cancelled: u64,
     pub pending: u64,
+    /// Paid after their deadline while still PENDING: the canceller was
+    /// late at least by `paid_at_us - expire_at_us` (censored lateness: a
+    /// timeliness figure, not an invariant breach).
+    #[serde(default)]
+    pub paid_after_deadline: u64,
 }
 
 /// Everything the checker found.
@@ -190,6 +198,10 @@ pub async fn check(store: &OrderStore, drain_us: Micros, check_time_us: Micros) 
             _ => {}
         }
     }
+    v.orders.paid_after_deadline = store
+        .query_i64s(queries::PAID_AFTER_DEADLINE, &[])
+        .await?
+        .len() as u64;
     v.cancelled_by = store
         .query_text_counts(
             "SELECT cancelled_by, COUNT(*) FROM orders WHERE status = 'CANCELLED' GROUP BY cancelled_by",
@@ -216,29 +228,47 @@ pub async fn check(store: &OrderStore, drain_us: Micros, check_time_us: Micros) 
     Ok(v)
 }
 
-/// One cancelled order's timing, for lateness statistics.
+/// One order's timing: for a cancelled order `at_us` is `cancelled_at_us`;
+/// for one paid after its deadline, `paid_at_us` (a lower bound on when the
+/// canceller would have acted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CancelTiming {
+    pub id: i64,
     pub created_at_us: Micros,
     pub expire_at_us: Micros,
-    pub cancelled_at_us: Micros,
+    pub at_us: Micros,
+}
+
+async fn timings(store: &OrderStore, sql: &str) -> Result<Vec<CancelTiming>> {
+    let rows = store.query_i64_rows(sql, &[]).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| CancelTiming {
+            id: r[0],
+            created_at_us: r[1],
+            expire_at_us: r[2],
+            at_us: r[3],
+        })
+        .collect())
 }
 
 /// Every cancelled order's timing, by deadline.
 pub async fn cancel_timings(store: &OrderStore) -> Result<Vec<CancelTiming>> {
-    let rows = store
-        .query_i64_rows(
-            "SELECT created_at_us, expire_at_us, cancelled_at_us FROM orders \
-             WHERE status = 'CANCELLED' ORDER BY expire_at_us, id",
-            &[],
-        )
-        .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| CancelTiming {
-            created_at_us: r[0],
-            expire_at_us: r[1],
-            cancelled_at_us: r[2],
-        })
-        .collect())
+    timings(
+        store,
+        "SELECT id, created_at_us, expire_at_us, cancelled_at_us FROM orders \
+         WHERE status = 'CANCELLED' ORDER BY expire_at_us, id",
+    )
+    .await
+}
+
+/// Every order paid after its deadline (see [`queries::PAID_AFTER_DEADLINE`]),
+/// with `paid_at_us` as its time, by deadline.
+pub async fn paid_after_deadline_timings(store: &OrderStore) -> Result<Vec<CancelTiming>> {
+    timings(
+        store,
+        "SELECT id, created_at_us, expire_at_us, paid_at_us FROM orders \
+         WHERE status = 'PAID' AND paid_at_us > expire_at_us ORDER BY expire_at_us, id",
+    )
+    .await
 }

@@ -9,8 +9,17 @@ use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// Two runs compared: the markdown, and the strategies that show an
+/// anomaly OTHER has and BASE had not (`compare` exits non-zero on them).
+#[derive(Debug)]
+pub struct Comparison {
+    pub text: String,
+    pub new_anomalies: Vec<String>,
+}
+
 /// The comparison as markdown (readable on a terminal too).
-pub fn compare(base_dir: &Path, other_dir: &Path) -> Result<String> {
+pub fn compare(base_dir: &Path, other_dir: &Path) -> Result<Comparison> {
+    let mut new_anomalies = Vec::new();
     let (base_info, base) = load(base_dir)?;
     let (other_info, other) = load(other_dir)?;
     let mut out = String::new();
@@ -58,7 +67,10 @@ pub fn compare(base_dir: &Path, other_dir: &Path) -> Result<String> {
         };
         let (lb, lo) = (&b.lateness_us, &o.lateness_us);
         let anomalies = match (b.anomalies.total(), o.anomalies.total()) {
-            (0, n) if n > 0 => format!("0 → **{n} (new)**"),
+            (0, n) if n > 0 => {
+                new_anomalies.push(name.to_string());
+                format!("0 → **{n} (new)**")
+            }
             (x, y) => format!("{x} → {y}"),
         };
         let _ = writeln!(
@@ -71,7 +83,10 @@ pub fn compare(base_dir: &Path, other_dir: &Path) -> Result<String> {
             cell(b.cost.cpu_us_per_cancel, o.cost.cpu_us_per_cancel),
         );
     }
-    Ok(out)
+    Ok(Comparison {
+        text: out,
+        new_anomalies,
+    })
 }
 
 /// What differs between the runs' setups, as sentences.
@@ -173,7 +188,8 @@ mod tests {
             &[("db-scan", 240_000, 0), ("timing-wheel", 2_000, 0)],
         );
         write_run(&b, 42, &[("db-scan", 120_000, 0), ("redis-zset", 2_000, 3)]);
-        let text = compare(&a, &b).unwrap();
+        let comparison = compare(&a, &b).unwrap();
+        let text = &comparison.text;
         assert!(!text.contains("warning"), "{text}");
         assert!(
             text.contains("| db-scan | 0.0 → 0.0 | 240.0 → 120.0 (×0.50) |"),
@@ -190,8 +206,11 @@ mod tests {
         );
 
         write_run(&b.join("x"), 7, &[("db-scan", 1_000, 2)]);
-        let text = compare(&a, &b.join("x")).unwrap();
+        assert!(comparison.new_anomalies.is_empty());
+        let comparison = compare(&a, &b.join("x")).unwrap();
+        let text = &comparison.text;
         assert!(text.contains("the scenarios differ"), "{text}");
         assert!(text.contains("0 → **2 (new)**"), "{text}");
+        assert_eq!(comparison.new_anomalies, ["db-scan"]);
     }
 }

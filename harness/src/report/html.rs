@@ -3,7 +3,10 @@
 //! CDF on a percentile axis, lateness over time, and cost per cancel.
 
 use super::plots::{self, Line};
-use super::{anomaly_counts, rows, run_facts, tradeoff_rows, Status, Summary, TRADEOFF_NOTES};
+use super::{
+    anomaly_counts, is_teaching, rows, run_facts, split_teaching, tradeoff_rows, Status, Summary,
+    TRADEOFF_NOTES,
+};
 use crate::runinfo::RunInfo;
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
@@ -31,8 +34,25 @@ pub fn html(run_dir: &Path, info: &RunInfo, summaries: &[Summary]) -> Result<Str
     );
     header(&mut out, info);
 
+    let (options, teaching) = split_teaching(summaries);
+    let warned = |header: &[String], col: usize, cell: &str| {
+        header.get(col).is_some_and(|h| h == "warnings") && cell != "-"
+    };
     let _ = writeln!(out, "<h2>Results</h2>");
-    table(&mut out, &rows(summaries), |_, _| false);
+    let results = rows(&options);
+    table(&mut out, &results, |col, cell| {
+        warned(&results[0], col, cell)
+    });
+    if !teaching.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h2>Deliberately wrong (teaching variants)</h2>\n<p class=\"note\">Known mistakes \
+             reproduced on purpose so the checker can show their damage. Not options: never \
+             choose one. Their lines in the plots are marked \u{2716}.</p>"
+        );
+        let wrong = rows(&teaching);
+        table(&mut out, &wrong, |col, cell| warned(&wrong[0], col, cell));
+    }
     for s in summaries.iter().filter(|s| s.status != Status::Ok) {
         let _ = writeln!(
             out,
@@ -45,10 +65,12 @@ pub fn html(run_dir: &Path, info: &RunInfo, summaries: &[Summary]) -> Result<Str
 
     if !ran.is_empty() {
         let _ = writeln!(out, "<h2>Trade-offs, measured</h2>");
-        table(&mut out, &tradeoff_rows(summaries), |col, cell| {
-            col == 3 && cell != "0"
+        let tradeoffs = tradeoff_rows(&options);
+        table(&mut out, &tradeoffs, |col, cell| {
+            (tradeoffs[0][col] == "anomalies" && cell != "0") || warned(&tradeoffs[0], col, cell)
         });
         let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(TRADEOFF_NOTES));
+        warnings(&mut out, &ran);
         anomalies(&mut out, &ran);
         plots_section(&mut out, run_dir, &ran)?;
     }
@@ -60,6 +82,41 @@ pub fn html(run_dir: &Path, info: &RunInfo, summaries: &[Summary]) -> Result<Str
          distributions in <code>&lt;strategy&gt;/lateness.hgrm</code>.</p>\n</body></html>"
     );
     Ok(out)
+}
+
+/// Every warning and worker event of every strategy, in full.
+fn warnings(out: &mut String, ran: &[(usize, &Summary)]) {
+    let mut items = Vec::new();
+    for (_, s) in ran {
+        for w in &s.warnings {
+            items.push(format!("<b>{}</b>: {}", esc(&s.strategy), esc(w)));
+        }
+        if let Some(w) = &s.generator.warning {
+            items.push(format!("<b>{}</b> generator: {}", esc(&s.strategy), esc(w)));
+        }
+        for e in &s.worker_events {
+            items.push(format!(
+                "<b>{}</b>: {}",
+                esc(&s.strategy),
+                esc(&e.describe())
+            ));
+        }
+        for f in s.faults.iter().filter(|f| f.error.is_some()) {
+            items.push(format!(
+                "<b>{}</b> fault failed: {}",
+                esc(&s.strategy),
+                esc(&crate::faults::describe(f))
+            ));
+        }
+    }
+    if items.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "<h2>Warnings</h2>\n<ul class=\"warnings\">");
+    for item in items {
+        let _ = writeln!(out, "<li>{item}</li>");
+    }
+    let _ = writeln!(out, "</ul>");
 }
 
 fn header(out: &mut String, info: &RunInfo) {
@@ -126,7 +183,7 @@ fn plots_section(out: &mut String, run_dir: &Path, ran: &[(usize, &Summary)]) ->
         let cap = 1.0 - 1.0 / count as f64;
         max_nines = max_nines.max(plots::nines(cap));
         cdf.push(Line {
-            name: s.strategy.clone(),
+            name: plot_name(s),
             color,
             points: plots::parse_hgrm(&text)
                 .into_iter()
@@ -141,7 +198,7 @@ fn plots_section(out: &mut String, run_dir: &Path, ran: &[(usize, &Summary)]) ->
         .iter()
         .filter(|(_, s)| !s.lateness_over_time.is_empty())
         .map(|&(color, s)| Line {
-            name: s.strategy.clone(),
+            name: plot_name(s),
             color,
             points: s
                 .lateness_over_time
@@ -167,14 +224,30 @@ fn plots_section(out: &mut String, run_dir: &Path, ran: &[(usize, &Summary)]) ->
                 let command = f.finished_at_ms.map(|ms| {
                     let name = f.command.last().map(String::as_str).unwrap_or("command");
                     let name: String = name.chars().take(24).collect();
-                    (
-                        f.planned_at_ms as f64 / 1000.0,
-                        format!(" {name} (until {:.1} s)", ms as f64 / 1000.0),
-                    )
+                    let label = if f.error.is_some() {
+                        format!(" {name} FAILED at {:.1} s", ms as f64 / 1000.0)
+                    } else {
+                        format!(" {name} (until {:.1} s)", ms as f64 / 1000.0)
+                    };
+                    (f.planned_at_ms as f64 / 1000.0, label)
                 });
                 killed.into_iter().chain(restarted).chain(command)
             })
             .collect();
+        // Deaths from outside differ per strategy: each is marked with its name.
+        let mut markers = markers;
+        for (_, s) in ran {
+            for e in s
+                .worker_events
+                .iter()
+                .filter(|e| e.kind == crate::model::WorkerEventKind::Died)
+            {
+                markers.push((
+                    e.at_ms as f64 / 1000.0,
+                    format!(" {} instance {} died", s.strategy, e.instance),
+                ));
+            }
+        }
         out.push_str(
             &plots::lateness_over_time(&over_time, &markers)
                 .context("drawing lateness over time")?,
@@ -199,7 +272,7 @@ fn plots_section(out: &mut String, run_dir: &Path, ran: &[(usize, &Summary)]) ->
     for (caption, unit, value) in cost_charts {
         let bars: Vec<(String, usize, f64)> = ran
             .iter()
-            .filter_map(|&(color, s)| value(s).map(|v| (s.strategy.clone(), color, v)))
+            .filter_map(|&(color, s)| value(s).map(|v| (plot_name(s), color, v)))
             .collect();
         if !bars.is_empty() {
             out.push_str(&plots::bars(caption, unit, &bars).context("drawing a cost chart")?);
@@ -231,6 +304,15 @@ fn table(out: &mut String, rows: &[Vec<String>], bad: impl Fn(usize, &str) -> bo
 }
 
 /// Escapes text for HTML element content and attribute values.
+/// A strategy's name in plots; teaching variants are marked.
+fn plot_name(s: &Summary) -> String {
+    if is_teaching(&s.strategy) {
+        format!("\u{2716} {}", s.strategy)
+    } else {
+        s.strategy.clone()
+    }
+}
+
 fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {

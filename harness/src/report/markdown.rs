@@ -1,10 +1,13 @@
 //! `report.md`: the results table, the trade-off table, one section per
 //! strategy, and how to read them.
 
-use super::{ms, rows, run_facts, tradeoff_rows, Status, Summary, TRADEOFF_NOTES};
+use super::{
+    ms, pct, rows, run_facts, split_teaching, tradeoff_rows, Status, Summary, TRADEOFF_NOTES,
+};
 use crate::db_stats;
 use crate::faults;
 use crate::runinfo::RunInfo;
+use crate::summary::{LatenessStats, Pct};
 use std::fmt::Write as _;
 
 pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
@@ -17,8 +20,17 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             let _ = writeln!(out, "{line}  ");
         }
     }
+    let (options, teaching) = split_teaching(summaries);
     let _ = writeln!(out, "\n## Results\n");
-    table(&mut out, &rows(summaries));
+    table(&mut out, &rows(&options));
+    if !teaching.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n## Deliberately wrong (teaching variants)\n\nKnown mistakes reproduced on \
+             purpose so the checker can show their damage. Not options: never choose one.\n"
+        );
+        table(&mut out, &rows(&teaching));
+    }
     for s in summaries.iter().filter(|s| s.status != Status::Ok) {
         let _ = writeln!(
             out,
@@ -28,7 +40,7 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             s.reason.as_deref().unwrap_or("no reason recorded")
         );
     }
-    let tradeoffs = tradeoff_rows(summaries);
+    let tradeoffs = tradeoff_rows(&options);
     if tradeoffs.len() > 1 {
         let _ = writeln!(out, "\n## Trade-offs, measured\n");
         table(&mut out, &tradeoffs);
@@ -43,17 +55,66 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             s.database.url,
             s.database.namespace.as_deref().unwrap_or("-")
         );
+        for w in &s.warnings {
+            let _ = writeln!(out, "- **warning**: {w}");
+        }
         for fault in &s.faults {
             let _ = writeln!(out, "- **fault**: {}", faults::describe(fault));
         }
-        if !s.faults.is_empty() {
+        for event in &s.worker_events {
+            let _ = writeln!(out, "- **worker**: {}", event.describe());
+        }
+        let partial: Vec<String> = s
+            .cost
+            .instances
+            .iter()
+            .filter(|r| !r.complete)
+            .map(|r| {
+                format!(
+                    "instance {} pid {} ({})",
+                    r.instance,
+                    r.pid,
+                    r.end.as_deref().unwrap_or("ended")
+                )
+            })
+            .collect();
+        if !partial.is_empty() {
             let _ = writeln!(
                 out,
-                "- cost below covers the {} instance(s) still running at the end: a killed \
-                 process's counters died with it",
-                s.cost.instances.len()
+                "- counters of {} are those of its last flush, at most 1 s before it ended \
+                 (cost figures use the same flush for numerator and denominator)",
+                partial.join(", ")
             );
         }
+        distribution(
+            &mut out,
+            "lateness, row-based (`cancelled_at_us`)",
+            Some(&s.lateness_us),
+        );
+        distribution(
+            &mut out,
+            "lateness when the COMMIT returned",
+            s.committed_lateness_us.as_ref(),
+        );
+        distribution(
+            &mut out,
+            "COMMIT returned minus the row's stamp, per order",
+            s.commit_gap_us.as_ref(),
+        );
+        distribution(
+            &mut out,
+            &format!(
+                "**{} orders paid after their deadline** while still pending; paid_at - deadline, \
+                 a lower bound on the lateness they are missing from",
+                s.orders.paid_after_deadline
+            ),
+            s.censored_lateness_us.as_ref().filter(|c| c.count > 0),
+        );
+        distribution(
+            &mut out,
+            "schedule path, order committed -> schedule() returned",
+            s.schedule_path_us.as_ref(),
+        );
         lateness_by_timeout(&mut out, s);
         let by: Vec<String> = s
             .cancelled_by
@@ -97,9 +158,12 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
         if let (Some(n), Some(per)) = (c.redis_commands, c.redis_commands_per_cancel) {
             let _ = writeln!(
                 out,
-                "- Redis: {n} commands served during the run, {per:.1} per cancelled order \
-                 (INFO commandstats delta, server-wide, warm-up included)"
+                "- Redis: {n} commands served during the measured window, {per:.1} per cancel \
+                 (INFO commandstats delta, server-wide)"
             );
+        }
+        if let Some(note) = &c.redis_note {
+            let _ = writeln!(out, "- Redis commands: **{note}**");
         }
         if let (Some(n), Some(per)) = (c.server_rows_read, c.server_rows_read_per_cancel) {
             let _ = writeln!(
@@ -113,22 +177,26 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             let _ = writeln!(
                 out,
                 "- RabbitMQ: {n} messages published or consumed (re-delays included), {per:.1} per \
-                 cancelled order (the strategy's own counters, warm-up included)"
+                 cancel (the strategy's own counters, measured window)"
             );
         }
         let g = &s.generator;
         let _ = writeln!(
             out,
-            "- generator: {}/{} orders created ({} refused for stock, {} errors), {} callbacks, \
-             start lag p50 {} ms p99 {} ms max {} ms",
+            "- generator: {}/{} orders created ({} refused for stock, {} errors), {} callbacks \
+             ({} errors), {} connections",
             g.created,
             g.orders_planned,
             g.refused,
             g.create_errors,
             g.callbacks_delivered,
-            ms(g.lag_us_p50),
-            ms(g.lag_us_p99),
-            ms(g.lag_us_max)
+            g.payment_errors,
+            g.pool_connections,
+        );
+        distribution(
+            &mut out,
+            "generator lag, intended time -> transaction committed",
+            Some(&g.lag_us).filter(|l| l.count > 0),
         );
         let schedule_errors: u64 = s.cost.instances.iter().map(|i| i.schedule_errors).sum();
         if schedule_errors > 0 {
@@ -153,7 +221,7 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             );
         }
         if let Some(w) = &g.warning {
-            let _ = writeln!(out, "- **warning**: {w}");
+            let _ = writeln!(out, "- **generator**: {w}");
         }
         if let Some(caps) = &s.capabilities {
             let _ = writeln!(
@@ -175,6 +243,22 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
     }
     out.push_str(GLOSSARY);
     out
+}
+
+/// One line with a distribution's sample count and the percentiles it can
+/// support (`-` for those resting on fewer than 10 samples beyond them).
+fn distribution(out: &mut String, label: &str, stats: Option<&LatenessStats>) {
+    let Some(l) = stats else { return };
+    let _ = writeln!(
+        out,
+        "- {label}: n={}, p50 {} ms, p90 {} ms, p99 {} ms, p99.9 {} ms, max {} ms",
+        l.count,
+        pct(l, Pct::P50),
+        pct(l, Pct::P90),
+        pct(l, Pct::P99),
+        pct(l, Pct::P999),
+        pct(l, Pct::Max)
+    );
 }
 
 /// The per-timeout lateness table, when the scenario mixes timeouts, with
@@ -223,6 +307,12 @@ const GLOSSARY: &str = "
 
 - **lateness** = `cancelled_at_us - expire_at_us` of each cancelled order created after the warm-up
   (HdrHistogram, 3 significant digits; full distribution in `<strategy>/lateness.hgrm`).
+  `cancelled_at_us` is read right before the order's own UPDATE (fresh on every retry);
+  **commit p99** is the same orders' lateness when their COMMIT returned, as the worker saw it.
+  **n** is the sample count; a percentile with fewer than 10 samples beyond it shows `-`.
+- **paid late**: orders paid after their deadline while still pending. The canceller had not
+  acted by then, so they are missing from the lateness figures; `paid_at - deadline` is shown
+  per strategy as a lower bound on that missing lateness. Not an anomaly.
 - **anomalies** are computed from the database by the checker; every one must be 0:
   `early` cancelled before its deadline; `paid-then-cancelled` a paid order ended CANCELLED;
   `duplicate-releases` stock released more than once; `missed` still PENDING `drain` after its

@@ -9,7 +9,7 @@ mod markdown;
 mod plots;
 
 use crate::runinfo::RunInfo;
-use crate::summary::{Status, Summary};
+use crate::summary::{LatenessStats, Pct, Status, Summary};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -95,6 +95,34 @@ fn ms(us: u64) -> String {
     format!("{:.1}", us as f64 / 1000.0)
 }
 
+/// A percentile in ms, or `-` when it rests on too few samples.
+fn pct(stats: &LatenessStats, which: Pct) -> String {
+    stats.shown(which).map(ms).unwrap_or_else(|| "-".into())
+}
+
+/// Whether `name` is a teaching variant (a deliberate mistake): reports
+/// put those in their own tables.
+fn is_teaching(name: &str) -> bool {
+    strategies::registry::info(name).is_ok_and(|i| i.teaching)
+}
+
+/// The strategies that are real options, then the deliberately wrong ones.
+fn split_teaching(summaries: &[Summary]) -> (Vec<Summary>, Vec<Summary>) {
+    summaries
+        .iter()
+        .cloned()
+        .partition(|s| !is_teaching(&s.strategy))
+}
+
+/// The warnings cell of a row.
+fn warnings_cell(s: &Summary) -> String {
+    if s.warnings.is_empty() {
+        "-".into()
+    } else {
+        s.warnings.join("; ")
+    }
+}
+
 fn ratio(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into())
 }
@@ -129,36 +157,46 @@ fn anomaly_cell(s: &Summary) -> String {
 }
 
 /// The main table, one row per strategy (skipped and failed ones included).
+/// Lateness is row-based (`cancelled_at_us`) with the sample count `n`;
+/// `commit p99` is the same orders' lateness when the COMMIT returned.
 fn rows(summaries: &[Summary]) -> Vec<Vec<String>> {
-    let mut rows = vec![[
+    let header = [
         "strategy",
         "status",
         "created",
         "paid",
         "cancelled",
         "pending",
+        "paid late",
+        "n",
         "p50 ms",
         "p90 ms",
         "p99 ms",
         "p99.9 ms",
         "max ms",
+        "commit p99 ms",
         "anomalies",
         "stmts/cancel",
         "attempts/cancel",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()];
+        "warnings",
+    ];
+    let mut rows = vec![header.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
     for s in summaries {
         if s.status != Status::Ok {
             let mut row = vec![s.strategy.clone(), s.status.as_str().to_string()];
-            row.extend(std::iter::repeat_n("-".to_string(), 12));
+            row.extend(std::iter::repeat_n("-".to_string(), header.len() - 3));
+            row.push(s.reason.clone().unwrap_or_default());
             rows.push(row);
             continue;
         }
         let l = &s.lateness_us;
         let c = &s.cost.store;
         let attempts = (c.cancelled > 0).then(|| c.cancel_attempts as f64 / c.cancelled as f64);
+        let committed = s
+            .committed_lateness_us
+            .as_ref()
+            .map(|c| pct(c, Pct::P99))
+            .unwrap_or_else(|| "-".into());
         rows.push(vec![
             s.strategy.clone(),
             "ok".into(),
@@ -166,14 +204,18 @@ fn rows(summaries: &[Summary]) -> Vec<Vec<String>> {
             s.orders.paid.to_string(),
             s.orders.cancelled.to_string(),
             s.orders.pending.to_string(),
-            ms(l.p50),
-            ms(l.p90),
-            ms(l.p99),
-            ms(l.p999),
-            ms(l.max),
+            s.orders.paid_after_deadline.to_string(),
+            l.count.to_string(),
+            pct(l, Pct::P50),
+            pct(l, Pct::P90),
+            pct(l, Pct::P99),
+            pct(l, Pct::P999),
+            pct(l, Pct::Max),
+            committed,
             anomaly_cell(s),
             ratio(s.cost.statements_per_cancel),
             ratio(attempts),
+            warnings_cell(s),
         ]);
     }
     rows
@@ -185,8 +227,10 @@ fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
     let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
     let mut rows = vec![[
         "strategy",
+        "n",
         "p99 ms",
         "max ms",
+        "paid late",
         "anomalies",
         "DB stmts/cancel",
         "DB rows read/cancel",
@@ -199,6 +243,7 @@ fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
         "multi-instance",
         "needs fallback",
         "needs besides the DB",
+        "warnings",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -207,8 +252,10 @@ fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
         let c = &s.cost;
         let mut row = vec![
             s.strategy.clone(),
-            ms(s.lateness_us.p99),
-            ms(s.lateness_us.max),
+            s.lateness_us.count.to_string(),
+            pct(&s.lateness_us, Pct::P99),
+            pct(&s.lateness_us, Pct::Max),
+            s.orders.paid_after_deadline.to_string(),
             s.anomalies.total().to_string(),
             ratio(c.statements_per_cancel),
             ratio(c.server_rows_read_per_cancel),
@@ -236,20 +283,22 @@ fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
             }
             None => row.extend(std::iter::repeat_n("?".to_string(), 5)),
         }
+        row.push(warnings_cell(s));
         rows.push(row);
     }
     rows
 }
 
 /// Explains the trade-off table's columns, for both reports.
-const TRADEOFF_NOTES: &str = "Lateness and anomalies over the measured orders; DB statements \
-and CPU per order the canceller cancelled after the warm-up (app-side); DB rows read by the \
-server over the whole run, order creation and payments included (the same workload for every \
+const TRADEOFF_NOTES: &str = "Lateness (`n` orders; a percentile with fewer than 10 samples \
+beyond it is `-`) and anomalies over the measured orders; `paid late`: orders paid after their \
+deadline while still pending, whose lateness the table cannot show. DB statements, CPU, broker \
+messages (published + consumed) and Redis commands (`INFO commandstats`, server-wide) per order \
+the canceller cancelled, all over the measured window (after the warm-up). DB rows read by the \
+server cover the whole run, order creation and payments included (the same workload for every \
 strategy, so differences are the cancellers'; PostgreSQL counts the strategy's schema only, \
-MariaDB's Handler_read_* are server-wide, SQLite has none); broker messages \
-(published + consumed) and Redis commands (`INFO commandstats`, server-wide) per cancelled \
-order over the whole run; peak RSS of the largest instance. The yes/no columns are the \
-strategy's declared capabilities, which the conformance suite checks.";
+MariaDB's Handler_read_* are server-wide, SQLite has none). Peak RSS of the largest instance. \
+The yes/no columns are the strategy's declared capabilities.";
 
 /// The table for the terminal, columns aligned.
 pub fn terminal_table(summaries: &[Summary]) -> String {
