@@ -11,13 +11,26 @@
 //!    creating transaction committed. Instances must be correct together.
 //! 3. [`Canceller::teardown`] once, by the harness, after every instance stopped.
 //!
-//! Contract, checked by [`crate::conformance`] on real backends:
+//! Contract:
 //! - Every cancel goes through [`OrderStore::cancel_if_due`] (or its batch
 //!   form); a strategy never changes order state any other way, and never
 //!   trusts a message: the conditional UPDATE decides.
 //! - Nothing is cancelled before its deadline, and a paid order never is.
 //! - Duplicate `schedule` calls and duplicate deliveries release stock once.
 //! - What a strategy cannot do is declared in [`Capabilities`], never hidden.
+//!
+//! What [`crate::conformance`] checks of it, on real backends: no early
+//! cancel, no paid order cancelled, every due order cancelled, stock
+//! conserved (the [`checker`](crate::checker) invariants), duplicate
+//! `schedule` calls releasing once, a lateness bound, and what each
+//! capability declared `true` promises (see [`Capabilities`]). What it does
+//! *not* check: that cancels go through `cancel_if_due` (it sees only their
+//! effects in the database); the strategy's handling of redelivered,
+//! malformed or early messages (its duplicate-delivery step calls
+//! `cancel_if_due` itself; the broker strategies' own tests in
+//! `tests/rabbit.rs` and `tests/redis_zset.rs` inject such messages); and
+//! that a capability declared `false` is really missing (only the timing
+//! wheel's `durable_across_restart` is shown to fail when forced).
 //!
 //! [`OrderStore::cancel_if_due`]: crate::store::OrderStore::cancel_if_due
 
@@ -48,24 +61,60 @@ impl Service {
 }
 
 /// What a strategy can honestly do. Gates which conformance checks apply
-/// and is printed in every report next to the strategy's numbers.
+/// ([`crate::conformance::checks_for`]) and is printed in every report next
+/// to the strategy's numbers. Each field names the check it triggers; a
+/// check that does not apply is reported `not applicable: <field>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Capabilities {
-    /// Scheduled work survives the death of every canceller process.
+    /// The schedule is held outside the canceller processes (the database,
+    /// the broker, Redis), so no order waits for a particular instance to
+    /// come back: a dead instance's orders are cancelled by the instances
+    /// still running, and when every instance died, by a fresh one that was
+    /// never told about them. Checked by `kill_every_instance_then_restart`
+    /// (instances stopped and dropped in-process; the services keep running).
+    ///
+    /// For a strategy whose schedule lives in a service it also means the
+    /// schedule survives a restart of that service (`redis-zset` declares it
+    /// only with appendonly persistence); the suite does not restart
+    /// services: `tests/redis_restart.rs` and `tests/rabbit.rs` do, for
+    /// their strategies.
+    ///
+    /// The timing wheel declares `false` although a fresh instance reloads
+    /// every PENDING order from the database: until some instance starts,
+    /// a dead instance's orders wait, even while other instances run.
+    /// Where it is `false`, `kill_every_instance_then_restart_with_fallback`
+    /// checks the same scenario with `fallback-scan` on.
     pub durable_across_restart: bool,
-    /// Any per-order delay works without declaring it up front.
+    /// Any per-order delay works without declaring it up front, cancelled
+    /// within the suite's lateness bound. Checked by
+    /// `undeclared_delays_on_time`. Where it is `false` (`rabbit-ttl`), the
+    /// suite's other checks use only delays made of the declared ones.
     pub arbitrary_delay: bool,
     /// It can lose scheduled work, so guarantees need `fallback-scan`.
+    /// Checked only for coherence (`capabilities_are_coherent`: required
+    /// where a strategy is not durable or instances own their orders) and,
+    /// where not durable, by the kill-and-restart check with the fallback.
+    /// A strategy declaring `false` is not faulted (broker or Redis
+    /// restarts, partitions) by the suite to show it loses nothing.
     pub needs_fallback: bool,
-    /// Several instances at once stay correct.
+    /// Several instances at once stay correct and split the work: each due
+    /// order is cancelled once, and attempts absorbed as already cancelled
+    /// stay under a tenth of the cancels (instances that each try every
+    /// order are correct, but multiply the database load by their number).
+    /// Checked by `several_instances_stay_correct` (three instances).
+    /// `false` means: run one instance; several may break invariants (the
+    /// wheel's teaching variants) or repeat each other's work (`db-scan` on
+    /// SQLite, which has no row locks to claim with).
     pub multi_instance_safe: bool,
     /// Each instance only cancels the orders it was given by `schedule`
     /// (in-process schedulers); otherwise any instance may cancel any order.
+    /// Where `false`, checked by `any_instance_cancels_any_order`.
     pub instance_owns_its_orders: bool,
-    /// Services needed besides the order database.
+    /// Services needed besides the order database. Checked against the
+    /// registry's entry (`capabilities_are_coherent`).
     pub requires: Vec<Service>,
     /// Plain-words caveats for the report (e.g. "classic-queue
-    /// dead-lettering is at-most-once").
+    /// dead-lettering is at-most-once"). Not checked.
     pub notes: Vec<String>,
 }
 

@@ -1,30 +1,22 @@
 //! Runs every conformance check for every strategy on every real backend.
+//! Which checks apply comes from the strategy's capabilities; the others
+//! pass as `not applicable: <capability>` (printed with `--nocapture`).
 //! Adding a strategy is one `conformance_suite!` line at the bottom.
 
 mod common;
 
-use std::time::Duration;
-use strategies::conformance::{self, Fixture};
-use strategies::StrategyOptions;
+use common::test_options;
+use strategies::conformance::{self, Check, Fixture};
 
-/// Options tuned for tests: short intervals so checks finish quickly.
-fn test_options() -> StrategyOptions {
-    let mut options = StrategyOptions::default();
-    options.db_scan.interval = Duration::from_millis(50);
-    // rabbit-ttl: wait queues that cover the checks' 50 ms - 1.2 s delays.
-    options.rabbit.ttls = [100, 250, 500, 1000].map(Duration::from_millis).to_vec();
-    if let Ok(url) = std::env::var("DELAYBENCH_AMQP_URL") {
-        options.rabbit.url = url;
-    }
-    // Redis: DELAYBENCH_REDIS_URL overrides the default server; short
-    // sleeps and reclaims so a lost wake or a dead claim costs little time.
-    if let Ok(url) = std::env::var("DELAYBENCH_REDIS_URL") {
-        options.redis_zset.url = url;
-    }
-    options.redis_zset.max_sleep = Duration::from_millis(200);
-    options.redis_zset.reclaim_interval = Duration::from_millis(200);
-    options.redis_zset.visibility_timeout = Duration::from_secs(2);
-    options
+/// Every check, once; `every_check_is_listed` keeps it equal to `Check::ALL`.
+macro_rules! with_every_check {
+    ($callback:ident!($($args:tt)*)) => {
+        $callback! {$($args)*; capabilities_are_coherent, fires_after_deadline_never_before,
+            paid_order_never_cancelled, duplicates_release_once,
+            long_delay_does_not_hold_back_short_ones, undeclared_delays_on_time,
+            several_instances_stay_correct, any_instance_cancels_any_order,
+            kill_every_instance_then_restart, kill_every_instance_then_restart_with_fallback}
+    };
 }
 
 macro_rules! conformance_checks {
@@ -32,7 +24,9 @@ macro_rules! conformance_checks {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $check() {
             let fixture = Fixture::new(&$url, $strategy, test_options()).await;
-            conformance::$check(&fixture).await;
+            conformance::run_check(&fixture, Check::named(stringify!($check)))
+                .await
+                .assert_passed();
             fixture.cleanup().await;
         }
     )*};
@@ -45,21 +39,15 @@ macro_rules! conformance_suite {
             use super::*;
             mod sqlite {
                 use super::*;
-                conformance_checks!($strategy, common::sqlite_url(); fires_after_deadline_never_before,
-                    paid_order_never_cancelled, duplicates_release_once,
-                    several_instances_stay_correct, overdue_while_down_is_cancelled_on_start);
+                with_every_check!(conformance_checks!($strategy, common::sqlite_url()));
             }
             mod postgres {
                 use super::*;
-                conformance_checks!($strategy, common::postgres_url(); fires_after_deadline_never_before,
-                    paid_order_never_cancelled, duplicates_release_once,
-                    several_instances_stay_correct, overdue_while_down_is_cancelled_on_start);
+                with_every_check!(conformance_checks!($strategy, common::postgres_url()));
             }
             mod mariadb {
                 use super::*;
-                conformance_checks!($strategy, common::mysql_url(); fires_after_deadline_never_before,
-                    paid_order_never_cancelled, duplicates_release_once,
-                    several_instances_stay_correct, overdue_while_down_is_cancelled_on_start);
+                with_every_check!(conformance_checks!($strategy, common::mysql_url()));
             }
         }
     };
@@ -70,3 +58,16 @@ conformance_suite!(timing_wheel, "timing-wheel");
 conformance_suite!(redis_zset, "redis-zset");
 conformance_suite!(rabbit_ttl, "rabbit-ttl");
 conformance_suite!(rabbit_delayed, "rabbit-delayed");
+
+macro_rules! names {
+    (; $($check:ident),* $(,)?) => {
+        [$(stringify!($check)),*]
+    };
+}
+
+#[test]
+fn every_check_is_listed() {
+    let listed = with_every_check!(names!());
+    let all: Vec<&str> = Check::ALL.iter().map(|c| c.name()).collect();
+    assert_eq!(listed.to_vec(), all);
+}

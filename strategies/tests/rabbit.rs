@@ -275,7 +275,9 @@ async fn quorum_queues_with_at_least_once_dead_lettering_pass_the_checks() {
             strategy == "rabbit-delayed",
             "{strategy}"
         );
-        strategies::conformance::fires_after_deadline_never_before(&f).await;
+        strategies::conformance::fires_after_deadline_never_before(&f)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         f.instance().await.teardown().await.expect("teardown");
         f.cleanup().await;
     }

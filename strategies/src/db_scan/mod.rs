@@ -107,18 +107,29 @@ impl Canceller for DbScan {
     }
 
     fn capabilities(&self) -> Capabilities {
+        let mut notes = vec![format!(
+            "lateness is bounded by the scan interval ({:?}) plus batch time; \
+             the database is read every interval even when nothing is due",
+            self.interval
+        )];
+        if !self.store.claims_with_skip_locked() {
+            notes.push(
+                "this database has no FOR UPDATE SKIP LOCKED: several instances read the same \
+                 due ids and each tries to cancel them (the conditional UPDATE keeps it \
+                 correct, the work is repeated); run one instance"
+                    .into(),
+            );
+        }
         Capabilities {
             durable_across_restart: true,
             arbitrary_delay: true,
             needs_fallback: false,
-            multi_instance_safe: true,
+            // Without row locks (SQLite) scanners read the same due ids:
+            // still correct, but each repeats the others' work.
+            multi_instance_safe: self.store.claims_with_skip_locked(),
             instance_owns_its_orders: false,
             requires: Vec::new(),
-            notes: vec![format!(
-                "lateness is bounded by the scan interval ({:?}) plus batch time; \
-                 the database is read every interval even when nothing is due",
-                self.interval
-            )],
+            notes,
         }
     }
 

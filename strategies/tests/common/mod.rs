@@ -22,3 +22,36 @@ pub fn sqlite_url() -> String {
 pub fn all_databases() -> Vec<String> {
     vec![sqlite_url(), postgres_url(), mysql_url()]
 }
+
+/// Strategy options tuned for the conformance tests: short intervals so
+/// checks finish quickly.
+pub fn test_options() -> strategies::StrategyOptions {
+    use std::time::Duration;
+    let mut options = strategies::StrategyOptions::default();
+    options.db_scan.interval = Duration::from_millis(50);
+    // rabbit-ttl: wait queues for the delays the suite uses where a
+    // strategy does not declare arbitrary_delay (see conformance::checks).
+    options.rabbit.ttls = [100, 250, 500, 1000].map(Duration::from_millis).to_vec();
+    if let Ok(url) = std::env::var("DELAYBENCH_AMQP_URL") {
+        options.rabbit.url = url;
+    }
+    // Redis: DELAYBENCH_REDIS_URL overrides the default server; short
+    // sleeps and reclaims so a lost wake or a dead claim costs little time.
+    if let Ok(url) = std::env::var("DELAYBENCH_REDIS_URL") {
+        options.redis_zset.url = url;
+    }
+    options.redis_zset.max_sleep = Duration::from_millis(200);
+    options.redis_zset.reclaim_interval = Duration::from_millis(200);
+    options.redis_zset.visibility_timeout = Duration::from_secs(2);
+    options
+}
+
+/// The URL of database `name` (`sqlite`, `postgres` or `mariadb`).
+pub fn url_for(name: &str) -> String {
+    match name {
+        "sqlite" => sqlite_url(),
+        "postgres" => postgres_url(),
+        "mariadb" => mysql_url(),
+        other => panic!("unknown database `{other}`"),
+    }
+}

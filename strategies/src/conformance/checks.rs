@@ -1,0 +1,391 @@
+//! The checks themselves. Each takes a fresh [`Fixture`] and returns `Err`
+//! with what it saw; which of them apply to a strategy is decided in
+//! [`super::suite`] from its capabilities.
+//!
+//! Delays: checks that every strategy runs use delays a strategy without
+//! `arbitrary_delay` must be configured for: 100, 250, 500 and 1000 ms and
+//! sums of them (`rabbit-ttl` chains a longer delay through its longest
+//! queue); `tests/conformance.rs` declares exactly those TTLs. Checks with
+//! other delays are gated on `arbitrary_delay`.
+
+use super::{ensure, start_instances, CheckResult, Fixture, Running, LATENESS_BOUND};
+use crate::domain::{now_us, CancelOutcome, OrderStatus, PaymentOutcome};
+use std::time::Duration;
+
+/// Instances in the several-instance checks.
+const INSTANCES: usize = 3;
+/// Orders in [`several_instances_stay_correct`].
+const MANY: i64 = 150;
+
+/// Orders fire after their deadline and never before.
+pub async fn fires_after_deadline_never_before(f: &Fixture) -> CheckResult {
+    let running = Running::start(f.instance().await);
+    let mut orders = Vec::new();
+    for i in 0..20 {
+        let order = f.create(i + 1, 400 + 40 * i).await;
+        running
+            .instance
+            .schedule(order.id, order.expire_at_us)
+            .await
+            .expect("schedule");
+        orders.push(order);
+    }
+    // Halfway to the first deadline nothing may have fired.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for o in &orders {
+        if now_us() < o.expire_at_us {
+            ensure!(
+                f.status(o.id).await == OrderStatus::Pending,
+                "{}: order {} fired early",
+                f.describe(),
+                o.id
+            );
+        }
+    }
+    f.try_wait_for_due_cancels(orders.last().unwrap().expire_at_us)
+        .await?;
+    running.try_stop().await?;
+    for o in &orders {
+        let row = f.orders.order(o.id).await.unwrap().unwrap();
+        ensure!(
+            row.status == OrderStatus::Cancelled,
+            "{}: order {} is {}",
+            f.describe(),
+            o.id,
+            row.status.as_str()
+        );
+        ensure!(
+            row.cancelled_at_us.unwrap() >= o.expire_at_us,
+            "{}: order {} cancelled early",
+            f.describe(),
+            o.id
+        );
+    }
+    f.verdict_if_clean().await?;
+    Ok(())
+}
+
+/// An order paid before its deadline is never cancelled; its unpaid
+/// neighbours are.
+pub async fn paid_order_never_cancelled(f: &Fixture) -> CheckResult {
+    let running = Running::start(f.instance().await);
+    let mut last = 0;
+    for i in 0..20 {
+        // A second of headroom, so a loaded machine still pays in time.
+        let order = f.create(i + 1, 1_000 + 10 * i).await;
+        running
+            .instance
+            .schedule(order.id, order.expire_at_us)
+            .await
+            .expect("schedule");
+        last = order.expire_at_us;
+        if order.id % 2 == 1 {
+            let paid_at = now_us();
+            let outcome = f
+                .orders
+                .pay(order.id, &format!("cb-{}", order.id), paid_at)
+                .await
+                .unwrap();
+            // The machine stalling past the deadline is the test's fault,
+            // not the strategy's: panic rather than report a failure.
+            assert!(
+                paid_at < order.expire_at_us,
+                "the machine stalled past the deadline"
+            );
+            assert_eq!(outcome, PaymentOutcome::Applied, "order {}", order.id);
+        }
+    }
+    f.try_wait_for_due_cancels(last).await?;
+    // Give a misbehaving strategy time to cancel a paid order anyway.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    running.try_stop().await?;
+    f.verdict_if_clean().await?;
+    for id in 1..=20 {
+        let expected = if id % 2 == 1 {
+            OrderStatus::Paid
+        } else {
+            OrderStatus::Cancelled
+        };
+        let status = f.status(id).await;
+        ensure!(
+            status == expected,
+            "{}: order {id} is {} instead of {}",
+            f.describe(),
+            status.as_str(),
+            expected.as_str()
+        );
+    }
+    Ok(())
+}
+
+/// Scheduling one order three times, and delivering its cancel again after
+/// it happened, release its stock once.
+pub async fn duplicates_release_once(f: &Fixture) -> CheckResult {
+    let running = Running::start(f.instance().await);
+    let mut last = 0;
+    for i in 0..10 {
+        let order = f.create(i + 1, 200 + 20 * i).await;
+        for _ in 0..3 {
+            running
+                .instance
+                .schedule(order.id, order.expire_at_us)
+                .await
+                .expect("schedule");
+        }
+        last = order.expire_at_us;
+    }
+    f.try_wait_for_due_cancels(last).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    running.try_stop().await?;
+    // A late duplicate delivery reaches the one cancel function: absorbed.
+    let again = f.orders.cancel_if_due(1, "duplicate").await.unwrap();
+    ensure!(
+        again == CancelOutcome::AlreadyCancelled,
+        "{}: a late duplicate cancel of order 1 gave {again:?}",
+        f.describe()
+    );
+    let verdict = f.verdict_if_clean().await?;
+    ensure!(
+        verdict.orders.cancelled == 10 && verdict.releases == 10,
+        "{}: {} cancelled, {} releases; expected 10 and 10 (one release per cancelled order)",
+        f.describe(),
+        verdict.orders.cancelled,
+        verdict.releases
+    );
+    Ok(())
+}
+
+/// A long delay scheduled first does not hold back shorter ones scheduled
+/// after it: every order is cancelled within [`LATENESS_BOUND`] of its
+/// deadline. Catches head-of-line blocking (`rabbit-ttl-single-queue`).
+pub async fn long_delay_does_not_hold_back_short_ones(f: &Fixture) -> CheckResult {
+    let running = Running::start(f.instance().await);
+    let mut orders = vec![f.create(1, 2_000).await];
+    for (i, due_in) in [100, 250, 500, 1_000, 100, 250, 500, 1_000]
+        .into_iter()
+        .enumerate()
+    {
+        orders.push(f.create(i as i64 + 2, due_in).await);
+    }
+    for o in &orders {
+        running
+            .instance
+            .schedule(o.id, o.expire_at_us)
+            .await
+            .expect("schedule");
+    }
+    let last = orders.iter().map(|o| o.expire_at_us).max().unwrap();
+    f.try_wait_for_due_cancels(last).await?;
+    running.try_stop().await?;
+    // Shortest delays first: the message names the most-blocked order.
+    orders.sort_by_key(|o| o.expire_at_us - o.created_at_us);
+    f.cancelled_within(&orders, LATENESS_BOUND).await?;
+    f.verdict_if_clean().await?;
+    Ok(())
+}
+
+/// Delays nobody declared up front (odd milliseconds, one beyond every
+/// test TTL, one already overdue when scheduled) are cancelled within
+/// [`LATENESS_BOUND`], never early. Gated on `arbitrary_delay`.
+pub async fn undeclared_delays_on_time(f: &Fixture) -> CheckResult {
+    let running = Running::start(f.instance().await);
+    let mut orders = Vec::new();
+    for (i, due_in) in [-150, 37, 163, 420, 777, 1_333].into_iter().enumerate() {
+        let order = f.create(i as i64 + 1, due_in).await;
+        running
+            .instance
+            .schedule(order.id, order.expire_at_us)
+            .await
+            .expect("schedule");
+        orders.push(order);
+    }
+    let last = orders.iter().map(|o| o.expire_at_us).max().unwrap();
+    f.try_wait_for_due_cancels(last).await?;
+    running.try_stop().await?;
+    // The overdue order was due before it was scheduled: judge the others'
+    // lateness, and that one only for being cancelled at all.
+    f.cancelled_within(&orders[..1], Duration::from_secs(3600))
+        .await?;
+    f.cancelled_within(&orders[1..], LATENESS_BOUND).await?;
+    f.verdict_if_clean().await?;
+    Ok(())
+}
+
+/// Three instances at once cancel every order exactly once, and split the
+/// work: attempts the conditional UPDATE absorbed as already cancelled stay
+/// under a tenth of the cancels (instances that each try every order are
+/// correct but multiply the database load by their number). Gated on
+/// `multi_instance_safe`.
+pub async fn several_instances_stay_correct(f: &Fixture) -> CheckResult {
+    let instances = start_instances(f, INSTANCES).await;
+    let mut last = 0;
+    for i in 0..MANY {
+        let order = f.create(i + 1, 200 + 5 * i).await;
+        // Round-robin, as the harness does: with instance-owned schedules
+        // each order lives in exactly one instance.
+        let owner = &instances[i as usize % instances.len()];
+        owner
+            .instance
+            .schedule(order.id, order.expire_at_us)
+            .await
+            .expect("schedule");
+        last = order.expire_at_us;
+    }
+    f.try_wait_for_due_cancels(last).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (mut attempts, mut absorbed) = (0, 0);
+    for running in instances {
+        let stats = running.instance.store_stats();
+        attempts += stats.cancel_attempts;
+        absorbed += stats.already_cancelled;
+        running.try_stop().await?;
+    }
+    let verdict = f.verdict_if_clean().await?;
+    let n = MANY as u64;
+    ensure!(
+        verdict.orders.cancelled == n && verdict.releases == n,
+        "{}: {} cancelled, {} releases; expected {n} and {n}",
+        f.describe(),
+        verdict.orders.cancelled,
+        verdict.releases
+    );
+    ensure!(
+        attempts >= n,
+        "{}: instances reported {attempts} attempts for {n} cancels",
+        f.describe()
+    );
+    ensure!(
+        absorbed * 10 <= n,
+        "{}: {INSTANCES} instances made {attempts} cancel attempts for {n} orders, {absorbed} \
+         of them on orders another instance had already cancelled: the instances repeat each \
+         other's work instead of splitting it",
+        f.describe()
+    );
+    Ok(())
+}
+
+/// Orders scheduled through an instance that never runs are cancelled on
+/// time by another instance that does. Gated on `!instance_owns_its_orders`.
+pub async fn any_instance_cancels_any_order(f: &Fixture) -> CheckResult {
+    let scheduler = f.instance().await;
+    let running = Running::start(f.instance().await);
+    let mut orders = Vec::new();
+    for i in 0..10 {
+        let order = f.create(i + 1, [250, 500][i as usize % 2]).await;
+        scheduler
+            .schedule(order.id, order.expire_at_us)
+            .await
+            .expect("schedule");
+        orders.push(order);
+    }
+    let last = orders.iter().map(|o| o.expire_at_us).max().unwrap();
+    f.try_wait_for_due_cancels(last).await?;
+    running.try_stop().await?;
+    f.cancelled_within(&orders, LATENESS_BOUND).await?;
+    f.verdict_if_clean().await?;
+    Ok(())
+}
+
+/// Kill and restart, without a fallback: see [`kill_and_restart`]. Gated on
+/// `durable_across_restart`.
+pub async fn kill_every_instance_then_restart(f: &Fixture) -> CheckResult {
+    kill_and_restart(f, false).await
+}
+
+/// The same with `fallback-scan` on every instance, the combination a
+/// strategy that is not durable is meant to run in. Gated on
+/// `needs_fallback` where `durable_across_restart` is false.
+pub async fn kill_every_instance_then_restart_with_fallback(f: &Fixture) -> CheckResult {
+    kill_and_restart(f, true).await
+}
+
+/// Two instances A and B run; orders are scheduled on them in turn, a first
+/// group due in 1 s and a second due in 3 s. A is stopped and dropped at
+/// once, before any deadline: B must cancel A's first-group orders within
+/// [`LATENESS_BOUND`] (plus the fallback's grace and interval when it runs
+/// with one): a dead instance's work does not wait for it to come back. Then B is stopped and dropped too, and the second group's
+/// deadlines pass with nothing running (those orders must still be
+/// PENDING: a stopped instance cancels nothing). A fresh instance C, never
+/// told about any order, then cancels all of them, and the checker is clean.
+///
+/// "Killed" here is a stop and a drop inside the test process, so the
+/// strategy's own state (an in-process wheel, a connection) goes away while
+/// the services keep theirs; a real SIGKILL is the harness's fault, and a
+/// restart of Redis or RabbitMQ is not part of the suite.
+async fn kill_and_restart(f: &Fixture, fallback: bool) -> CheckResult {
+    let mut options = f.options.clone();
+    let mut bound = LATENESS_BOUND;
+    if fallback {
+        options.fallback_scan.enabled = true;
+        options.fallback_scan.interval = Duration::from_millis(100);
+        options.fallback_scan.grace = Duration::from_millis(100);
+        bound += options.fallback_scan.interval + options.fallback_scan.grace;
+    }
+    let a = Running::start(f.instance_with(&options).await);
+    let b = Running::start(f.instance_with(&options).await);
+    let mut first = Vec::new();
+    let mut second = Vec::new();
+    for i in 0..10 {
+        let (id, due_in, group) = if i < 5 {
+            (i + 1, 1_000, &mut first)
+        } else {
+            (i + 1, 3_000, &mut second)
+        };
+        let order = f.create(id, due_in).await;
+        let on = if i % 2 == 0 { &a } else { &b };
+        on.instance
+            .schedule(order.id, order.expire_at_us)
+            .await
+            .expect("schedule");
+        group.push(order);
+    }
+    let killed_at = now_us();
+    let first_due = first.iter().map(|o| o.expire_at_us).min().unwrap();
+    assert!(
+        killed_at < first_due,
+        "the machine stalled past the first deadline before the kill"
+    );
+    a.try_stop().await?;
+    let first_last = first.iter().map(|o| o.expire_at_us).max().unwrap();
+    let give_up = first_last + bound.as_micros() as i64;
+    // Either way, the lateness judgement below names what B left behind.
+    let _ = f.wait_for_overdue_at_most(0, give_up, first_last).await;
+    f.cancelled_within(&first, bound)
+        .await
+        .map_err(|e| format!("{e} (instance A was stopped before the deadline; B ran)"))?;
+    b.try_stop().await?;
+    let second_last = second.iter().map(|o| o.expire_at_us).max().unwrap();
+    let second_first = second.iter().map(|o| o.expire_at_us).min().unwrap();
+    assert!(
+        now_us() < second_first,
+        "the machine stalled past the second group's deadlines before the last kill"
+    );
+    tokio::time::sleep(Duration::from_micros(
+        (second_last - now_us()).max(0) as u64 + 200_000,
+    ))
+    .await;
+    for o in &second {
+        let status = f.status(o.id).await;
+        ensure!(
+            status == OrderStatus::Pending,
+            "{}: order {} is {} although every instance was stopped before its deadline",
+            f.describe(),
+            o.id,
+            status.as_str()
+        );
+    }
+    let c = Running::start(f.instance_with(&options).await);
+    let outcome = f.try_wait_for_due_cancels(second_last).await;
+    c.try_stop().await?;
+    outcome.map_err(|e| {
+        format!("{e} (every instance was stopped across their deadlines, then a fresh one started)")
+    })?;
+    let verdict = f.verdict_if_clean().await?;
+    ensure!(
+        verdict.orders.cancelled == 10,
+        "{}: {} of 10 orders cancelled",
+        f.describe(),
+        verdict.orders.cancelled
+    );
+    Ok(())
+}
