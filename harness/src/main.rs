@@ -49,6 +49,10 @@ enum Command {
         /// (a fault scenario that is meant to break some).
         #[arg(long)]
         allow_anomalies: bool,
+        /// Run each strategy N times, interleaved (A B C A B C); reports show the median
+        /// and min–max of every figure.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+        repeat: u32,
     },
     /// Regenerate report.md and report.html of a run folder from its JSON.
     Report {
@@ -87,12 +91,14 @@ fn main() -> ExitCode {
                 db,
                 out,
                 allow_anomalies,
+                repeat,
             } => {
                 let run_dir = run::run(&run::RunArgs {
                     scenario,
                     strategies,
                     db,
                     out,
+                    repeat,
                 })
                 .await?;
                 // For scripts: the last line of stdout.

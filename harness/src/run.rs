@@ -33,6 +33,8 @@ pub struct RunArgs {
     pub strategies: Option<String>,
     pub db: String,
     pub out: PathBuf,
+    /// Run each strategy this many times, interleaved (A B C A B C).
+    pub repeat: u32,
 }
 
 /// Runs the comparison and returns the run folder.
@@ -48,6 +50,7 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
         delaybench_version: env!("CARGO_PKG_VERSION").to_string(),
         git_commit: runinfo::git_commit(),
         command: std::env::args().collect(),
+        repeat: args.repeat.max(1),
         scenario_source,
         seed: scenario.seed,
         scenario: scenario.clone(),
@@ -73,30 +76,57 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
         server.display_url(),
         names.join(", ")
     );
+    let repeat = args.repeat.max(1);
+    let mut reps: std::collections::BTreeMap<&str, (Vec<Summary>, Vec<String>)> =
+        Default::default();
     let mut summaries = Vec::new();
-    for name in &names {
-        let dir = run_dir.join(name);
-        let database = DatabaseInfo {
-            kind: server.kind().as_str().to_string(),
-            url: server.display_url(),
-            namespace: None,
-        };
-        let summary = match skip_reason(name, args.strategies.is_some())? {
-            Some(reason) => Summary::not_run(name, Status::Skipped, reason, database),
-            None => match run_strategy(name, &scenario, &plan, &server, &run_id, &dir).await {
-                Ok(summary) => summary,
-                // A service the strategy needs is down: say so and how to
-                // start it, as a skip rather than a failure of the strategy.
-                Err(e) if is_unreachable(&e) => {
-                    Summary::not_run(name, Status::Skipped, format!("{e:#}"), database)
+    // Interleaved (A B C A B C), so a drift of the machine spreads over
+    // every strategy instead of favouring the one that ran first.
+    for rep in 1..=repeat {
+        summaries.clear();
+        for name in &names {
+            let folder = format!("repeat-{rep}");
+            let (dir, namespace) = if repeat == 1 {
+                (run_dir.join(name), namespace_name(&run_id, name))
+            } else {
+                (
+                    run_dir.join(name).join(&folder),
+                    namespace_name(&run_id, &format!("{name}_r{rep}")),
+                )
+            };
+            let summary = run_one(name, args, &scenario, &plan, &server, &namespace, &dir).await?;
+            summary.write(&dir)?;
+            eprintln!("delaybench: {}", one_line(&summary));
+            let shown = if repeat == 1 {
+                summary
+            } else {
+                // The strategy's own summary.json folds the repetitions so
+                // far, rewritten after each, so a crash loses nothing.
+                let (done, folders) = reps.entry(name).or_default();
+                done.push(summary.clone());
+                folders.push(folder);
+                let agg = summary::aggregate(done, folders).unwrap_or(summary);
+                let strategy_dir = run_dir.join(name);
+                agg.write(&strategy_dir)?;
+                // The median repetition's distribution stands for the strategy.
+                let median = done
+                    .iter()
+                    .zip(folders.iter())
+                    .find(|(s, _)| {
+                        s.status == Status::Ok && s.database.namespace == agg.database.namespace
+                    })
+                    .map(|(_, f)| f.clone());
+                if let Some(f) = median {
+                    let _ = std::fs::copy(
+                        strategy_dir.join(&f).join("lateness.hgrm"),
+                        strategy_dir.join("lateness.hgrm"),
+                    );
                 }
-                Err(e) => Summary::not_run(name, Status::Failed, format!("{e:#}"), database),
-            },
-        };
-        summary.write(&dir)?;
-        report::write(&run_dir)?;
-        eprintln!("delaybench: {}", one_line(&summary));
-        summaries.push(summary);
+                agg
+            };
+            report::write(&run_dir)?;
+            summaries.push(shown);
+        }
     }
     println!("\n{}", report::terminal_table(&summaries));
     println!(
@@ -125,6 +155,35 @@ pub fn problems(summaries: &[Summary], allow_anomalies: bool) -> Vec<String> {
         }
     }
     problems
+}
+
+/// One strategy once: skipped with the reason, failed, or measured.
+async fn run_one(
+    name: &str,
+    args: &RunArgs,
+    scenario: &Scenario,
+    plan: &Plan,
+    server: &DbServer,
+    namespace: &str,
+    dir: &Path,
+) -> Result<Summary> {
+    let database = DatabaseInfo {
+        kind: server.kind().as_str().to_string(),
+        url: server.display_url(),
+        namespace: None,
+    };
+    Ok(match skip_reason(name, args.strategies.is_some())? {
+        Some(reason) => Summary::not_run(name, Status::Skipped, reason, database),
+        None => match run_strategy(name, scenario, plan, server, namespace, dir).await {
+            Ok(summary) => summary,
+            // A service the strategy needs is down: say so and how to
+            // start it, as a skip rather than a failure of the strategy.
+            Err(e) if is_unreachable(&e) => {
+                Summary::not_run(name, Status::Skipped, format!("{e:#}"), database)
+            }
+            Err(e) => Summary::not_run(name, Status::Failed, format!("{e:#}"), database),
+        },
+    })
 }
 
 /// Validates `--strategies`; every known strategy when absent.
@@ -271,13 +330,11 @@ async fn run_strategy(
     scenario: &Scenario,
     plan: &Plan,
     server: &DbServer,
-    run_id: &str,
+    namespace: &str,
     dir: &Path,
 ) -> Result<Summary> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let location = server
-        .create_namespace(&namespace_name(run_id, name), dir)
-        .await?;
+    let location = server.create_namespace(namespace, dir).await?;
     match measure(name, scenario, plan, &location, dir).await {
         Ok(summary) => Ok(summary),
         Err(e) if is_unreachable(&e) => Err(e),
@@ -453,6 +510,7 @@ async fn measure(
         timeouts: scenario.timeouts_label(),
         drain_ms: scenario.drain.as_millis() as u64,
         elapsed_s: started.elapsed().as_secs_f64(),
+        repeats: None,
     };
     summary.warnings = summary::warnings(&summary);
     Ok(summary)

@@ -14,6 +14,9 @@ pub struct RunInfo {
     /// `git rev-parse HEAD`, with `-dirty` when the tree had changes.
     pub git_commit: String,
     pub command: Vec<String>,
+    /// `--repeat N`: each strategy ran N times, interleaved.
+    #[serde(default = "one")]
+    pub repeat: u32,
     pub scenario_source: String,
     pub scenario: Scenario,
     pub seed: u64,
@@ -78,6 +81,10 @@ pub fn redact_secrets(text: &str) -> String {
         &text[..authority_start + colon + 1],
         &text[authority_start + at..]
     )
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// The machine the run happened on.

@@ -227,6 +227,167 @@ pub struct Summary {
     pub drain_ms: u64,
     /// Wall-clock seconds this strategy's run took.
     pub elapsed_s: f64,
+    /// With `--repeat N`: every figure's median, min and max over the
+    /// repetitions (`None` for a single run).
+    #[serde(default)]
+    pub repeats: Option<Repeats>,
+}
+
+/// A repeated strategy's figures. The `summary.json` beside it is the
+/// median repetition's run (its namespace, order counts, examples) with
+/// two exceptions that keep it from reading better than what happened:
+/// `lateness_us` holds the medians and `anomalies` the worst repetition's
+/// count of each kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Repeats {
+    /// Repetitions that ran (status ok).
+    pub count: u32,
+    /// The folders of the repetitions, relative to the strategy's folder.
+    pub folders: Vec<String>,
+    /// Figure name (see [`figures`]) -> spread. A figure is absent when any
+    /// repetition lacks it (say, too few samples for that percentile).
+    pub figures: BTreeMap<String, Spread>,
+}
+
+/// Median, min and max of one figure over the repetitions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    fn of(mut values: Vec<f64>) -> Spread {
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let median = if n % 2 == 1 {
+            values[n / 2]
+        } else {
+            (values[n / 2 - 1] + values[n / 2]) / 2.0
+        };
+        Spread {
+            median,
+            min: values[0],
+            max: values[n - 1],
+        }
+    }
+
+    /// Whether the two ranges are disjoint: a difference larger than the spread.
+    pub fn differs_from(&self, other: &Spread) -> bool {
+        self.max < other.min || other.max < self.min
+    }
+}
+
+/// Every figure of a strategy's run that reports and comparisons show, by
+/// name; `None` where the run did not measure it or too few samples carry it.
+pub fn figures(s: &Summary) -> Vec<(&'static str, Option<f64>)> {
+    let l = &s.lateness_us;
+    let us = |v: Option<u64>| v.map(|v| v as f64);
+    let c = &s.cost;
+    let attempts =
+        (c.store.cancelled > 0).then(|| c.store.cancel_attempts as f64 / c.store.cancelled as f64);
+    vec![
+        ("created", Some(s.orders.created as f64)),
+        ("paid", Some(s.orders.paid as f64)),
+        ("cancelled", Some(s.orders.cancelled as f64)),
+        ("pending", Some(s.orders.pending as f64)),
+        ("paid_late", Some(s.orders.paid_after_deadline as f64)),
+        ("n", Some(l.count as f64)),
+        ("p50", us(l.shown(Pct::P50))),
+        ("p90", us(l.shown(Pct::P90))),
+        ("p99", us(l.shown(Pct::P99))),
+        ("p999", us(l.shown(Pct::P999))),
+        ("max", us(l.shown(Pct::Max))),
+        (
+            "commit_p99",
+            us(s.committed_lateness_us
+                .as_ref()
+                .and_then(|c| c.shown(Pct::P99))),
+        ),
+        ("anomalies", Some(s.anomalies.total() as f64)),
+        ("stmts_per_cancel", c.statements_per_cancel),
+        ("attempts_per_cancel", attempts),
+        ("server_rows_per_cancel", c.server_rows_read_per_cancel),
+        ("broker_msgs_per_cancel", c.broker_messages_per_cancel),
+        ("redis_cmds_per_cancel", c.redis_commands_per_cancel),
+        ("cpu_us_per_cancel", c.cpu_us_per_cancel),
+        ("peak_rss_mib", Some(c.peak_rss_kib as f64 / 1024.0)),
+        ("lag_p99", Some(s.generator.lag_us_p99 as f64)),
+        (
+            "schedule_p99",
+            us(s.schedule_path_us.as_ref().and_then(|p| p.shown(Pct::P99))),
+        ),
+    ]
+}
+
+/// Folds the repetitions of one strategy (in run order) into one summary:
+/// the median repetition (by p99 lateness) with every figure's spread, the
+/// median lateness and the worst anomalies. `None` while none ran.
+pub fn aggregate(reps: &[Summary], folders: &[String]) -> Option<Summary> {
+    let ran: Vec<(&Summary, &String)> = reps
+        .iter()
+        .zip(folders)
+        .filter(|(s, _)| s.status == Status::Ok)
+        .collect();
+    if ran.is_empty() {
+        return None;
+    }
+    let mut by_p99: Vec<&(&Summary, &String)> = ran.iter().collect();
+    by_p99.sort_by_key(|(s, _)| s.lateness_us.p99);
+    let mut agg = by_p99[by_p99.len() / 2].0.clone();
+    let mut figures: BTreeMap<String, Spread> = BTreeMap::new();
+    let per_rep: Vec<Vec<(&str, Option<f64>)>> =
+        ran.iter().map(|(s, _)| self::figures(s)).collect();
+    for (i, (name, _)) in per_rep[0].iter().enumerate() {
+        let values: Option<Vec<f64>> = per_rep.iter().map(|f| f[i].1).collect();
+        if let Some(values) = values {
+            figures.insert(name.to_string(), Spread::of(values));
+        }
+    }
+    let median_of = |pick: fn(&LatenessStats) -> u64| {
+        Spread::of(
+            ran.iter()
+                .map(|(s, _)| pick(&s.lateness_us) as f64)
+                .collect(),
+        )
+        .median as u64
+    };
+    agg.lateness_us = LatenessStats {
+        count: median_of(|l| l.count),
+        p50: median_of(|l| l.p50),
+        p90: median_of(|l| l.p90),
+        p99: median_of(|l| l.p99),
+        p999: median_of(|l| l.p999),
+        max: median_of(|l| l.max),
+        mean: Spread::of(ran.iter().map(|(s, _)| s.lateness_us.mean).collect()).median,
+    };
+    let mut worst = agg.anomalies.clone();
+    let mut broken = 0;
+    for (s, _) in &ran {
+        worst = worst.worst(&s.anomalies);
+        broken += u32::from(s.anomalies.total() > 0);
+    }
+    agg.anomalies = worst;
+    let mut warnings = Vec::new();
+    if broken > 0 {
+        warnings.push(format!(
+            "anomalies in {broken} of {} repetitions (the worst count of each kind is shown)",
+            ran.len()
+        ));
+    }
+    for (k, (s, _)) in ran.iter().enumerate() {
+        for w in &s.warnings {
+            warnings.push(format!("repeat {}: {w}", k + 1));
+        }
+    }
+    agg.warnings = warnings;
+    agg.repeats = Some(Repeats {
+        count: ran.len() as u32,
+        folders: ran.iter().map(|(_, f)| f.to_string()).collect(),
+        figures,
+    });
+    Some(agg)
 }
 
 impl Summary {
@@ -266,6 +427,7 @@ impl Summary {
             timeouts: String::new(),
             drain_ms: 0,
             elapsed_s: 0.0,
+            repeats: None,
         }
     }
 

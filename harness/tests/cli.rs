@@ -800,3 +800,87 @@ fn passwords_never_reach_the_results() {
     }
     assert!(files >= 5, "only {files} files checked");
 }
+
+/// `--repeat 3` runs the strategies interleaved (A B A B A B), keeps every
+/// repetition, and every figure of the reports carries its spread; a run
+/// compared with itself shows every difference within the spread.
+#[test]
+fn repeated_runs_carry_their_spread_and_compare_against_it() {
+    let out = tempfile::tempdir().unwrap();
+    let run = run_scenario_with(
+        TINY,
+        "sqlite://",
+        "db-scan,timing-wheel",
+        out.path(),
+        &["--repeat", "3"],
+    );
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["repeat"], 3);
+    let modified = |strategy: &str, rep: u32| {
+        std::fs::metadata(
+            run.join(strategy)
+                .join(format!("repeat-{rep}/summary.json")),
+        )
+        .unwrap()
+        .modified()
+        .unwrap()
+    };
+    // Interleaved: the wheel's first repetition ends before db-scan's second.
+    assert!(modified("timing-wheel", 1) < modified("db-scan", 2));
+    assert!(modified("db-scan", 2) < modified("timing-wheel", 2));
+    for strategy in ["db-scan", "timing-wheel"] {
+        let s = summary(&run, strategy);
+        let r = &s["repeats"];
+        assert_eq!(r["count"], 3, "{s:#}");
+        let mut namespaces = std::collections::BTreeSet::new();
+        for rep in 1..=3 {
+            let one = summary(&run.join(strategy), &format!("repeat-{rep}"));
+            assert_eq!(one["status"], "ok");
+            namespaces.insert(one["database"]["namespace"].as_str().unwrap().to_string());
+        }
+        assert_eq!(namespaces.len(), 3, "each repetition has its own namespace");
+        for figure in [
+            "n",
+            "p50",
+            "max",
+            "cancelled",
+            "stmts_per_cancel",
+            "cpu_us_per_cancel",
+        ] {
+            let f = &r["figures"][figure];
+            let (min, median, max) = (
+                f["min"].as_f64().unwrap(),
+                f["median"].as_f64().unwrap(),
+                f["max"].as_f64().unwrap(),
+            );
+            assert!(min <= median && median <= max, "{strategy} {figure}: {f}");
+        }
+        assert_eq!(
+            s["lateness_us"]["p50"].as_f64().unwrap(),
+            r["figures"]["p50"]["median"].as_f64().unwrap(),
+            "lateness_us holds the medians"
+        );
+    }
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        report.contains("Each strategy ran 3 times, interleaved"),
+        "{report}"
+    );
+    let row = report
+        .lines()
+        .find(|l| l.starts_with("| db-scan | ok |"))
+        .unwrap();
+    assert!(row.contains('–'), "cells carry min–max: {row}");
+    let o = delaybench(&["compare", run.to_str().unwrap(), run.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("| db-scan"))
+        .collect();
+    assert!(
+        rows.len() == 1 && rows[0].contains("(within spread)") && !rows[0].contains("beyond"),
+        "{text}"
+    );
+}

@@ -71,6 +71,22 @@ pub struct Anomalies {
 }
 
 impl Anomalies {
+    /// Field by field, the larger of `self` and `other`: the worst of
+    /// several repetitions, so a repeated run never reads cleaner than its
+    /// worst repetition.
+    pub fn worst(&self, other: &Anomalies) -> Anomalies {
+        Anomalies {
+            early_cancels: self.early_cancels.max(other.early_cancels),
+            paid_then_cancelled: self.paid_then_cancelled.max(other.paid_then_cancelled),
+            duplicate_releases: self.duplicate_releases.max(other.duplicate_releases),
+            missed_cancels: self.missed_cancels.max(other.missed_cancels),
+            refund_errors: self.refund_errors.max(other.refund_errors),
+            stock_mismatches: self.stock_mismatches.max(other.stock_mismatches),
+            unreleased_cancels: self.unreleased_cancels.max(other.unreleased_cancels),
+            orphan_releases: self.orphan_releases.max(other.orphan_releases),
+        }
+    }
+
     pub fn total(&self) -> u64 {
         self.early_cancels
             + self.paid_then_cancelled

@@ -3,8 +3,9 @@
 //! the runs did not use the same scenario, database or machine (then the
 //! numbers are not like for like).
 
-use super::{load, ms, Status, Summary};
+use super::{load, Status, Summary};
 use crate::runinfo::RunInfo;
+use crate::summary::{self, Spread};
 use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -31,9 +32,24 @@ pub fn compare(base_dir: &Path, other_dir: &Path) -> Result<Comparison> {
     for warning in differences(&base_info, &other_info) {
         let _ = writeln!(out, "- **warning**: {warning}");
     }
+    let single = |info: &RunInfo| info.repeat <= 1;
+    if single(&base_info) || single(&other_info) {
+        let _ = writeln!(
+            out,
+            "- **note**: {} a single run, so no difference can be told from run-to-run noise; \
+             run both with `--repeat 3` and only differences beyond the spread are flagged",
+            match (single(&base_info), single(&other_info)) {
+                (true, true) => "both are",
+                (true, false) => "the base is",
+                _ => "the other is",
+            }
+        );
+    }
     let _ = writeln!(
         out,
-        "\nEach cell is `base → other (other/base)`; lateness in ms.\n"
+        "\nEach cell is `base → other (other/base)`; lateness in ms. With repetitions the \
+         values are medians, and **beyond spread** marks a difference whose min–max ranges do \
+         not overlap.\n"
     );
     let _ = writeln!(
         out,
@@ -65,7 +81,6 @@ pub fn compare(base_dir: &Path, other_dir: &Path) -> Result<Comparison> {
                 continue;
             }
         };
-        let (lb, lo) = (&b.lateness_us, &o.lateness_us);
         let anomalies = match (b.anomalies.total(), o.anomalies.total()) {
             (0, n) if n > 0 => {
                 new_anomalies.push(name.to_string());
@@ -76,11 +91,11 @@ pub fn compare(base_dir: &Path, other_dir: &Path) -> Result<Comparison> {
         let _ = writeln!(
             out,
             "| {name} | {} | {} | {} | {anomalies} | {} | {} |",
-            cell_ms(lb.p50, lo.p50),
-            cell_ms(lb.p99, lo.p99),
-            cell_ms(lb.max, lo.max),
-            cell(b.cost.statements_per_cancel, o.cost.statements_per_cancel),
-            cell(b.cost.cpu_us_per_cancel, o.cost.cpu_us_per_cancel),
+            figure_cell(&b, &o, "p50", true),
+            figure_cell(&b, &o, "p99", true),
+            figure_cell(&b, &o, "max", true),
+            figure_cell(&b, &o, "stmts_per_cancel", false),
+            figure_cell(&b, &o, "cpu_us_per_cancel", false),
         );
     }
     Ok(Comparison {
@@ -92,10 +107,66 @@ pub fn compare(base_dir: &Path, other_dir: &Path) -> Result<Comparison> {
 /// What differs between the runs' setups, as sentences.
 fn differences(base: &RunInfo, other: &RunInfo) -> Vec<String> {
     let mut out = Vec::new();
-    if base.scenario != other.scenario {
+    if base.repeat != other.repeat {
         out.push(format!(
-            "the scenarios differ (`{}` seed {} vs `{}` seed {}): the figures are not like for like",
-            base.scenario.name, base.scenario.seed, other.scenario.name, other.scenario.seed
+            "the runs repeated each strategy {} and {} times",
+            base.repeat, other.repeat
+        ));
+    }
+    out.extend(setup_differences(base, other));
+    out
+}
+
+/// The scenario fields (dotted paths, as in the TOML) whose values differ.
+fn scenario_fields_that_differ(
+    base: &crate::scenario::Scenario,
+    other: &crate::scenario::Scenario,
+) -> Vec<String> {
+    fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    let path = if prefix.is_empty() {
+                        k.replace('_', "-")
+                    } else {
+                        format!("{prefix}.{}", k.replace('_', "-"))
+                    };
+                    flatten(&path, v, out);
+                }
+            }
+            other => out.push((prefix.to_string(), other.to_string())),
+        }
+    }
+    let fields = |s: &crate::scenario::Scenario| {
+        let mut out = Vec::new();
+        flatten("", &serde_json::to_value(s).unwrap_or_default(), &mut out);
+        out
+    };
+    let (b, o) = (fields(base), fields(other));
+    let mut differ: Vec<String> = b
+        .iter()
+        .filter(|f| !o.contains(f))
+        .chain(o.iter().filter(|f| !b.contains(f)))
+        .map(|(path, _)| format!("`{path}`"))
+        .collect();
+    differ.dedup();
+    differ.sort();
+    differ.dedup();
+    differ
+}
+
+/// Scenario, database and machine differences.
+fn setup_differences(base: &RunInfo, other: &RunInfo) -> Vec<String> {
+    let mut out = Vec::new();
+    if base.scenario != other.scenario {
+        let fields = scenario_fields_that_differ(&base.scenario, &other.scenario);
+        out.push(format!(
+            "the scenarios differ (`{}` seed {} vs `{}` seed {}) in {}: the figures are not like for like",
+            base.scenario.name,
+            base.scenario.seed,
+            other.scenario.name,
+            other.scenario.seed,
+            fields.join(", ")
         ));
     }
     if base.database_kind != other.database_kind || base.database_version != other.database_version
@@ -116,18 +187,41 @@ fn differences(base: &RunInfo, other: &RunInfo) -> Vec<String> {
     out
 }
 
-fn cell_ms(base_us: u64, other_us: u64) -> String {
-    format!(
-        "{} → {}{}",
-        ms(base_us),
-        ms(other_us),
-        ratio(base_us as f64, other_us as f64)
-    )
-}
-
-fn cell(base: Option<f64>, other: Option<f64>) -> String {
-    match (base, other) {
-        (Some(b), Some(o)) => format!("{b:.1} → {o:.1}{}", ratio(b, o)),
+/// One figure of both runs: medians when repeated, with a flag when the
+/// ranges of the repetitions do not overlap.
+fn figure_cell(base: &Summary, other: &Summary, key: &str, is_us: bool) -> String {
+    let value = |s: &Summary| -> (Option<f64>, Option<Spread>) {
+        match &s.repeats {
+            Some(r) => (
+                r.figures.get(key).map(|sp| sp.median),
+                r.figures.get(key).copied(),
+            ),
+            None => (
+                summary::figures(s)
+                    .into_iter()
+                    .find(|(k, _)| *k == key)
+                    .and_then(|(_, v)| v),
+                None,
+            ),
+        }
+    };
+    let ((b, b_spread), (o, o_spread)) = (value(base), value(other));
+    let show = |v: f64| {
+        if is_us {
+            format!("{:.1}", v / 1000.0)
+        } else {
+            format!("{v:.1}")
+        }
+    };
+    match (b, o) {
+        (Some(b), Some(o)) => {
+            let flag = match (b_spread, o_spread) {
+                (Some(bs), Some(os)) if bs.differs_from(&os) => " **beyond spread**",
+                (Some(_), Some(_)) => " (within spread)",
+                _ => "",
+            };
+            format!("{} → {}{}{flag}", show(b), show(o), ratio(b, o))
+        }
         _ => "-".into(),
     }
 }
@@ -157,6 +251,7 @@ mod tests {
             delaybench_version: String::new(),
             git_commit: String::new(),
             command: Vec::new(),
+            repeat: 1,
             scenario_source: String::new(),
             scenario,
             seed,
@@ -172,6 +267,7 @@ mod tests {
         for &(name, p99_us, missed) in runs {
             let mut s = Summary::not_run(name, Status::Ok, String::new(), DatabaseInfo::default());
             s.lateness_us.p99 = p99_us;
+            s.lateness_us.count = 2_000;
             s.anomalies.missed_cancels = missed;
             s.cost.statements_per_cancel = Some(5.0);
             s.write(&dir.join(name)).unwrap();
@@ -210,7 +306,37 @@ mod tests {
         let comparison = compare(&a, &b.join("x")).unwrap();
         let text = &comparison.text;
         assert!(text.contains("the scenarios differ"), "{text}");
+        assert!(
+            text.contains("in `seed`:"),
+            "the differing field is named: {text}"
+        );
         assert!(text.contains("0 → **2 (new)**"), "{text}");
         assert_eq!(comparison.new_anomalies, ["db-scan"]);
+    }
+
+    #[test]
+    fn only_differences_beyond_the_spread_are_flagged() {
+        let with_p99 = |min: f64, median: f64, max: f64| {
+            let mut s = Summary::not_run(
+                "db-scan",
+                Status::Ok,
+                String::new(),
+                DatabaseInfo::default(),
+            );
+            let mut r = crate::summary::Repeats {
+                count: 3,
+                ..Default::default()
+            };
+            r.figures.insert("p99".into(), Spread { median, min, max });
+            s.repeats = Some(r);
+            s
+        };
+        let base = with_p99(90_000.0, 100_000.0, 110_000.0);
+        let overlapping = with_p99(105_000.0, 120_000.0, 130_000.0);
+        let apart = with_p99(150_000.0, 160_000.0, 170_000.0);
+        let cell = figure_cell(&base, &overlapping, "p99", true);
+        assert_eq!(cell, "100.0 → 120.0 (×1.20) (within spread)");
+        let cell = figure_cell(&base, &apart, "p99", true);
+        assert_eq!(cell, "100.0 → 160.0 (×1.60) **beyond spread**");
     }
 }

@@ -341,6 +341,7 @@ mod tests {
             delaybench_version: String::new(),
             git_commit: "abc".into(),
             command: Vec::new(),
+            repeat: 1,
             scenario_source: "quick".into(),
             scenario: Scenario::parse(QUICK, "quick").unwrap(),
             seed: 42,
@@ -379,7 +380,7 @@ mod tests {
     fn page_marks_every_anomaly_and_draws_each_strategy_that_ran() {
         let dir = tempfile::tempdir().unwrap();
         let clean = ran(dir.path(), "db-scan", &[100, 200, 240]);
-        let mut broken = ran(dir.path(), "redis-zset-nonatomic", &[1, 2, 3]);
+        let mut broken = ran(dir.path(), "redis-zset", &[1, 2, 3]);
         broken.anomalies.duplicate_releases = 7;
         broken.anomaly_examples.duplicate_releases = vec![11, 12];
         let skipped = Summary::not_run(
@@ -389,14 +390,14 @@ mod tests {
             DatabaseInfo::default(),
         );
         let summaries = [clean, broken, skipped];
-        let info = run_info(&["db-scan", "redis-zset-nonatomic", "rabbit-ttl"]);
+        let info = run_info(&["db-scan", "redis-zset", "rabbit-ttl"]);
         let page = html(dir.path(), &info, &summaries).unwrap();
 
         assert!(page.contains("Trade-offs, measured"));
         // Two lateness plots and one cost chart, each naming both strategies.
         assert_eq!(page.matches("<svg").count(), 3, "{page}");
         let cdf = &page[page.find("<svg").unwrap()..];
-        assert!(cdf.contains("db-scan") && cdf.contains("redis-zset-nonatomic"));
+        assert!(cdf.contains("db-scan") && cdf.contains("redis-zset"));
         // The duplicate releases are marked in the anomaly table and in the
         // trade-off table's total, and their examples are listed.
         assert!(page.contains("<td class=\"bad\">7</td>"), "{page}");

@@ -1,9 +1,7 @@
 //! `report.md`: the results table, the trade-off table, one section per
 //! strategy, and how to read them.
 
-use super::{
-    ms, pct, rows, run_facts, split_teaching, tradeoff_rows, Status, Summary, TRADEOFF_NOTES,
-};
+use super::{ms, rows, run_facts, split_teaching, tradeoff_rows, Status, Summary, TRADEOFF_NOTES};
 use crate::db_stats;
 use crate::faults;
 use crate::runinfo::RunInfo;
@@ -249,16 +247,20 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
 /// support (`-` for those resting on fewer than 10 samples beyond them).
 fn distribution(out: &mut String, label: &str, stats: Option<&LatenessStats>) {
     let Some(l) = stats else { return };
-    let _ = writeln!(
-        out,
-        "- {label}: n={}, p50 {} ms, p90 {} ms, p99 {} ms, p99.9 {} ms, max {} ms",
-        l.count,
-        pct(l, Pct::P50),
-        pct(l, Pct::P90),
-        pct(l, Pct::P99),
-        pct(l, Pct::P999),
-        pct(l, Pct::Max)
-    );
+    let values: Vec<String> = [
+        ("p50", Pct::P50),
+        ("p90", Pct::P90),
+        ("p99", Pct::P99),
+        ("p99.9", Pct::P999),
+        ("max", Pct::Max),
+    ]
+    .iter()
+    .map(|(name, which)| match l.shown(*which) {
+        Some(us) => format!("{name} {} ms", ms(us)),
+        None => format!("{name} -"),
+    })
+    .collect();
+    let _ = writeln!(out, "- {label}: n={}, {}", l.count, values.join(", "));
 }
 
 /// The per-timeout lateness table, when the scenario mixes timeouts, with

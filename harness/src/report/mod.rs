@@ -45,7 +45,18 @@ pub fn write(run_dir: &Path) -> Result<()> {
 /// each with whether it is stressed (timeouts and faults).
 fn run_facts(info: &RunInfo) -> Vec<(String, bool)> {
     let sc = &info.scenario;
-    let mut lines = vec![
+    let mut lines = vec![];
+    if info.repeat > 1 {
+        lines.push((
+            format!(
+                "Each strategy ran {} times, interleaved; every figure is the median (min–max) \
+                 over the repetitions, anomalies the worst repetition's.",
+                info.repeat
+            ),
+            true,
+        ));
+    }
+    lines.extend(vec![
         (
             format!(
                 "Scenario {} ({}), seed {}: {} orders/s for {} after a {} warm-up, drain {}, \
@@ -78,7 +89,7 @@ fn run_facts(info: &RunInfo) -> Vec<(String, bool)> {
             ),
             false,
         ),
-    ];
+    ]);
     if let Some(faults) = sc.faults_label() {
         lines.push((
             format!("Faults, the same for every strategy: {faults}."),
@@ -98,6 +109,37 @@ fn ms(us: u64) -> String {
 /// A percentile in ms, or `-` when it rests on too few samples.
 fn pct(stats: &LatenessStats, which: Pct) -> String {
     stats.shown(which).map(ms).unwrap_or_else(|| "-".into())
+}
+
+/// A figure's cell: over repetitions `median (min–max)`, formatted by
+/// `format`; for a single run, `single`. A figure some repetition lacked
+/// is `-`.
+fn fig(s: &Summary, key: &str, single: String, format: fn(f64) -> String) -> String {
+    match &s.repeats {
+        None => single,
+        Some(r) => match r.figures.get(key) {
+            Some(sp) if sp.min == sp.max => format(sp.median),
+            Some(sp) => format!(
+                "{} ({}–{})",
+                format(sp.median),
+                format(sp.min),
+                format(sp.max)
+            ),
+            None => "-".into(),
+        },
+    }
+}
+
+fn as_ms(us: f64) -> String {
+    format!("{:.1}", us / 1000.0)
+}
+
+fn as_count(v: f64) -> String {
+    format!("{v:.0}")
+}
+
+fn as_ratio(v: f64) -> String {
+    format!("{v:.1}")
 }
 
 /// Whether `name` is a teaching variant (a deliberate mistake): reports
@@ -184,8 +226,8 @@ fn rows(summaries: &[Summary]) -> Vec<Vec<String>> {
     for s in summaries {
         if s.status != Status::Ok {
             let mut row = vec![s.strategy.clone(), s.status.as_str().to_string()];
-            row.extend(std::iter::repeat_n("-".to_string(), header.len() - 3));
-            row.push(s.reason.clone().unwrap_or_default());
+            // The reason is printed below every table.
+            row.extend(std::iter::repeat_n("-".to_string(), header.len() - 2));
             rows.push(row);
             continue;
         }
@@ -200,21 +242,31 @@ fn rows(summaries: &[Summary]) -> Vec<Vec<String>> {
         rows.push(vec![
             s.strategy.clone(),
             "ok".into(),
-            s.orders.created.to_string(),
-            s.orders.paid.to_string(),
-            s.orders.cancelled.to_string(),
-            s.orders.pending.to_string(),
-            s.orders.paid_after_deadline.to_string(),
-            l.count.to_string(),
-            pct(l, Pct::P50),
-            pct(l, Pct::P90),
-            pct(l, Pct::P99),
-            pct(l, Pct::P999),
-            pct(l, Pct::Max),
-            committed,
+            fig(s, "created", s.orders.created.to_string(), as_count),
+            fig(s, "paid", s.orders.paid.to_string(), as_count),
+            fig(s, "cancelled", s.orders.cancelled.to_string(), as_count),
+            fig(s, "pending", s.orders.pending.to_string(), as_count),
+            fig(
+                s,
+                "paid_late",
+                s.orders.paid_after_deadline.to_string(),
+                as_count,
+            ),
+            fig(s, "n", l.count.to_string(), as_count),
+            fig(s, "p50", pct(l, Pct::P50), as_ms),
+            fig(s, "p90", pct(l, Pct::P90), as_ms),
+            fig(s, "p99", pct(l, Pct::P99), as_ms),
+            fig(s, "p999", pct(l, Pct::P999), as_ms),
+            fig(s, "max", pct(l, Pct::Max), as_ms),
+            fig(s, "commit_p99", committed, as_ms),
             anomaly_cell(s),
-            ratio(s.cost.statements_per_cancel),
-            ratio(attempts),
+            fig(
+                s,
+                "stmts_per_cancel",
+                ratio(s.cost.statements_per_cancel),
+                as_ratio,
+            ),
+            fig(s, "attempts_per_cancel", ratio(attempts), as_ratio),
             warnings_cell(s),
         ]);
     }
@@ -228,6 +280,7 @@ fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
     let mut rows = vec![[
         "strategy",
         "n",
+        "p90 ms",
         "p99 ms",
         "max ms",
         "paid late",
@@ -252,19 +305,55 @@ fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
         let c = &s.cost;
         let mut row = vec![
             s.strategy.clone(),
-            s.lateness_us.count.to_string(),
-            pct(&s.lateness_us, Pct::P99),
-            pct(&s.lateness_us, Pct::Max),
-            s.orders.paid_after_deadline.to_string(),
+            fig(s, "n", s.lateness_us.count.to_string(), as_count),
+            fig(s, "p90", pct(&s.lateness_us, Pct::P90), as_ms),
+            fig(s, "p99", pct(&s.lateness_us, Pct::P99), as_ms),
+            fig(s, "max", pct(&s.lateness_us, Pct::Max), as_ms),
+            fig(
+                s,
+                "paid_late",
+                s.orders.paid_after_deadline.to_string(),
+                as_count,
+            ),
             s.anomalies.total().to_string(),
-            ratio(c.statements_per_cancel),
-            ratio(c.server_rows_read_per_cancel),
-            ratio(c.broker_messages_per_cancel),
-            ratio(c.redis_commands_per_cancel),
-            c.cpu_us_per_cancel
-                .map(|v| format!("{v:.0}"))
-                .unwrap_or_else(|| "-".into()),
-            format!("{:.0}", c.peak_rss_kib as f64 / 1024.0),
+            fig(
+                s,
+                "stmts_per_cancel",
+                ratio(c.statements_per_cancel),
+                as_ratio,
+            ),
+            fig(
+                s,
+                "server_rows_per_cancel",
+                ratio(c.server_rows_read_per_cancel),
+                as_ratio,
+            ),
+            fig(
+                s,
+                "broker_msgs_per_cancel",
+                ratio(c.broker_messages_per_cancel),
+                as_ratio,
+            ),
+            fig(
+                s,
+                "redis_cmds_per_cancel",
+                ratio(c.redis_commands_per_cancel),
+                as_ratio,
+            ),
+            fig(
+                s,
+                "cpu_us_per_cancel",
+                c.cpu_us_per_cancel
+                    .map(|v| format!("{v:.0}"))
+                    .unwrap_or_else(|| "-".into()),
+                as_count,
+            ),
+            fig(
+                s,
+                "peak_rss_mib",
+                format!("{:.0}", c.peak_rss_kib as f64 / 1024.0),
+                as_count,
+            ),
         ];
         match &s.capabilities {
             Some(caps) => {
