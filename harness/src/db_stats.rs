@@ -50,12 +50,3 @@ pub async fn rows_read(store: &OrderStore) -> Result<Option<u64>> {
     }
     Ok(Some(last))
 }
-
-/// What the PostgreSQL note and the MariaDB note say in reports.
-pub fn source(kind: &str) -> &'static str {
-    match kind {
-        "postgres" => "pg_stat_user_tables of the strategy's schema: seq_tup_read + idx_tup_fetch",
-        "mysql" => "Handler_read_* deltas, server-wide",
-        _ => "not available on SQLite",
-    }
-}

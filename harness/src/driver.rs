@@ -5,12 +5,11 @@
 //! slow database makes the lag grow, it never slows the schedule).
 
 use crate::instance::Pool;
-use crate::summary::{self, LatenessStats};
+use crate::model::summary;
+pub use crate::model::GeneratorHealth;
 use crate::workload::{Action, Plan};
 use hdrhistogram::Histogram;
 use indicatif::ProgressBar;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use strategies::{now_us, CreateOutcome, NewOrder, OrderStore, PaymentOutcome};
@@ -19,37 +18,6 @@ use tokio::time::Instant;
 
 /// Lag above which the harness warns that it fell behind its own schedule.
 pub const LAG_WARNING: Duration = Duration::from_millis(20);
-
-/// What the driver did, and how well it kept to the schedule.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct GeneratorHealth {
-    pub orders_planned: u64,
-    pub created: u64,
-    /// Refused for lack of stock (not an anomaly; reported).
-    pub refused: u64,
-    pub create_errors: u64,
-    /// Created while every canceller instance was down (a fault), so never
-    /// scheduled; only a strategy that finds orders by itself cancels them.
-    #[serde(default)]
-    pub unscheduled: u64,
-    pub callbacks_delivered: u64,
-    pub payment_outcomes: BTreeMap<String, u64>,
-    pub payment_errors: u64,
-    /// Intended time of each event until its transaction committed, us.
-    pub lag_us_p50: u64,
-    pub lag_us_p99: u64,
-    pub lag_us_max: u64,
-    /// The same lag as a distribution, with its sample count.
-    #[serde(default)]
-    pub lag_us: LatenessStats,
-    /// Connections in the harness's own pool for orders and callbacks.
-    #[serde(default)]
-    pub pool_connections: u32,
-    /// Set when the harness fell behind (p99 lag above the warning threshold).
-    pub warning: Option<String>,
-    /// First error seen, if any, to make failures diagnosable.
-    pub first_error: Option<String>,
-}
 
 enum Done {
     Created(CreateOutcome),

@@ -2,33 +2,10 @@
 //! for every strategy, and the record of what actually happened.
 
 use crate::instance::Pool;
+use crate::model::FaultRecord;
 use crate::scenario::{Fault, FaultKind};
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tokio::time::Instant;
-
-/// One fault as it happened. Times are ms after the first order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FaultRecord {
-    pub kind: FaultKind,
-    pub instance: u32,
-    pub planned_at_ms: u64,
-    /// When the process was dead (`None` if it was already down).
-    pub killed_at_ms: Option<u64>,
-    pub killed_pid: Option<u32>,
-    /// When the fresh process was ready, if the scenario restarts it.
-    pub restarted_at_ms: Option<u64>,
-    pub restarted_pid: Option<u32>,
-    /// `run-command`: the command, and how it ended.
-    #[serde(default)]
-    pub command: Vec<String>,
-    #[serde(default)]
-    pub exit_status: Option<String>,
-    #[serde(default)]
-    pub finished_at_ms: Option<u64>,
-    /// What went wrong injecting it, if anything.
-    pub error: Option<String>,
-}
 
 /// Runs every fault at its time after `t0`, each on its own task so a slow
 /// restart never delays the next fault, and returns the records in
@@ -113,46 +90,4 @@ async fn inject_one(fault: Fault, pool: Arc<Pool>, t0: Instant) -> FaultRecord {
         }
     }
     record
-}
-
-/// One line per fault for the reports.
-pub fn describe(record: &FaultRecord) -> String {
-    let secs = |ms: u64| format!("{:.1} s", ms as f64 / 1000.0);
-    if record.kind == FaultKind::RunCommand {
-        let mut text = format!(
-            "ran `{}` at {}",
-            record.command.join(" "),
-            secs(record.planned_at_ms)
-        );
-        if let (Some(end), Some(status)) = (record.finished_at_ms, &record.exit_status) {
-            text += &format!(", {status} at {}", secs(end));
-        }
-        if let Some(e) = &record.error {
-            text += &format!("; error: {e}");
-        }
-        return text;
-    }
-    let mut text = match (record.killed_at_ms, record.killed_pid) {
-        (Some(at), Some(pid)) => format!(
-            "instance {} (pid {pid}) killed with SIGKILL at {} (planned {})",
-            record.instance,
-            secs(at),
-            secs(record.planned_at_ms)
-        ),
-        _ => format!(
-            "instance {} was already down at {}",
-            record.instance,
-            secs(record.planned_at_ms)
-        ),
-    };
-    match (record.restarted_at_ms, record.restarted_pid) {
-        (Some(at), Some(pid)) => {
-            text += &format!(", restarted as pid {pid}, ready at {}", secs(at))
-        }
-        _ => text += ", not restarted",
-    }
-    if let Some(e) = &record.error {
-        text += &format!("; error: {e}");
-    }
-    text
 }

@@ -9,9 +9,7 @@ mod model;
 mod redis_stats;
 mod report;
 mod run;
-mod runinfo;
 mod scenario;
-mod summary;
 mod workload;
 
 use clap::{Parser, Subcommand};

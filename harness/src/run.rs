@@ -6,12 +6,12 @@ use crate::db_stats;
 use crate::driver;
 use crate::faults;
 use crate::instance::{Pool, WorkerSpec};
+use crate::model::run_info::{self, Machine, RunInfo};
+use crate::model::summary::{self, Cost, DatabaseInfo, Status, Summary};
 use crate::model::WorkerReport;
 use crate::redis_stats;
 use crate::report;
-use crate::runinfo::{self, Machine, RunInfo};
 use crate::scenario::Scenario;
-use crate::summary::{self, Cost, DatabaseInfo, Status, Summary};
 use crate::workload::{self, Plan};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -48,7 +48,7 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
         run_id: run_id.clone(),
         started_at: chrono::Local::now().to_rfc3339(),
         delaybench_version: env!("CARGO_PKG_VERSION").to_string(),
-        git_commit: runinfo::git_commit(),
+        git_commit: run_info::git_commit(),
         command: std::env::args().collect(),
         repeat: args.repeat.max(1),
         scenario_source,
@@ -239,7 +239,7 @@ async fn services_of(
             .any(|n| registry::info(n).is_ok_and(|i| i.requires.contains(&service)))
     };
     if uses(strategies::Service::RabbitMq) {
-        services.insert("rabbitmq".to_string(), runinfo::rabbitmq_description());
+        services.insert("rabbitmq".to_string(), run_info::rabbitmq_description());
     }
     if uses(strategies::Service::Redis) {
         let version = match redis_stats::version(redis_url).await {

@@ -4,8 +4,8 @@
 //! numbers are not like for like).
 
 use super::{load, Status, Summary};
-use crate::runinfo::RunInfo;
-use crate::summary::{self, Spread};
+use crate::model::run_info::RunInfo;
+use crate::model::summary::{self, Spread};
 use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -238,9 +238,9 @@ fn ratio(base: f64, other: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runinfo::Machine;
+    use crate::model::run_info::Machine;
+    use crate::model::summary::DatabaseInfo;
     use crate::scenario::{Scenario, QUICK};
-    use crate::summary::DatabaseInfo;
 
     fn write_run(dir: &Path, seed: u64, runs: &[(&str, u64, u64)]) {
         let mut scenario = Scenario::parse(QUICK, "quick").unwrap();
@@ -323,7 +323,7 @@ mod tests {
                 String::new(),
                 DatabaseInfo::default(),
             );
-            let mut r = crate::summary::Repeats {
+            let mut r = crate::model::summary::Repeats {
                 count: 3,
                 ..Default::default()
             };

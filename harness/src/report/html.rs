@@ -7,7 +7,7 @@ use super::{
     anomaly_counts, is_teaching, rows, run_facts, split_teaching, tradeoff_rows, Status, Summary,
     TRADEOFF_NOTES,
 };
-use crate::runinfo::RunInfo;
+use crate::model::run_info::RunInfo;
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -105,7 +105,7 @@ fn warnings(out: &mut String, ran: &[(usize, &Summary)]) {
             items.push(format!(
                 "<b>{}</b> fault failed: {}",
                 esc(&s.strategy),
-                esc(&crate::faults::describe(f))
+                esc(&crate::model::records::describe_fault(f))
             ));
         }
     }
@@ -330,9 +330,9 @@ fn esc(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runinfo::Machine;
+    use crate::model::run_info::Machine;
+    use crate::model::summary::{hgrm, new_histogram, DatabaseInfo, LatenessBucket};
     use crate::scenario::{Scenario, QUICK};
-    use crate::summary::{hgrm, new_histogram, DatabaseInfo, LatenessBucket};
 
     fn run_info(strategies: &[&str]) -> RunInfo {
         RunInfo {
@@ -362,7 +362,7 @@ mod tests {
         for ms in late_ms {
             h.record(ms * 1000).unwrap();
         }
-        s.lateness_us = crate::summary::stats(&h);
+        s.lateness_us = crate::model::summary::stats(&h);
         s.lateness_over_time = vec![LatenessBucket {
             second: 3,
             count: h.len(),

@@ -2,10 +2,8 @@
 //! strategy, and how to read them.
 
 use super::{ms, rows, run_facts, split_teaching, tradeoff_rows, Status, Summary, TRADEOFF_NOTES};
-use crate::db_stats;
-use crate::faults;
-use crate::runinfo::RunInfo;
-use crate::summary::{LatenessStats, Pct};
+use crate::model::run_info::RunInfo;
+use crate::model::summary::{LatenessStats, Pct};
 use std::fmt::Write as _;
 
 pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
@@ -57,7 +55,11 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             let _ = writeln!(out, "- **warning**: {w}");
         }
         for fault in &s.faults {
-            let _ = writeln!(out, "- **fault**: {}", faults::describe(fault));
+            let _ = writeln!(
+                out,
+                "- **fault**: {}",
+                crate::model::records::describe_fault(fault)
+            );
         }
         for event in &s.worker_events {
             let _ = writeln!(out, "- **worker**: {}", event.describe());
@@ -168,7 +170,7 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
                 out,
                 "- database server: {n} rows read over the whole run, {per:.1} per cancelled order \
                  ({}; order creation and payments included)",
-                db_stats::source(&s.database.kind)
+                crate::model::summary::server_rows_source(&s.database.kind)
             );
         }
         if let (Some(n), Some(per)) = (c.broker_messages, c.broker_messages_per_cancel) {

@@ -8,8 +8,8 @@ mod html;
 mod markdown;
 mod plots;
 
-use crate::runinfo::RunInfo;
-use crate::summary::{LatenessStats, Pct, Status, Summary};
+use crate::model::run_info::RunInfo;
+use crate::model::summary::{LatenessStats, Pct, Status, Summary};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -420,4 +420,34 @@ pub fn terminal_table(summaries: &[Summary]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    /// "Rendered from the JSON alone" holds by construction: the report
+    /// modules import the data model and the scenario it embeds, nothing
+    /// of the runtime side (driver, instances, faults, services).
+    #[test]
+    fn reports_read_only_the_data_model() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/report");
+        let mut files = 0;
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap();
+            files += 1;
+            for (n, line) in text.lines().enumerate() {
+                for (at, _) in line.match_indices("crate::") {
+                    let used = &line[at + "crate::".len()..];
+                    assert!(
+                        used.starts_with('"') // this test's own pattern
+                            || used.starts_with("model")
+                            || used.starts_with("scenario"),
+                        "{}:{}: a report uses the runtime side: {line}",
+                        entry.path().display(),
+                        n + 1
+                    );
+                }
+            }
+        }
+        assert!(files >= 5);
+    }
 }

@@ -1,9 +1,7 @@
 //! `summary.json`, the source of truth for one strategy's run, and the
 //! lateness statistics it carries. Reports are rendered from these files.
 
-use crate::driver::GeneratorHealth;
-use crate::faults::FaultRecord;
-use crate::model::{WorkerEvent, WorkerReport};
+use super::records::{FaultRecord, GeneratorHealth, WorkerEvent, WorkerEventKind, WorkerReport};
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -446,6 +444,15 @@ impl Summary {
     }
 }
 
+/// What the PostgreSQL note and the MariaDB note say in reports.
+pub fn server_rows_source(kind: &str) -> &'static str {
+    match kind {
+        "postgres" => "pg_stat_user_tables of the strategy's schema: seq_tup_read + idx_tup_fetch",
+        "mysql" => "Handler_read_* deltas, server-wide",
+        _ => "not available on SQLite",
+    }
+}
+
 /// p99 of order commit -> `schedule()` returned above which a row is
 /// flagged: for strategies whose delay starts at publish (rabbit-ttl), all
 /// of it is lateness.
@@ -490,12 +497,12 @@ pub fn warnings(s: &Summary) -> Vec<String> {
         }
     }
     for e in &s.worker_events {
-        if e.kind != crate::model::WorkerEventKind::Restarted {
+        if e.kind != WorkerEventKind::Restarted {
             w.push(format!(
                 "instance {} {} at {:.1} s",
                 e.instance,
                 match e.kind {
-                    crate::model::WorkerEventKind::Died => "died",
+                    WorkerEventKind::Died => "died",
                     _ => "failed to restart",
                 },
                 e.at_ms as f64 / 1000.0

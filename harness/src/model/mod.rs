@@ -1,0 +1,17 @@
+//! The run's data model, in one place: what the runner writes to `run.json`
+//! and `<strategy>/summary.json` (with `lateness.hgrm`), and all that the
+//! reports read back. Nothing here drives a workload or talks to a
+//! service, so a report rendered from the JSON alone needs nothing else:
+//! `report` imports only this module and the scenario it embeds.
+//!
+//! - [`run_info`]: `run.json` (scenario, seed, commit, machine, versions);
+//! - [`summary`]: one strategy's `summary.json`, its lateness statistics,
+//!   spreads over repetitions and warnings;
+//! - [`records`]: what happened during a run: generator health, faults,
+//!   worker reports and worker events.
+
+pub mod records;
+pub mod run_info;
+pub mod summary;
+
+pub use records::{FaultRecord, GeneratorHealth, WorkerEvent, WorkerEventKind, WorkerReport};
