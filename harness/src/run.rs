@@ -337,10 +337,15 @@ async fn run_strategy(
     let location = server.create_namespace(namespace, dir).await?;
     match measure(name, scenario, plan, &location, dir).await {
         Ok(summary) => Ok(summary),
-        Err(e) if is_unreachable(&e) => Err(e),
         Err(e) => Ok(Summary::not_run(
             name,
-            Status::Failed,
+            // A service the strategy needs is down: a skip with how to
+            // start it, not a failure of the strategy.
+            if is_unreachable(&e) {
+                Status::Skipped
+            } else {
+                Status::Failed
+            },
             format!("{e:#}"),
             DatabaseInfo {
                 kind: location.kind.as_str().to_string(),

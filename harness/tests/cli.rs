@@ -619,6 +619,32 @@ fn kill_instance_zero_of_each_strategy(run: &mut std::process::Child, strategies
     assert_eq!(killed.len(), strategies, "killed {killed:?}");
 }
 
+/// Runs `strategies` on `scenario`, SIGKILLing instance 0 of each from
+/// outside mid-run; returns the finished process's output.
+fn run_with_outside_kills(scenario: &Path, db: &str, strategies: &str, out: &Path) -> Output {
+    let mut run = Command::new(env!("CARGO_BIN_EXE_delaybench"))
+        .args(["run", "--scenario", scenario.to_str().unwrap(), "--db", db])
+        .args(["--out", out.to_str().unwrap(), "--strategies", strategies])
+        .env("CI", "true")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    kill_instance_zero_of_each_strategy(&mut run, strategies.split(',').count());
+    run.wait_with_output().unwrap()
+}
+
+/// The run folder from the last line of `run`'s stdout.
+fn run_dir_of(run: &Output) -> std::path::PathBuf {
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let dir = stdout
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("DELAYBENCH_RUN_DIR="))
+        .unwrap_or_else(|| panic!("no run folder line: {stdout}"));
+    std::path::PathBuf::from(dir)
+}
+
 /// A worker killed from outside is an event of the run: every strategy
 /// keeps its measurements and namespace, and the checker finds exactly what
 /// the capability admits (db-scan: nothing; the wheel: the orders its dead
@@ -627,27 +653,16 @@ fn outside_kill_keeps_every_measurement(db: &str, kind: &str) {
     let out = tempfile::tempdir().unwrap();
     let scenario = out.path().join("outside.toml");
     std::fs::write(&scenario, LONGER).unwrap();
-    let mut run = Command::new(env!("CARGO_BIN_EXE_delaybench"))
-        .args(["run", "--scenario", scenario.to_str().unwrap(), "--db", db])
-        .args(["--out", out.path().to_str().unwrap()])
-        .args(["--strategies", "db-scan,timing-wheel"])
-        .env("CI", "true")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    kill_instance_zero_of_each_strategy(&mut run, 2);
-    let o = run.wait_with_output().unwrap();
+    let run = run_with_outside_kills(&scenario, db, "db-scan,timing-wheel", out.path());
+    assert!(!run.status.success(), "{}", stderr(&run));
     // The wheel's lost orders are anomalies of a real strategy: non-zero exit.
-    assert!(!o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("timing-wheel has"), "{}", stderr(&o));
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let run_dir = stdout
-        .lines()
-        .last()
-        .and_then(|l| l.strip_prefix("DELAYBENCH_RUN_DIR="))
-        .unwrap_or_else(|| panic!("no run folder line: {stdout}"));
-    let run = Path::new(run_dir);
+    assert!(
+        stderr(&run).contains("timing-wheel has"),
+        "{}",
+        stderr(&run)
+    );
+    let run = run_dir_of(&run);
+    let run = run.as_path();
     for strategy in ["db-scan", "timing-wheel"] {
         let s = summary(run, strategy);
         assert_eq!(s["status"], "ok", "{kind} {strategy}: {s:#}");
@@ -883,4 +898,34 @@ fn repeated_runs_carry_their_spread_and_compare_against_it() {
         rows.len() == 1 && rows[0].contains("(within spread)") && !rows[0].contains("beyond"),
         "{text}"
     );
+}
+
+/// With `restart-dead-instances`, a wheel killed from outside comes back as
+/// a fresh process that reloads the PENDING orders: nothing is missed, and
+/// the report shows the death and the restart.
+#[test]
+fn a_dead_instance_is_restarted_when_the_scenario_asks() {
+    let out = tempfile::tempdir().unwrap();
+    let scenario = out.path().join("restart.toml");
+    let text = LONGER.replace(
+        "instances = 2",
+        "instances = 2\nrestart-dead-instances = \"300ms\"",
+    );
+    std::fs::write(&scenario, text).unwrap();
+    let run = run_with_outside_kills(&scenario, "sqlite://", "timing-wheel", out.path());
+    assert!(run.status.success(), "{}", stderr(&run));
+    let wheel = summary(&run_dir_of(&run), "timing-wheel");
+    let kinds: Vec<&str> = wheel["worker_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["died", "restarted"], "{wheel:#}");
+    assert_eq!(count(&wheel, "/orders/pending"), 0, "{wheel:#}");
+    for (name, n) in wheel["anomalies"].as_object().unwrap() {
+        assert_eq!(n, 0, "{name}: {wheel:#}");
+    }
+    // Killed, survivor, restarted: three processes, each with its counters.
+    assert_eq!(wheel["cost"]["instances"].as_array().unwrap().len(), 3);
 }

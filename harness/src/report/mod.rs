@@ -387,7 +387,8 @@ the canceller cancelled, all over the measured window (after the warm-up). DB ro
 server cover the whole run, order creation and payments included (the same workload for every \
 strategy, so differences are the cancellers'; PostgreSQL counts the strategy's schema only, \
 MariaDB's Handler_read_* are server-wide, SQLite has none). Peak RSS of the largest instance. \
-The yes/no columns are the strategy's declared capabilities.";
+The yes/no columns are the strategy's declared capabilities; the conformance suite runs a \
+check for each one declared yes (see `strategies/src/canceller.rs` for what it cannot check).";
 
 /// The table for the terminal, columns aligned.
 pub fn terminal_table(summaries: &[Summary]) -> String {
