@@ -601,20 +601,29 @@ fn cost(
 
 fn one_line(s: &Summary) -> String {
     match s.status {
-        Status::Ok => format!(
-            "{}: ok in {:.1}s, {} orders, {} cancelled, lateness p99 {:.1} ms, {} anomalies{}",
-            s.strategy,
-            s.elapsed_s,
-            s.orders.created,
-            s.orders.cancelled,
-            s.lateness_us.p99 as f64 / 1000.0,
-            s.anomalies.total(),
-            s.generator
-                .warning
-                .as_deref()
-                .map(|w| format!("\n  warning: {w}"))
-                .unwrap_or_default()
-        ),
+        Status::Ok => {
+            let l = &s.lateness_us;
+            let ms = |v: Option<u64>| {
+                v.map(|us| format!("{:.1} ms", us as f64 / 1000.0))
+                    .unwrap_or_else(|| "-".into())
+            };
+            format!(
+                "{}: ok in {:.1}s, {} orders, {} cancelled, lateness n={} p90 {} p99 {} max {}, {} anomalies{}",
+                s.strategy,
+                s.elapsed_s,
+                s.orders.created,
+                s.orders.cancelled,
+                l.count,
+                ms(l.shown(summary::Pct::P90)),
+                ms(l.shown(summary::Pct::P99)),
+                ms(l.shown(summary::Pct::Max)),
+                s.anomalies.total(),
+                s.warnings
+                    .iter()
+                    .map(|w| format!("\n  warning: {w}"))
+                    .collect::<String>()
+            )
+        }
         _ => format!(
             "{}: {} ({})",
             s.strategy,
