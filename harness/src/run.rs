@@ -176,12 +176,7 @@ async fn run_one(
         Some(reason) => Summary::not_run(name, Status::Skipped, reason, database),
         None => match run_strategy(name, scenario, plan, server, namespace, dir).await {
             Ok(summary) => summary,
-            // A service the strategy needs is down: say so and how to
-            // start it, as a skip rather than a failure of the strategy.
-            Err(e) if is_unreachable(&e) => {
-                Summary::not_run(name, Status::Skipped, format!("{e:#}"), database)
-            }
-            Err(e) => Summary::not_run(name, Status::Failed, format!("{e:#}"), database),
+            Err(e) => not_measured(name, &e, database),
         },
     })
 }
@@ -323,6 +318,17 @@ fn harness_connections(rate: f64, kind: DbKind) -> u32 {
     }
 }
 
+/// A strategy that could not measure. A service it needs being down is a
+/// skip that says how to start it, not a failure of the strategy.
+fn not_measured(name: &str, e: &anyhow::Error, database: DatabaseInfo) -> Summary {
+    let status = if is_unreachable(e) {
+        Status::Skipped
+    } else {
+        Status::Failed
+    };
+    Summary::not_run(name, status, format!("{e:#}"), database)
+}
+
 /// Runs one strategy on a fresh namespace. Once the namespace exists,
 /// whatever goes wrong is reported with it, so the data can be inspected.
 async fn run_strategy(
@@ -337,16 +343,9 @@ async fn run_strategy(
     let location = server.create_namespace(namespace, dir).await?;
     match measure(name, scenario, plan, &location, dir).await {
         Ok(summary) => Ok(summary),
-        Err(e) => Ok(Summary::not_run(
+        Err(e) => Ok(not_measured(
             name,
-            // A service the strategy needs is down: a skip with how to
-            // start it, not a failure of the strategy.
-            if is_unreachable(&e) {
-                Status::Skipped
-            } else {
-                Status::Failed
-            },
-            format!("{e:#}"),
+            &e,
             DatabaseInfo {
                 kind: location.kind.as_str().to_string(),
                 url: location.display_url(),

@@ -22,12 +22,9 @@ pub async fn fires_after_deadline_never_before(f: &Fixture) -> CheckResult {
     let running = Running::start(f.instance().await);
     let mut orders = Vec::new();
     for i in 0..20 {
-        let order = f.create(i + 1, 400 + 40 * i).await;
-        running
-            .instance
-            .schedule(order.id, order.expire_at_us)
-            .await
-            .expect("schedule");
+        let order = f
+            .create_scheduled(i + 1, 400 + 40 * i, &*running.instance)
+            .await;
         orders.push(order);
     }
     // Halfway to the first deadline nothing may have fired.
@@ -72,12 +69,9 @@ pub async fn paid_order_never_cancelled(f: &Fixture) -> CheckResult {
     let mut last = 0;
     for i in 0..20 {
         // A second of headroom, so a loaded machine still pays in time.
-        let order = f.create(i + 1, 1_000 + 10 * i).await;
-        running
-            .instance
-            .schedule(order.id, order.expire_at_us)
-            .await
-            .expect("schedule");
+        let order = f
+            .create_scheduled(i + 1, 1_000 + 10 * i, &*running.instance)
+            .await;
         last = order.expire_at_us;
         if order.id % 2 == 1 {
             let paid_at = now_us();
@@ -191,12 +185,9 @@ pub async fn undeclared_delays_on_time(f: &Fixture) -> CheckResult {
     let running = Running::start(f.instance().await);
     let mut orders = Vec::new();
     for (i, due_in) in [-150, 37, 163, 420, 777, 1_333].into_iter().enumerate() {
-        let order = f.create(i as i64 + 1, due_in).await;
-        running
-            .instance
-            .schedule(order.id, order.expire_at_us)
-            .await
-            .expect("schedule");
+        let order = f
+            .create_scheduled(i as i64 + 1, due_in, &*running.instance)
+            .await;
         orders.push(order);
     }
     let last = orders.iter().map(|o| o.expire_at_us).max().unwrap();
@@ -271,11 +262,9 @@ pub async fn any_instance_cancels_any_order(f: &Fixture) -> CheckResult {
     let running = Running::start(f.instance().await);
     let mut orders = Vec::new();
     for i in 0..10 {
-        let order = f.create(i + 1, [250, 500][i as usize % 2]).await;
-        scheduler
-            .schedule(order.id, order.expire_at_us)
-            .await
-            .expect("schedule");
+        let order = f
+            .create_scheduled(i + 1, [250, 500][i as usize % 2], &*scheduler)
+            .await;
         orders.push(order);
     }
     let last = orders.iter().map(|o| o.expire_at_us).max().unwrap();
@@ -331,12 +320,8 @@ async fn kill_and_restart(f: &Fixture, fallback: bool) -> CheckResult {
         } else {
             (i + 1, 3_000, &mut second)
         };
-        let order = f.create(id, due_in).await;
         let on = if i % 2 == 0 { &a } else { &b };
-        on.instance
-            .schedule(order.id, order.expire_at_us)
-            .await
-            .expect("schedule");
+        let order = f.create_scheduled(id, due_in, &*on.instance).await;
         group.push(order);
     }
     let killed_at = now_us();

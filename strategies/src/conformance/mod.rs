@@ -138,6 +138,21 @@ impl Fixture {
         self.instance().await.capabilities()
     }
 
+    /// [`Fixture::create`], then schedules the order once on `on` (after
+    /// its transaction committed, as the order service does).
+    pub async fn create_scheduled(
+        &self,
+        id: OrderId,
+        due_in_ms: i64,
+        on: &dyn Canceller,
+    ) -> NewOrder {
+        let order = self.create(id, due_in_ms).await;
+        on.schedule(order.id, order.expire_at_us)
+            .await
+            .expect("schedule");
+        order
+    }
+
     /// Creates order `id` due `due_in` from now (negative: already overdue).
     pub async fn create(&self, id: OrderId, due_in_ms: i64) -> NewOrder {
         let now = now_us();
