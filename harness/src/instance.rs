@@ -545,6 +545,9 @@ pub async fn worker_main() -> Result<()> {
     .context("malformed worker spec")?;
     let store = OrderStore::connect(&spec.location, 4).await?;
     store.log_cancel_commits();
+    // The canceller's own server-side reads, apart from the workload's
+    // (PostgreSQL; a no-op elsewhere, and the report says so).
+    store.measure_server_reads();
     let canceller: Arc<dyn strategies::Canceller> =
         registry::build(&spec.strategy, &spec.options, store.clone())?.into();
     let shutdown = CancellationToken::new();

@@ -480,6 +480,7 @@ async fn measure(
         &capabilities,
         redis_commands,
         server_rows_read,
+        location.kind,
     );
     let mut summary = Summary {
         strategy: name.to_string(),
@@ -552,6 +553,7 @@ fn cost(
     capabilities: &strategies::Capabilities,
     redis: Result<redis_stats::Delta>,
     server_rows_read: Option<u64>,
+    kind: DbKind,
 ) -> Cost {
     let mut store = StoreStats::default();
     let mut strategy_counters = std::collections::BTreeMap::new();
@@ -563,6 +565,8 @@ fn cost(
     }
     let per_cancel = |n: u64| (store.cancelled > 0).then(|| n as f64 / store.cancelled as f64);
     let cpu_ms = reports.iter().map(|r| r.cpu_ms).sum();
+    // Workers measure their own server reads where the database can tell.
+    let canceller_rows = (kind == DbKind::Postgres).then_some(store.server_rows_read);
     let broker_messages = capabilities.requires.contains(&Service::RabbitMq).then(|| {
         ["published", "consumed"]
             .iter()
@@ -594,6 +598,8 @@ fn cost(
         broker_messages_per_cancel: broker_messages.and_then(per_cancel),
         server_rows_read,
         server_rows_read_per_cancel: server_rows_read.and_then(per_cancel),
+        canceller_server_rows_read: canceller_rows,
+        canceller_server_rows_read_per_cancel: canceller_rows.and_then(per_cancel),
         instances: reports.to_vec(),
     }
 }

@@ -157,6 +157,13 @@ fn assert_clean(run: &Path, strategy: &str, kind: &str) {
         );
         assert!(s["cost"]["server_rows_read_per_cancel"].as_f64().unwrap() > 0.0);
     }
+    // The canceller's own server reads, apart from the workload's, on PostgreSQL only.
+    let own = &s["cost"]["canceller_server_rows_read"];
+    if kind == "postgres" {
+        assert!(own.as_u64().is_some_and(|n| n > 0), "{own}");
+    } else {
+        assert!(own.is_null(), "{own}");
+    }
     let hgrm = std::fs::read_to_string(run.join(strategy).join("lateness.hgrm")).unwrap();
     assert!(hgrm.contains("Total count"));
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();

@@ -127,3 +127,42 @@ async fn a_cancel_waiting_for_a_sqlite_lock_shows_in_commit_lateness() {
     );
     f.cleanup().await;
 }
+
+/// On PostgreSQL a store can count the rows the server read inside its own
+/// transactions, apart from everyone else's on the same tables: a scan on
+/// the index reads the due orders, not the whole table. Elsewhere it says
+/// it cannot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canceller_counts_its_own_server_reads_on_postgres() {
+    let f = Fixture::new(
+        &common::postgres_url(),
+        "db-scan",
+        StrategyOptions::default(),
+    )
+    .await;
+    for id in 1..=3 {
+        f.create(id, -10).await;
+    }
+    for id in 4..=203 {
+        f.create(id, 60_000).await;
+    }
+    let canceller = OrderStore::connect(f.orders.location(), 2).await.unwrap();
+    assert!(canceller.measure_server_reads());
+    let batch = canceller.scan_and_cancel_due(0, 100, "test").await.unwrap();
+    assert_eq!(batch.cancelled.len(), 3);
+    let read = canceller.stats().server_rows_read;
+    assert!(
+        (3..=40).contains(&read),
+        "the scan and 3 cancels read {read} rows; 200 not-due orders must not be read"
+    );
+    // The order service's own transactions are not the canceller's.
+    f.create(204, 60_000).await;
+    assert_eq!(canceller.stats().server_rows_read, read);
+    canceller.close().await;
+    f.cleanup().await;
+    for url in [common::sqlite_url(), common::mysql_url()] {
+        let f = Fixture::new(&url, "db-scan", StrategyOptions::default()).await;
+        assert!(!f.orders.measure_server_reads(), "{url}");
+        f.cleanup().await;
+    }
+}

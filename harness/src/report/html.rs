@@ -258,9 +258,15 @@ fn plots_section(out: &mut String, run_dir: &Path, ran: &[(usize, &Summary)]) ->
         ("DB statements per cancel", "statements", |s| {
             s.cost.statements_per_cancel
         }),
-        ("DB rows read per cancel (server, whole run)", "rows", |s| {
-            s.cost.server_rows_read_per_cancel
-        }),
+        (
+            "DB rows read per cancel (server; canceller only on PostgreSQL)",
+            "rows",
+            |s| {
+                s.cost
+                    .canceller_server_rows_read_per_cancel
+                    .or(s.cost.server_rows_read_per_cancel)
+            },
+        ),
         ("CPU per cancel", "µs", |s| s.cost.cpu_us_per_cancel),
         ("RabbitMQ messages per cancel", "messages", |s| {
             s.cost.broker_messages_per_cancel

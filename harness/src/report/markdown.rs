@@ -165,6 +165,16 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
         if let Some(note) = &c.redis_note {
             let _ = writeln!(out, "- Redis commands: **{note}**");
         }
+        if let (Some(n), Some(per)) = (
+            c.canceller_server_rows_read,
+            c.canceller_server_rows_read_per_cancel,
+        ) {
+            let _ = writeln!(
+                out,
+                "- database server, canceller only: {n} rows read, {per:.1} per cancel ({})",
+                crate::model::summary::canceller_rows_method(&s.database.kind)
+            );
+        }
         if let (Some(n), Some(per)) = (c.server_rows_read, c.server_rows_read_per_cancel) {
             let _ = writeln!(
                 out,

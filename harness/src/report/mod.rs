@@ -322,12 +322,21 @@ fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
                 ratio(c.statements_per_cancel),
                 as_ratio,
             ),
-            fig(
-                s,
-                "server_rows_per_cancel",
-                ratio(c.server_rows_read_per_cancel),
-                as_ratio,
-            ),
+            // The canceller's own reads where measured; else the whole
+            // run's, said in the cell.
+            match c.canceller_server_rows_read_per_cancel {
+                Some(v) => fig(s, "canceller_rows_per_cancel", format!("{v:.1}"), as_ratio),
+                None if c.server_rows_read_per_cancel.is_some() => format!(
+                    "{} (whole run)",
+                    fig(
+                        s,
+                        "server_rows_per_cancel",
+                        ratio(c.server_rows_read_per_cancel),
+                        as_ratio
+                    )
+                ),
+                None => "-".into(),
+            },
             fig(
                 s,
                 "broker_msgs_per_cancel",
@@ -384,9 +393,8 @@ beyond it is `-`) and anomalies over the measured orders; `paid late`: orders pa
 deadline while still pending, whose lateness the table cannot show. DB statements, CPU, broker \
 messages (published + consumed) and Redis commands (`INFO commandstats`, server-wide) per order \
 the canceller cancelled, all over the measured window (after the warm-up). DB rows read by the \
-server cover the whole run, order creation and payments included (the same workload for every \
-strategy, so differences are the cancellers'; PostgreSQL counts the strategy's schema only, \
-MariaDB's Handler_read_* are server-wide, SQLite has none). Peak RSS of the largest instance. \
+server: on PostgreSQL those of the canceller's own transactions (measured window); on MariaDB \
+the whole run's, server-wide and workload included, marked `(whole run)`; none on SQLite. Peak RSS of the largest instance. \
 The yes/no columns are the strategy's declared capabilities; the conformance suite runs a \
 check for each one declared yes (see `strategies/src/canceller.rs` for what it cannot check).";
 

@@ -36,6 +36,9 @@ pub struct OrderStore {
     sql: Arc<Sql>,
     counters: Arc<Counters>,
     commit_log: Arc<CommitLog>,
+    /// Whether each transaction reads its own server-side row counts
+    /// before COMMIT (see [`OrderStore::measure_server_reads`]).
+    server_reads_probe: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// When the COMMIT of each effective cancel returned, kept only for an
@@ -118,6 +121,10 @@ store_counters! {
     retries,
     /// Rows returned by scans (`db-scan`'s cost on the read side).
     rows_read,
+    /// Rows the database server read inside this store's transactions, as
+    /// the server counted them just before each COMMIT (PostgreSQL, once
+    /// [`OrderStore::measure_server_reads`] is on; 0 otherwise).
+    server_rows_read,
     /// `cancel_if_due` calls, one per order id.
     cancel_attempts,
     /// Attempts that cancelled the order; the rest were absorbed.
@@ -174,6 +181,7 @@ impl OrderStore {
             sql: Arc::new(Sql::new(location.kind, skip_locked)),
             counters: Arc::default(),
             commit_log: Arc::default(),
+            server_reads_probe: Arc::default(),
         })
     }
 
@@ -196,6 +204,19 @@ impl OrderStore {
     /// clone) makes returned; [`OrderStore::take_cancel_commits`] drains them.
     pub fn log_cancel_commits(&self) {
         self.commit_log.enabled.store(true, Ordering::Relaxed);
+    }
+
+    /// From now on, each transaction of this store (and its clones) asks the
+    /// server how many rows it read, just before COMMIT, and adds them to
+    /// `server_rows_read`: the owner's own server-side reads, apart from
+    /// everyone else's on the same tables. One extra catalog query per
+    /// transaction, not counted in `statements`. Returns whether this
+    /// database supports it (PostgreSQL's `pg_stat_xact_user_tables`).
+    pub fn measure_server_reads(&self) -> bool {
+        let supported = self.sql.xact_rows_read.is_some();
+        self.server_reads_probe
+            .store(supported, std::sync::atomic::Ordering::Relaxed);
+        supported
     }
 
     /// The `(order id, commit returned at)` pairs noted since the last call.

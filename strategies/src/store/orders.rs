@@ -30,6 +30,7 @@ macro_rules! in_tx {
                     let $conn: &mut AnyConnection = &mut tx;
                     $body.await?
                 };
+                $store.note_server_reads(&mut tx).await?;
                 tx.commit().await.ctx($context)?;
                 Ok(value)
             }
@@ -68,6 +69,28 @@ pub struct OrderRow {
 }
 
 impl OrderStore {
+    /// Where enabled ([`OrderStore::measure_server_reads`]), adds the rows
+    /// the server read in this transaction so far to `server_rows_read`.
+    async fn note_server_reads(&self, conn: &mut AnyConnection) -> Result<()> {
+        let Some(sql) = self.sql.xact_rows_read.as_deref() else {
+            return Ok(());
+        };
+        if !self
+            .server_reads_probe
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Ok(());
+        }
+        let read: i64 = sqlx::query(sql)
+            .fetch_one(&mut *conn)
+            .await
+            .ctx("reading the transaction's row statistics")?
+            .try_get(0)
+            .ctx("reading the transaction's row statistics")?;
+        self.count(&self.counters.server_rows_read, read.max(0) as u64);
+        Ok(())
+    }
+
     /// Creates a PENDING order and reserves its stock, in one transaction.
     /// Refused (nothing written) when the SKU has fewer than `qty` units.
     pub async fn create_order(&self, order: &NewOrder) -> Result<CreateOutcome> {
