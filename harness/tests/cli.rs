@@ -936,3 +936,93 @@ fn a_dead_instance_is_restarted_when_the_scenario_asks() {
     // Killed, survivor, restarted: three processes, each with its counters.
     assert_eq!(wheel["cost"]["instances"].as_array().unwrap().len(), 3);
 }
+
+/// Schemas of PostgreSQL namespaces whose name ends in `suffix` and that
+/// have their `orders` table.
+async fn pg_schemas_ending(suffix: &str) -> Vec<String> {
+    let public = strategies::DbLocation {
+        kind: strategies::DbKind::Postgres,
+        url: pg(),
+        namespace: "public".into(),
+    };
+    let store = strategies::OrderStore::connect(&public, 1).await.unwrap();
+    let rows = store
+        .query_text_counts(&format!(
+            "SELECT CAST(table_schema AS TEXT), COUNT(*) FROM information_schema.tables \
+             WHERE table_name = 'orders' AND table_schema LIKE 'dlb\\_%{suffix}' GROUP BY table_schema"
+        ))
+        .await
+        .unwrap();
+    store.close().await;
+    rows.into_iter().map(|(schema, _)| schema).collect()
+}
+
+/// A cancel transaction slowed on the real server (a trigger sleeping 80 ms
+/// in every cancel UPDATE, installed as soon as the harness made the
+/// schema) shows in the figures by that much: every order's COMMIT comes at
+/// least 80 ms after its stamp, and committed lateness exceeds row lateness.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slowed_cancel_transaction_grows_the_committed_lateness_by_that_much() {
+    let out = tempfile::tempdir().unwrap();
+    let text = TINY
+        .replace("name = \"tiny\"", "name = \"slowcancel\"")
+        .replace("rate = 40.0", "rate = 10.0")
+        .replace("instances = 2", "instances = 1");
+    let scenario = out.path().join("slow.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let before = pg_schemas_ending("slowcancel_db_scan").await;
+    let mut run = tokio::process::Command::new(env!("CARGO_BIN_EXE_delaybench"))
+        .args([
+            "run",
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "--db",
+            &pg(),
+        ])
+        .args([
+            "--out",
+            out.path().to_str().unwrap(),
+            "--strategies",
+            "db-scan",
+        ])
+        .env("CI", "true")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let schema = loop {
+        let now = pg_schemas_ending("slowcancel_db_scan").await;
+        if let Some(new) = now.into_iter().find(|s| !before.contains(s)) {
+            break new;
+        }
+        assert!(run.try_wait().unwrap().is_none(), "the run ended first");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let ns = strategies::DbLocation {
+        kind: strategies::DbKind::Postgres,
+        url: pg(),
+        namespace: schema,
+    };
+    let store = strategies::OrderStore::connect(&ns, 1).await.unwrap();
+    for ddl in [
+        "CREATE FUNCTION slow_cancel() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.status = 'CANCELLED' THEN PERFORM pg_sleep(0.08); END IF; RETURN NEW; END $$",
+        "CREATE TRIGGER slow_cancel BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION slow_cancel()",
+    ] {
+        store.execute_unchecked(ddl).await.unwrap();
+    }
+    store.close().await;
+    let o = run.wait_with_output().await.unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = summary(&run_dir_of(&o), "db-scan");
+    let gap = count(&s, "/commit_gap_us/p50");
+    assert!(gap >= 80_000, "commit gap p50 {gap} us: {s:#}");
+    let (row, committed) = (
+        count(&s, "/lateness_us/p50"),
+        count(&s, "/committed_lateness_us/p50"),
+    );
+    assert!(
+        committed >= row + 80_000,
+        "committed p50 {committed} us vs row p50 {row} us"
+    );
+}
