@@ -115,6 +115,7 @@ pub async fn drive(
         record(&mut health, &mut lag, lag_us, done, progress);
     }
     health.lag_us = summary::stats(&lag);
+    health.lag_histogram = Some(lag.clone());
     health.lag_us_p50 = lag.value_at_quantile(0.5);
     health.lag_us_p99 = lag.value_at_quantile(0.99);
     health.lag_us_max = lag.max();

@@ -457,6 +457,11 @@ async fn measure(
     let histogram = &lateness.histogram;
     std::fs::write(dir.join("lateness.hgrm"), summary::hgrm(histogram))
         .with_context(|| format!("writing {}", dir.join("lateness.hgrm").display()))?;
+    if let Some(lag) = &generator.lag_histogram {
+        let path = dir.join("generator_lag.hgrm");
+        std::fs::write(&path, summary::hgrm(lag))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     let committed = committed_lateness(&timings, &record.cancel_commits, measured_from_us);
     let measured_ids: std::collections::HashSet<OrderId> = plan.measured_order_ids().collect();
     let schedule_path = (!record.schedules.is_empty()).then(|| {

@@ -166,6 +166,14 @@ fn assert_clean(run: &Path, strategy: &str, kind: &str) {
     }
     let hgrm = std::fs::read_to_string(run.join(strategy).join("lateness.hgrm")).unwrap();
     assert!(hgrm.contains("Total count"));
+    let lag = std::fs::read_to_string(run.join(strategy).join("generator_lag.hgrm")).unwrap();
+    assert!(
+        lag.contains(&format!(
+            "Total count    = {:>12}",
+            count(&s, "/generator/lag_us/count")
+        )),
+        "{lag}"
+    );
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(report.contains(&format!("| {strategy} | ok |")), "{report}");
     assert!(report.contains("## Trade-offs, measured"), "{report}");
@@ -746,7 +754,21 @@ fn a_worker_killed_from_outside_keeps_every_measurement_on_mariadb() {
 /// paid after their deadline: counted as `paid_after_deadline`, with a
 /// censored lateness, more for a 400 ms scan than for the wheel.
 #[test]
-fn payments_after_the_deadline_are_counted_more_for_a_slow_scan() {
+fn payments_after_the_deadline_are_counted_more_for_a_slow_scan_on_sqlite() {
+    paid_after_deadline_under_a_payment_race("sqlite://");
+}
+
+#[test]
+fn payments_after_the_deadline_are_counted_more_for_a_slow_scan_on_postgres() {
+    paid_after_deadline_under_a_payment_race(&pg());
+}
+
+#[test]
+fn payments_after_the_deadline_are_counted_more_for_a_slow_scan_on_mariadb() {
+    paid_after_deadline_under_a_payment_race(&mysql());
+}
+
+fn paid_after_deadline_under_a_payment_race(db: &str) {
     let race = TINY
         .replace("interval = \"50ms\"", "interval = \"400ms\"")
         .replace(
@@ -755,7 +777,7 @@ fn payments_after_the_deadline_are_counted_more_for_a_slow_scan() {
         )
         .replace("pay-ratio = 0.5", "pay-ratio = 0.9");
     let out = tempfile::tempdir().unwrap();
-    let run = run_scenario(&race, "sqlite://", "db-scan,timing-wheel", out.path());
+    let run = run_scenario(&race, db, "db-scan,timing-wheel", out.path());
     let scan = summary(&run, "db-scan");
     let wheel = summary(&run, "timing-wheel");
     let (scan_late, wheel_late) = (
@@ -764,7 +786,7 @@ fn payments_after_the_deadline_are_counted_more_for_a_slow_scan() {
     );
     assert!(
         scan_late > wheel_late + 5,
-        "db-scan {scan_late} vs timing-wheel {wheel_late} paid after the deadline"
+        "{db}: db-scan {scan_late} vs timing-wheel {wheel_late} paid after the deadline"
     );
     assert!(count(&scan, "/censored_lateness_us/count") > 0, "{scan:#}");
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
@@ -828,6 +850,17 @@ fn passwords_never_reach_the_results() {
 /// compared with itself shows every difference within the spread.
 #[test]
 fn repeated_runs_carry_their_spread_and_compare_against_it() {
+    // On the servers too, each repetition with its own namespace.
+    for db in [pg(), mysql()] {
+        let out = tempfile::tempdir().unwrap();
+        let run = run_scenario_with(TINY, &db, "db-scan", out.path(), &["--repeat", "3"]);
+        let s = summary(&run, "db-scan");
+        assert_eq!(s["repeats"]["count"], 3, "{db}: {s:#}");
+        assert!(
+            s["repeats"]["figures"]["p50"]["max"].is_f64(),
+            "{db}: {s:#}"
+        );
+    }
     let out = tempfile::tempdir().unwrap();
     let run = run_scenario_with(
         TINY,

@@ -110,6 +110,10 @@ pub struct GeneratorHealth {
     /// The same lag as a distribution, with its sample count.
     #[serde(default)]
     pub lag_us: LatenessStats,
+    /// The lag histogram itself, written beside the summary as
+    /// `generator_lag.hgrm` (not part of the JSON).
+    #[serde(skip)]
+    pub lag_histogram: Option<hdrhistogram::Histogram<u64>>,
     /// Connections in the harness's own pool for orders and callbacks.
     #[serde(default)]
     pub pool_connections: u32,

@@ -205,7 +205,8 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
         );
         distribution(
             &mut out,
-            "generator lag, intended time -> transaction committed",
+            "generator lag, intended time -> transaction committed (histogram in \
+             `generator_lag.hgrm`)",
             Some(&g.lag_us).filter(|l| l.count > 0),
         );
         let schedule_errors: u64 = s.cost.instances.iter().map(|i| i.schedule_errors).sum();
