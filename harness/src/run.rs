@@ -145,6 +145,11 @@ pub fn problems(summaries: &[Summary], allow_anomalies: bool) -> Vec<String> {
         if s.status == Status::Failed {
             problems.push(format!("{} failed", s.strategy));
         }
+        for failed in s.repeats.iter().flat_map(|r| &r.not_measured) {
+            if !failed.contains(": skipped: ") {
+                problems.push(format!("{} {failed}", s.strategy));
+            }
+        }
         let teaching = registry::info(&s.strategy).is_ok_and(|i| i.teaching);
         if !allow_anomalies && !teaching && s.anomalies.total() > 0 {
             problems.push(format!(

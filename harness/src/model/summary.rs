@@ -254,6 +254,9 @@ pub struct Repeats {
     /// Figure name (see [`figures`]) -> spread. A figure is absent when any
     /// repetition lacks it (say, too few samples for that percentile).
     pub figures: BTreeMap<String, Spread>,
+    /// Repetitions that did not measure, as `repeat k: status: reason`.
+    #[serde(default)]
+    pub not_measured: Vec<String>,
 }
 
 /// Median, min and max of one figure over the repetitions.
@@ -392,11 +395,26 @@ pub fn aggregate(reps: &[Summary], folders: &[String]) -> Option<Summary> {
             warnings.push(format!("repeat {}: {w}", k + 1));
         }
     }
+    let not_measured: Vec<String> = reps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.status != Status::Ok)
+        .map(|(k, s)| {
+            format!(
+                "repeat {}: {}: {}",
+                k + 1,
+                s.status.as_str(),
+                s.reason.as_deref().unwrap_or("no reason recorded")
+            )
+        })
+        .collect();
+    warnings.extend(not_measured.iter().cloned());
     agg.warnings = warnings;
     agg.repeats = Some(Repeats {
         count: ran.len() as u32,
         folders: ran.iter().map(|(_, f)| f.to_string()).collect(),
         figures,
+        not_measured,
     });
     Some(agg)
 }
@@ -552,12 +570,8 @@ pub fn warnings(s: &Summary) -> Vec<String> {
             ));
         }
     }
-    if s.orders.paid_after_deadline > 0 {
-        w.push(format!(
-            "{} paid after deadline: their lateness is not in the table",
-            s.orders.paid_after_deadline
-        ));
-    }
+    // Orders paid after their deadline have their own column (`paid late`)
+    // in every table that shows lateness, so they are not repeated here.
     if let Some(note) = &s.cost.redis_note {
         w.push(format!("Redis commands {note}"));
     }
@@ -770,5 +784,52 @@ mod tests {
         assert_eq!(s(100).shown(Pct::P90), Some(2));
         assert_eq!(s(20).shown(Pct::P50), Some(1));
         assert_eq!(s(0).shown(Pct::Max), None);
+    }
+
+    #[test]
+    fn repetitions_fold_to_medians_worst_anomalies_and_failures_said() {
+        let rep = |p99: u64, missed: u64| {
+            let mut s = Summary::not_run(
+                "db-scan",
+                Status::Ok,
+                String::new(),
+                DatabaseInfo::default(),
+            );
+            s.reason = None;
+            s.lateness_us = LatenessStats {
+                count: 2_000,
+                p50: p99 / 2,
+                p90: p99,
+                p99,
+                p999: p99,
+                max: p99,
+                mean: 1.0,
+            };
+            s.anomalies.missed_cancels = missed;
+            s
+        };
+        let failed = Summary::not_run(
+            "db-scan",
+            Status::Failed,
+            "broker gone".into(),
+            DatabaseInfo::default(),
+        );
+        let reps = [rep(300, 0), rep(100, 2), failed, rep(200, 0)];
+        let folders: Vec<String> = (1..=4).map(|k| format!("repeat-{k}")).collect();
+        let agg = aggregate(&reps, &folders).unwrap();
+        let r = agg.repeats.as_ref().unwrap();
+        assert_eq!(r.count, 3);
+        assert_eq!(r.folders, ["repeat-1", "repeat-2", "repeat-4"]);
+        let p99 = r.figures["p99"];
+        assert_eq!((p99.min, p99.median, p99.max), (100.0, 200.0, 300.0));
+        assert_eq!(agg.lateness_us.p99, 200);
+        // The worst repetition's anomalies, never the median's clean ones.
+        assert_eq!(agg.anomalies.missed_cancels, 2);
+        assert!(agg
+            .warnings
+            .iter()
+            .any(|w| w.contains("anomalies in 1 of 3")));
+        assert_eq!(r.not_measured, ["repeat 3: failed: broker gone"]);
+        assert!(agg.warnings.iter().any(|w| w.contains("broker gone")));
     }
 }
