@@ -489,9 +489,10 @@ pub fn server_rows_source(kind: &str) -> &'static str {
 pub fn canceller_rows_method(kind: &str) -> &'static str {
     match kind {
         "postgres" => {
-            "the canceller's own transactions: pg_stat_xact_user_tables read just before each \
-             COMMIT (one extra catalog query per transaction, not counted as a statement; the \
-             wheel's reload on start runs outside a transaction and is not included)"
+            "the canceller's own transactions: pg_stat_xact_user_tables read after BEGIN and \
+             before COMMIT (two extra catalog queries per transaction, not counted as \
+             statements; the wheel's reload on start runs outside a transaction and is not \
+             included)"
         }
         "mysql" => {
             "not separated on MariaDB (Handler_read_* are server-wide): the figure is the whole \

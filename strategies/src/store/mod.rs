@@ -122,7 +122,7 @@ store_counters! {
     /// Rows returned by scans (`db-scan`'s cost on the read side).
     rows_read,
     /// Rows the database server read inside this store's transactions, as
-    /// the server counted them just before each COMMIT (PostgreSQL, once
+    /// the server counted them between BEGIN and COMMIT (PostgreSQL, once
     /// [`OrderStore::measure_server_reads`] is on; 0 otherwise).
     server_rows_read,
     /// `cancel_if_due` calls, one per order id.
@@ -207,10 +207,10 @@ impl OrderStore {
     }
 
     /// From now on, each transaction of this store (and its clones) asks the
-    /// server how many rows it read, just before COMMIT, and adds them to
-    /// `server_rows_read`: the owner's own server-side reads, apart from
-    /// everyone else's on the same tables. One extra catalog query per
-    /// transaction, not counted in `statements`. Returns whether this
+    /// server how many rows it read, after BEGIN and before COMMIT, and adds
+    /// the difference to `server_rows_read`: the owner's own server-side
+    /// reads, apart from everyone else's on the same tables. Two extra
+    /// catalog queries per transaction, not counted in `statements`. Returns whether this
     /// database supports it (PostgreSQL's `pg_stat_xact_user_tables`).
     pub fn measure_server_reads(&self) -> bool {
         let supported = self.sql.xact_rows_read.is_some();

@@ -26,11 +26,18 @@ macro_rules! in_tx {
         loop {
             let result: Result<_> = async {
                 let mut tx = $store.pool.begin().await.ctx($context)?;
+                let reads_before = $store.server_reads_so_far(&mut tx).await?;
                 let value = {
                     let $conn: &mut AnyConnection = &mut tx;
                     $body.await?
                 };
-                $store.note_server_reads(&mut tx).await?;
+                if let Some(before) = reads_before {
+                    let after = $store.server_reads_so_far(&mut tx).await?.unwrap_or(before);
+                    $store.count(
+                        &$store.counters.server_rows_read,
+                        after.saturating_sub(before),
+                    );
+                }
                 tx.commit().await.ctx($context)?;
                 Ok(value)
             }
@@ -69,17 +76,22 @@ pub struct OrderRow {
 }
 
 impl OrderStore {
-    /// Where enabled ([`OrderStore::measure_server_reads`]), adds the rows
-    /// the server read in this transaction so far to `server_rows_read`.
-    async fn note_server_reads(&self, conn: &mut AnyConnection) -> Result<()> {
+    /// Where enabled ([`OrderStore::measure_server_reads`]), the rows this
+    /// backend has read on the namespace's tables and not yet published
+    /// (PostgreSQL's `pg_stat_xact_user_tables`; `None` when disabled).
+    /// That count spans earlier transactions too (PostgreSQL 15 publishes
+    /// only when a backend goes idle), but never moves by a publication
+    /// inside a transaction, so a transaction's own reads are the
+    /// difference between a reading after BEGIN and one before COMMIT.
+    async fn server_reads_so_far(&self, conn: &mut AnyConnection) -> Result<Option<u64>> {
         let Some(sql) = self.sql.xact_rows_read.as_deref() else {
-            return Ok(());
+            return Ok(None);
         };
         if !self
             .server_reads_probe
             .load(std::sync::atomic::Ordering::Relaxed)
         {
-            return Ok(());
+            return Ok(None);
         }
         let read: i64 = sqlx::query(sql)
             .fetch_one(&mut *conn)
@@ -87,8 +99,7 @@ impl OrderStore {
             .ctx("reading the transaction's row statistics")?
             .try_get(0)
             .ctx("reading the transaction's row statistics")?;
-        self.count(&self.counters.server_rows_read, read.max(0) as u64);
-        Ok(())
+        Ok(Some(read.max(0) as u64))
     }
 
     /// Creates a PENDING order and reserves its stock, in one transaction.
