@@ -59,7 +59,7 @@ enum Command {
     },
     /// Compare two run folders strategy by strategy (markdown on stdout).
     Compare {
-        /// The base run, e.g. results/reference/20261130-100815-quick.
+        /// The base run, e.g. results/reference/20261130-101701-quick.
         base: PathBuf,
         /// The run compared with it.
         other: PathBuf,
