@@ -211,15 +211,12 @@ pub async fn several_instances_stay_correct(f: &Fixture) -> CheckResult {
     let instances = start_instances(f, INSTANCES).await;
     let mut last = 0;
     for i in 0..MANY {
-        let order = f.create(i + 1, 200 + 5 * i).await;
         // Round-robin, as the harness does: with instance-owned schedules
         // each order lives in exactly one instance.
         let owner = &instances[i as usize % instances.len()];
-        owner
-            .instance
-            .schedule(order.id, order.expire_at_us)
-            .await
-            .expect("schedule");
+        let order = f
+            .create_scheduled(i + 1, 200 + 5 * i, &*owner.instance)
+            .await;
         last = order.expire_at_us;
     }
     f.try_wait_for_due_cancels(last).await?;
