@@ -297,8 +297,21 @@ impl Fixture {
         Ok(())
     }
 
-    /// Drops the namespace (runs keep theirs; tests clean up).
+    /// Drops the namespace (runs keep theirs; tests clean up) and, for a
+    /// strategy on RabbitMQ, its durable queues and exchanges: left behind,
+    /// hundreds of them slow every later broker restart. Redis strategies
+    /// keep their teardown to their own tests, since the keyspace-expiry
+    /// variant's restores a server-wide setting other tests rely on.
     pub async fn cleanup(self) {
+        let on_rabbit = registry::info(&self.strategy)
+            .is_ok_and(|i| i.requires.contains(&crate::canceller::Service::RabbitMq));
+        if on_rabbit {
+            if let Ok(store) = OrderStore::connect(&self.location, 1).await {
+                if let Ok(instance) = registry::build(&self.strategy, &self.options, store) {
+                    let _ = instance.teardown().await;
+                }
+            }
+        }
         self.orders.close().await;
         let _ = self.server.drop_namespace(&self.location).await;
     }
