@@ -149,7 +149,6 @@ fn scenario_fields_that_differ(
         .chain(o.iter().filter(|f| !b.contains(f)))
         .map(|(path, _)| format!("`{path}`"))
         .collect();
-    differ.dedup();
     differ.sort();
     differ.dedup();
     differ

@@ -103,7 +103,7 @@ fn run_facts(info: &RunInfo) -> Vec<(String, bool)> {
 }
 
 fn ms(us: u64) -> String {
-    format!("{:.1}", us as f64 / 1000.0)
+    as_ms(us as f64)
 }
 
 /// A percentile in ms, or `-` when it rests on too few samples.
@@ -166,7 +166,7 @@ fn warnings_cell(s: &Summary) -> String {
 }
 
 fn ratio(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into())
+    v.map(as_ratio).unwrap_or_else(|| "-".into())
 }
 
 /// Every anomaly the checker counts, with the name the reports use, in one
