@@ -150,7 +150,7 @@ pub fn problems(summaries: &[Summary], allow_anomalies: bool) -> Vec<String> {
                 problems.push(format!("{} {failed}", s.strategy));
             }
         }
-        let teaching = registry::info(&s.strategy).is_ok_and(|i| i.teaching);
+        let teaching = registry::info(&s.strategy).is_ok_and(|i| i.is_teaching());
         if !allow_anomalies && !teaching && s.anomalies.total() > 0 {
             problems.push(format!(
                 "{} has {} anomalies (pass --allow-anomalies if the scenario is meant to break it)",
@@ -189,10 +189,10 @@ async fn run_one(
 /// Validates `--strategies`; every known strategy when absent.
 fn select(list: Option<&str>) -> Result<Vec<String>> {
     let Some(list) = list else {
-        // Teaching variants are off by default.
+        // Teaching variants and the ceiling are off by default.
         return Ok(STRATEGIES
             .iter()
-            .filter(|s| !s.teaching)
+            .filter(|s| s.role == registry::Role::Strategy)
             .map(|s| s.name.to_string())
             .collect());
     };

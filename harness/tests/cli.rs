@@ -200,7 +200,7 @@ fn default_selection_runs_clean_on_sqlite_and_reports_skipped_strategies() {
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     for info in strategies::registry::STRATEGIES
         .iter()
-        .filter(|s| !s.requires.is_empty() && !s.teaching)
+        .filter(|s| !s.requires.is_empty() && !s.is_teaching())
     {
         let skipped = summary(&run, info.name);
         assert_eq!(skipped["status"], "skipped", "{skipped:#}");
@@ -217,7 +217,7 @@ fn default_selection_runs_clean_on_sqlite_and_reports_skipped_strategies() {
     // Teaching variants are off by default: not run, not listed.
     for info in strategies::registry::STRATEGIES
         .iter()
-        .filter(|s| s.teaching)
+        .filter(|s| s.is_teaching())
     {
         assert!(
             !run.join(info.name).exists(),

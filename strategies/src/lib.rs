@@ -8,6 +8,7 @@
 //! - the contract every strategy meets: [`Canceller`] and [`conformance`]
 
 pub mod canceller;
+pub mod ceiling;
 pub mod checker;
 pub mod conformance;
 pub mod db_scan;

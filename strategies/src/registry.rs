@@ -2,6 +2,7 @@
 //! to construct it. The one place to look up a strategy.
 
 use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
+use crate::ceiling::Ceiling;
 use crate::db_scan::{DbScan, DbScanConfig, FallbackScanConfig};
 use crate::domain::{Micros, OrderId};
 use crate::error::{Error, Result};
@@ -22,9 +23,28 @@ pub struct StrategyInfo {
     pub summary: &'static str,
     /// Services needed besides the order database.
     pub requires: &'static [Service],
-    /// A teaching variant: a known mistake reproduced on purpose, off by
-    /// default (run only when named in `--strategies`).
-    pub teaching: bool,
+    /// What the entry is for; only [`Role::Strategy`] runs by default.
+    pub role: Role,
+}
+
+/// What a registry entry is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A way to build a shop: runs by default, and its anomalies fail a run.
+    Strategy,
+    /// A known mistake reproduced on purpose: off by default (run only when
+    /// named in `--strategies`), expected to show damage.
+    Teaching,
+    /// A yardstick for the others (`ceiling`): off by default in `run`,
+    /// run first by `sweep`; its anomalies fail a run like a strategy's.
+    Baseline,
+}
+
+impl StrategyInfo {
+    /// A teaching variant (see [`Role::Teaching`]).
+    pub fn is_teaching(&self) -> bool {
+        self.role == Role::Teaching
+    }
 }
 
 /// All strategies, in report order.
@@ -33,65 +53,72 @@ pub const STRATEGIES: &[StrategyInfo] = &[
         name: "db-scan",
         summary: "periodic indexed SELECT of due PENDING orders, batch after batch",
         requires: &[],
-        teaching: false,
+        role: Role::Strategy,
     },
     StrategyInfo {
         name: "timing-wheel",
         summary: "in-process hierarchical timing wheel, reloads PENDING orders on start",
         requires: &[],
-        teaching: false,
+        role: Role::Strategy,
     },
     StrategyInfo {
         name: "timing-wheel-unconditional",
         summary: "TEACHING: the wheel cancelling with an unconditional UPDATE (paid orders \
                   cancelled, stock released on every firing)",
         requires: &[],
-        teaching: true,
+        role: Role::Teaching,
     },
     StrategyInfo {
         name: "timing-wheel-release-first",
         summary: "TEACHING: the wheel releasing stock before the conditional UPDATE (a paid \
                   order's stock released anyway)",
         requires: &[],
-        teaching: true,
+        role: Role::Teaching,
     },
     StrategyInfo {
         name: "rabbit-ttl",
         summary: "RabbitMQ wait queue per timeout with TTL + dead-letter exchange",
         requires: &[Service::RabbitMq],
-        teaching: false,
+        role: Role::Strategy,
     },
     StrategyInfo {
         name: "rabbit-delayed",
         summary: "RabbitMQ x-delayed-message exchange with a per-message x-delay",
         requires: &[Service::RabbitMq],
-        teaching: false,
+        role: Role::Strategy,
     },
     StrategyInfo {
         name: "rabbit-ttl-single-queue",
         summary: "TEACHING: per-message expiration on one queue (head-of-line blocking)",
         requires: &[Service::RabbitMq],
-        teaching: true,
+        role: Role::Teaching,
     },
     StrategyInfo {
         name: "redis-zset",
         summary: "Redis ZSET scored by deadline, atomic Lua claim, visibility timeout",
         requires: &[Service::Redis],
-        teaching: false,
+        role: Role::Strategy,
     },
     StrategyInfo {
         name: "redis-keyspace-expiry",
         summary: "TEACHING: a key per order with PX + keyspace `expired` events (lost when \
                   nobody listens, late by expiry sampling)",
         requires: &[Service::Redis],
-        teaching: true,
+        role: Role::Teaching,
     },
     StrategyInfo {
         name: "redis-zset-nonatomic",
         summary: "TEACHING: ZRANGEBYSCORE then ZREM without an atomic claim (instances \
                   cancel the same ids; duplicates absorbed)",
         requires: &[Service::Redis],
-        teaching: true,
+        role: Role::Teaching,
+    },
+    StrategyInfo {
+        name: "ceiling",
+        summary: "BASELINE: each order cancelled at its exact deadline from an in-process \
+                  list, no delay mechanism: what the database and harness allow",
+        requires: &[],
+        role: Role::Baseline,
     },
 ];
 
@@ -191,6 +218,7 @@ pub fn build(
             &options.redis_zset,
             ClaimMode::Nonatomic,
         )?),
+        "ceiling" => Box::new(Ceiling::new(store.clone())),
         "redis-keyspace-expiry" => Box::new(RedisKeyspaceExpiry::new(
             store.clone(),
             &options.redis_zset,

@@ -145,7 +145,7 @@ fn as_ratio(v: f64) -> String {
 /// Whether `name` is a teaching variant (a deliberate mistake): reports
 /// put those in their own tables.
 fn is_teaching(name: &str) -> bool {
-    strategies::registry::info(name).is_ok_and(|i| i.teaching)
+    strategies::registry::info(name).is_ok_and(|i| i.is_teaching())
 }
 
 /// The strategies that are real options, then the deliberately wrong ones.

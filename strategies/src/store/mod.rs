@@ -190,6 +190,11 @@ impl OrderStore {
         &self.location
     }
 
+    /// The most connections this store's pool opens.
+    pub fn max_connections(&self) -> u32 {
+        self.pool.options().get_max_connections()
+    }
+
     /// Whether db-scan claims rows with `FOR UPDATE SKIP LOCKED` here.
     pub fn claims_with_skip_locked(&self) -> bool {
         self.sql.scan_due_skip_locked.is_some()

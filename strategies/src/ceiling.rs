@@ -1,0 +1,222 @@
+//! `ceiling`: the yardstick, not a way to build a shop.
+//!
+//! It cancels each order at its exact deadline from an in-process list (a
+//! min-heap by deadline), with no delay mechanism at all: no tick rounding,
+//! no scan interval, no broker or Redis round trip. What remains is the
+//! work every strategy has to do anyway: the harness's create and pay
+//! transactions and one `cancel_if_due` per order, at the concurrency of
+//! the instance's store (its pool's connections). So the highest rate at
+//! which the ceiling keeps its promise is what the database and the harness
+//! allow on this machine, and a sweep reports each strategy's maximum rate
+//! as a share of it.
+//!
+//! Like the timing wheel it keeps its schedule in the process, and unlike
+//! the wheel it does not reload PENDING orders on start: a dead instance's
+//! orders are lost unless a `fallback-scan` runs beside it. It is never
+//! selected by default; `delaybench sweep` runs it first.
+
+use crate::canceller::{Canceller, Capabilities, StrategyCounters};
+use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
+use crate::error::Result;
+use crate::store::{OrderStore, StoreStats};
+use async_trait::async_trait;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// How long to wait before retrying an order whose cancel failed.
+const RETRY_AFTER: Duration = Duration::from_millis(100);
+
+/// The ceiling (one instance).
+#[derive(Debug)]
+pub struct Ceiling {
+    store: OrderStore,
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    state: Mutex<State>,
+    /// Wakes the driver when a deadline earlier than its sleep arrives.
+    wake: Notify,
+    counters: Counters,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// `(when to try, order)`, earliest first; `when` is the deadline, or
+    /// a retry time after a failed attempt.
+    due: BinaryHeap<Reverse<(Micros, OrderId)>>,
+    /// Orders in `due` or being cancelled: a duplicate `schedule` is dropped.
+    held: HashSet<OrderId>,
+}
+
+crate::canceller::counters! {
+    struct Counters {
+        scheduled,
+        duplicate_schedules,
+        fired,
+        not_due_retries,
+        errors,
+    }
+}
+
+impl Ceiling {
+    pub fn new(store: OrderStore) -> Self {
+        Ceiling {
+            store,
+            inner: Arc::new(Inner {
+                state: Mutex::new(State::default()),
+                wake: Notify::new(),
+                counters: Counters::default(),
+            }),
+        }
+    }
+}
+
+impl Inner {
+    /// Puts `order_id` in the list to be tried at `at_us`; returns whether
+    /// it is now the earliest (the driver must look again).
+    fn push(&self, order_id: OrderId, at_us: Micros) -> bool {
+        let mut state = self.state.lock().expect("ceiling lock");
+        let earliest = state.due.peek().map(|Reverse((at, _))| *at);
+        state.due.push(Reverse((at_us, order_id)));
+        earliest.is_none_or(|e| at_us < e)
+    }
+
+    /// Everything due by `now`, and the next time to look.
+    fn take_due(&self, now: Micros) -> (Vec<OrderId>, Option<Micros>) {
+        let mut state = self.state.lock().expect("ceiling lock");
+        let mut due = Vec::new();
+        while let Some(Reverse((at, id))) = state.due.peek().copied() {
+            if at > now {
+                return (due, Some(at));
+            }
+            state.due.pop();
+            due.push(id);
+        }
+        (due, None)
+    }
+
+    fn release(&self, order_id: OrderId) {
+        self.state
+            .lock()
+            .expect("ceiling lock")
+            .held
+            .remove(&order_id);
+    }
+}
+
+#[async_trait]
+impl Canceller for Ceiling {
+    fn name(&self) -> &str {
+        "ceiling"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            durable_across_restart: false,
+            arbitrary_delay: true,
+            needs_fallback: true,
+            multi_instance_safe: true,
+            instance_owns_its_orders: true,
+            requires: Vec::new(),
+            notes: vec![
+                "a yardstick, not a design: each order cancelled at its exact deadline from \
+                 an in-process list, so its limits are the database's and the harness's"
+                    .into(),
+                "keeps its schedule in memory and reloads nothing on start: a dead \
+                 instance's orders wait for a fallback-scan"
+                    .into(),
+            ],
+        }
+    }
+
+    async fn setup(&self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> Result<()> {
+        let inner = &self.inner;
+        if !inner
+            .state
+            .lock()
+            .expect("ceiling lock")
+            .held
+            .insert(order_id)
+        {
+            inner
+                .counters
+                .duplicate_schedules
+                .fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        inner.counters.scheduled.fetch_add(1, Ordering::Relaxed);
+        if inner.push(order_id, expire_at_us) {
+            inner.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    async fn run(&self, shutdown: CancellationToken) -> Result<()> {
+        // One cancel per connection of this instance's store at a time.
+        let in_flight = Arc::new(Semaphore::new(self.store.max_connections() as usize));
+        loop {
+            let (due, next) = self.inner.take_due(now_us());
+            for id in due {
+                let permit = tokio::select! {
+                    p = Arc::clone(&in_flight).acquire_owned() => p.expect("never closed"),
+                    _ = shutdown.cancelled() => return Ok(()),
+                };
+                self.inner.counters.fired.fetch_add(1, Ordering::Relaxed);
+                let (store, inner) = (self.store.clone(), Arc::clone(&self.inner));
+                tokio::spawn(async move {
+                    match store.cancel_if_due(id, "ceiling").await {
+                        Ok(CancelOutcome::NotDue) => {
+                            // The wall clock stepped back: try again shortly.
+                            inner
+                                .counters
+                                .not_due_retries
+                                .fetch_add(1, Ordering::Relaxed);
+                            inner.push(id, now_us() + 1_000);
+                            inner.wake.notify_one();
+                        }
+                        Ok(_) => inner.release(id),
+                        Err(e) => {
+                            inner.counters.errors.fetch_add(1, Ordering::Relaxed);
+                            tracing::warn!(error = %e, order = id, "cancel failed; retrying");
+                            inner.push(id, now_us() + RETRY_AFTER.as_micros() as i64);
+                            inner.wake.notify_one();
+                        }
+                    }
+                    drop(permit);
+                });
+            }
+            let sleep = match next {
+                Some(at) => Duration::from_micros((at - now_us()).max(0) as u64),
+                None => Duration::from_secs(3600),
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(sleep) => {}
+                _ = self.inner.wake.notified() => {}
+                _ = shutdown.cancelled() => return Ok(()),
+            }
+        }
+    }
+
+    async fn teardown(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn store_stats(&self) -> StoreStats {
+        self.store.stats()
+    }
+
+    fn counters(&self) -> StrategyCounters {
+        self.inner.counters.snapshot()
+    }
+}
