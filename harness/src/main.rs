@@ -8,8 +8,10 @@ mod instance;
 mod model;
 mod redis_stats;
 mod report;
+mod resources;
 mod run;
 mod scenario;
+mod sweep;
 mod workload;
 
 use clap::{Parser, Subcommand};
@@ -51,6 +53,22 @@ enum Command {
         /// and min–max of every figure.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
         repeat: u32,
+    },
+    /// Find each strategy's highest sustainable order rate, and the ceiling's, in one run.
+    Sweep {
+        /// Scenario TOML file with a [sweep] table (default: the bundled scenarios/sweep.toml).
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// Comma-separated strategies (default: every strategy that is not a teaching
+        /// variant; those whose service is down are reported as skipped). The ceiling always runs first.
+        #[arg(long)]
+        strategies: Option<String>,
+        /// Order database: sqlite:// (embedded, default), postgres://user@host/db or mysql://user@host/db.
+        #[arg(long, default_value = "sqlite://")]
+        db: String,
+        /// Folder that receives <run-id>/.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
     },
     /// Regenerate report.md and report.html of a run folder from its JSON.
     Report {
@@ -113,8 +131,39 @@ fn main() -> ExitCode {
                     ))
                 }
             }
+            Command::Sweep {
+                scenario,
+                strategies,
+                db,
+                out,
+            } => {
+                let run_dir = sweep::sweep(&sweep::SweepArgs {
+                    scenario,
+                    strategies,
+                    db,
+                    out,
+                })
+                .await?;
+                println!("DELAYBENCH_RUN_DIR={}", run_dir.display());
+                let problems = model::sweep::SweepResult::read(&run_dir)?.problems();
+                if problems.is_empty() {
+                    Ok(())
+                } else {
+                    Err(anyhow::anyhow!(
+                        "the sweep is written, but {}; results in {}",
+                        problems.join("; "),
+                        run_dir.display()
+                    ))
+                }
+            }
             Command::Report { dir } => {
                 report::write(&dir)?;
+                if dir.join("sweep.json").exists() {
+                    let result = model::sweep::SweepResult::read(&dir)?;
+                    println!("{}", report::sweep::terminal_table(&result));
+                    println!("report: {}", dir.join("report.md").display());
+                    return Ok(());
+                }
                 let (_, summaries) = report::load(&dir)?;
                 println!("{}", report::terminal_table(&summaries));
                 println!(

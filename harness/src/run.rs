@@ -11,6 +11,7 @@ use crate::model::summary::{self, Cost, DatabaseInfo, Status, Summary};
 use crate::model::WorkerReport;
 use crate::redis_stats;
 use crate::report;
+use crate::resources;
 use crate::scenario::Scenario;
 use crate::workload::{self, Plan};
 use anyhow::{Context, Result};
@@ -42,29 +43,19 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
     let (scenario, scenario_source) = Scenario::load(args.scenario.as_deref())?;
     let names = select(args.strategies.as_deref())?;
     let server = DbServer::parse(&args.db)?;
+    // Before the run folder exists: a database that is down leaves nothing behind.
     let database_version = server.server_version().await?;
     let (run_id, run_dir) = new_run_dir(&args.out, &scenario.name)?;
-    RunInfo {
-        run_id: run_id.clone(),
-        started_at: chrono::Local::now().to_rfc3339(),
-        delaybench_version: env!("CARGO_PKG_VERSION").to_string(),
-        git_commit: run_info::git_commit(),
-        command: std::env::args().collect(),
-        repeat: args.repeat.max(1),
+    start_run_info(
+        &run_id,
+        args.repeat,
         scenario_source,
-        seed: scenario.seed,
-        scenario: scenario.clone(),
-        strategies: names.clone(),
-        database_kind: server.kind().as_str().to_string(),
-        database_url: server.display_url(),
-        database_version,
-        services: if args.strategies.is_some() {
-            services_of(&names, &scenario.strategy_options().redis_zset.url).await
-        } else {
-            Default::default()
-        },
-        machine: Machine::detect(),
-    }
+        &scenario,
+        &names,
+        (&server, database_version),
+        args.strategies.is_some(),
+    )
+    .await?
     .write(&run_dir)?;
     let plan = workload::plan(&scenario);
     eprintln!(
@@ -94,7 +85,16 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
                     namespace_name(&run_id, &format!("{name}_r{rep}")),
                 )
             };
-            let summary = run_one(name, args, &scenario, &plan, &server, &namespace, &dir).await?;
+            let summary = run_one(
+                name,
+                args.strategies.is_some(),
+                &scenario,
+                &plan,
+                &server,
+                &namespace,
+                &dir,
+            )
+            .await?;
             summary.write(&dir)?;
             eprintln!("delaybench: {}", one_line(&summary));
             let shown = if repeat == 1 {
@@ -137,6 +137,40 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
     Ok(run_dir)
 }
 
+/// `run.json` for a run or sweep starting now. Service versions are read
+/// only for strategies that were named (the default selection skips them).
+pub(crate) async fn start_run_info(
+    run_id: &str,
+    repeat: u32,
+    scenario_source: String,
+    scenario: &Scenario,
+    names: &[String],
+    (server, database_version): (&DbServer, String),
+    explicitly_selected: bool,
+) -> Result<RunInfo> {
+    Ok(RunInfo {
+        run_id: run_id.to_string(),
+        started_at: chrono::Local::now().to_rfc3339(),
+        delaybench_version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit: run_info::git_commit(),
+        command: std::env::args().collect(),
+        repeat: repeat.max(1),
+        scenario_source,
+        seed: scenario.seed,
+        scenario: scenario.clone(),
+        strategies: names.to_vec(),
+        database_kind: server.kind().as_str().to_string(),
+        database_url: server.display_url(),
+        database_version,
+        services: if explicitly_selected {
+            services_of(names, &scenario.strategy_options().redis_zset.url).await
+        } else {
+            Default::default()
+        },
+        machine: Machine::detect(),
+    })
+}
+
 /// Why `run` exits non-zero: a strategy that failed, or a strategy that is
 /// not a teaching variant with an anomaly (unless `allow_anomalies`).
 pub fn problems(summaries: &[Summary], allow_anomalies: bool) -> Vec<String> {
@@ -163,9 +197,9 @@ pub fn problems(summaries: &[Summary], allow_anomalies: bool) -> Vec<String> {
 }
 
 /// One strategy once: skipped with the reason, failed, or measured.
-async fn run_one(
+pub(crate) async fn run_one(
     name: &str,
-    args: &RunArgs,
+    explicitly_selected: bool,
     scenario: &Scenario,
     plan: &Plan,
     server: &DbServer,
@@ -177,7 +211,7 @@ async fn run_one(
         url: server.display_url(),
         namespace: None,
     };
-    Ok(match skip_reason(name, args.strategies.is_some())? {
+    Ok(match skip_reason(name, explicitly_selected)? {
         Some(reason) => Summary::not_run(name, Status::Skipped, reason, database),
         None => match run_strategy(name, scenario, plan, server, namespace, dir).await {
             Ok(summary) => summary,
@@ -187,7 +221,7 @@ async fn run_one(
 }
 
 /// Validates `--strategies`; every known strategy when absent.
-fn select(list: Option<&str>) -> Result<Vec<String>> {
+pub(crate) fn select(list: Option<&str>) -> Result<Vec<String>> {
     let Some(list) = list else {
         // Teaching variants and the ceiling are off by default.
         return Ok(STRATEGIES
@@ -268,7 +302,7 @@ fn known() -> String {
         .join(", ")
 }
 
-fn new_run_dir(out: &Path, scenario: &str) -> Result<(String, PathBuf)> {
+pub(crate) fn new_run_dir(out: &Path, scenario: &str) -> Result<(String, PathBuf)> {
     let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
     for n in 1.. {
         let run_id = if n == 1 {
@@ -286,14 +320,14 @@ fn new_run_dir(out: &Path, scenario: &str) -> Result<(String, PathBuf)> {
 }
 
 /// `dlb_<run id>_<strategy>` in `[a-z0-9_]`, at most 63 characters.
-fn namespace_name(run_id: &str, strategy: &str) -> String {
+pub(crate) fn namespace_name(run_id: &str, strategy: &str) -> String {
     strategies::store::identifier(&format!("dlb_{run_id}_{strategy}"))
         .chars()
         .take(63)
         .collect()
 }
 
-fn progress_bar(name: &str, len: u64) -> ProgressBar {
+pub(crate) fn progress_bar(name: &str, len: u64) -> ProgressBar {
     let quiet = std::env::var_os("CI").is_some() || !std::io::stderr().is_terminal();
     let bar = ProgressBar::with_draw_target(
         Some(len),
@@ -316,7 +350,7 @@ fn progress_bar(name: &str, len: u64) -> ProgressBar {
 /// sized for the offered rate so the workload is not held up waiting for
 /// one (the generator's lag, measured to commit, shows it if it still is).
 /// SQLite serialises writers, so more connections there only add waiting.
-fn harness_connections(rate: f64, kind: DbKind) -> u32 {
+pub(crate) fn harness_connections(rate: f64, kind: DbKind) -> u32 {
     match kind {
         DbKind::Sqlite => 16,
         _ => ((rate / 50.0).ceil() as u32).clamp(16, 64),
@@ -408,6 +442,19 @@ async fn measure(
             }
         }
     });
+    // CPU over the arrival window, when the load is on.
+    let cpu = tokio::spawn({
+        let (from, to) = (
+            t0 + Duration::from_micros(plan.measured_from_us as u64),
+            t0 + scenario.warmup + scenario.duration,
+        );
+        async move {
+            tokio::time::sleep_until(from).await;
+            let before = resources::snapshot();
+            tokio::time::sleep_until(to).await;
+            before.zip(resources::snapshot()).map(|(a, b)| a.until(&b))
+        }
+    });
     let faults = tokio::spawn(faults::inject(
         scenario.faults.clone(),
         Arc::clone(&pool),
@@ -422,6 +469,7 @@ async fn measure(
         + scenario.drain;
     tokio::time::sleep_until(drain_end).await;
     let faults = faults.await.context("fault injection")?;
+    let cpu = cpu.await.context("reading CPU use")?;
     progress.finish_and_clear();
     let record = pool.stop().await?;
     let redis_commands = match (&redis_url, redis_before.await.context("reading Redis")?) {
@@ -451,6 +499,7 @@ async fn measure(
     let verdict = checker::check(&store, drain_us, now_us()).await?;
     let timings = checker::cancel_timings(&store).await?;
     let paid_late = checker::paid_after_deadline_timings(&store).await?;
+    let pending = checker::pending_timings(&store).await?;
     store.close().await;
     let timeouts_us: Vec<i64> = scenario
         .timeouts
@@ -485,6 +534,21 @@ async fn measure(
             .map(|t| (t.at_us - t.expire_at_us) as u64),
     );
 
+    // The measured orders fall due from the warm-up's end plus the shortest
+    // timeout until the last arrival plus the shortest timeout.
+    let shortest_us = timeouts_us.iter().copied().min().unwrap_or(0);
+    let arrivals_end_us = t0_us + (scenario.warmup + scenario.duration).as_micros() as i64;
+    let overdue = summary::overdue_trend(
+        timings
+            .iter()
+            .chain(&paid_late)
+            .chain(&pending)
+            .map(|t| (t.expire_at_us, t.at_us)),
+        measured_from_us + shortest_us,
+        arrivals_end_us + shortest_us,
+        t0_us,
+    );
+
     let cost = cost(
         &record.reports,
         &capabilities,
@@ -514,6 +578,8 @@ async fn measure(
         commit_gap_us: committed.map(|c| c.1),
         censored_lateness_us: Some(censored),
         schedule_path_us: schedule_path,
+        overdue,
+        cpu,
         cost,
         generator,
         worker_events: record.events,

@@ -288,3 +288,18 @@ pub async fn paid_after_deadline_timings(store: &OrderStore) -> Result<Vec<Cance
     )
     .await
 }
+
+/// Every order still PENDING, by deadline; `at_us` is `Micros::MAX` (not
+/// resolved when the checker looked).
+pub async fn pending_timings(store: &OrderStore) -> Result<Vec<CancelTiming>> {
+    let mut pending = timings(
+        store,
+        "SELECT id, created_at_us, expire_at_us, 0 FROM orders \
+         WHERE status = 'PENDING' ORDER BY expire_at_us, id",
+    )
+    .await?;
+    for t in &mut pending {
+        t.at_us = Micros::MAX;
+    }
+    Ok(pending)
+}

@@ -8,10 +8,13 @@
 //! - [`summary`]: one strategy's `summary.json`, its lateness statistics,
 //!   spreads over repetitions and warnings;
 //! - [`records`]: what happened during a run: generator health, faults,
-//!   worker reports and worker events.
+//!   worker reports and worker events;
+//! - [`sweep`]: `sweep.json`, the steps of a `delaybench sweep`, and what
+//!   makes a step hold.
 
 pub mod records;
 pub mod run_info;
 pub mod summary;
+pub mod sweep;
 
 pub use records::{FaultRecord, GeneratorHealth, WorkerEvent, WorkerEventKind, WorkerReport};

@@ -211,6 +211,14 @@ pub struct Summary {
     /// (measured window).
     #[serde(default)]
     pub schedule_path_us: Option<LatenessStats>,
+    /// Overdue and still PENDING over the window the measured orders fall
+    /// due in (`None` in runs made before it was measured).
+    #[serde(default)]
+    pub overdue: Option<OverdueTrend>,
+    /// CPU over the arrival window (warm-up end to last arrival), machine
+    /// and per service (`None` where `/proc` is missing, or in older runs).
+    #[serde(default)]
+    pub cpu: Option<super::sweep::CpuUse>,
     pub cost: Cost,
     pub generator: GeneratorHealth,
     /// Worker processes that died without being asked, and restarts.
@@ -445,6 +453,8 @@ impl Summary {
             commit_gap_us: None,
             censored_lateness_us: None,
             schedule_path_us: None,
+            overdue: None,
+            cpu: None,
             cost: Cost::default(),
             generator: GeneratorHealth::default(),
             worker_events: Vec::new(),
@@ -651,6 +661,74 @@ pub fn lateness(
     }
 }
 
+/// Orders past their deadline and still PENDING, counted every
+/// [`OVERDUE_EVERY_US`] while the measured orders fall due: a strategy that
+/// keeps up holds this level steady (deadline rate x mean lateness); one
+/// that falls behind grows it for as long as the load lasts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OverdueTrend {
+    /// Sample spacing in milliseconds.
+    pub every_ms: u64,
+    /// Seconds after the first order of the first sample.
+    pub from_s: f64,
+    pub counts: Vec<u64>,
+    /// Medians of the first and of the last quarter of `counts`.
+    pub first_quarter: u64,
+    pub last_quarter: u64,
+    /// `last_quarter > 1.5 x first_quarter + 10`: the backlog grew over
+    /// the window by more than the sawtooth of a batch or scan interval.
+    pub growing: bool,
+}
+
+/// Spacing of [`OverdueTrend`] samples.
+pub const OVERDUE_EVERY_US: i64 = 100_000;
+
+/// The overdue count at every sample time in `[from_us, to_us]`, from each
+/// order's `(deadline, resolved)` pair: cancelled or paid after the
+/// deadline, or still pending (`Micros::MAX`). Absolute microseconds;
+/// `t0_us` only labels the samples. `None` when the window holds fewer
+/// than four samples.
+pub fn overdue_trend(
+    intervals: impl IntoIterator<Item = (i64, i64)>,
+    from_us: i64,
+    to_us: i64,
+    t0_us: i64,
+) -> Option<OverdueTrend> {
+    let (mut starts, mut ends): (Vec<i64>, Vec<i64>) = intervals
+        .into_iter()
+        .filter(|(expire, resolved)| resolved > expire)
+        .unzip();
+    starts.sort_unstable();
+    ends.sort_unstable();
+    let counts: Vec<u64> = (0..)
+        .map(|k| from_us + k * OVERDUE_EVERY_US)
+        .take_while(|t| *t <= to_us)
+        .map(|t| {
+            // Due by t, minus resolved by t (every resolved one was due).
+            (starts.partition_point(|s| *s <= t) - ends.partition_point(|e| *e <= t)) as u64
+        })
+        .collect();
+    if counts.len() < 4 {
+        return None;
+    }
+    let quarter = counts.len() / 4;
+    let median = |xs: &[u64]| {
+        let mut xs = xs.to_vec();
+        xs.sort_unstable();
+        xs[xs.len() / 2]
+    };
+    let first_quarter = median(&counts[..quarter]);
+    let last_quarter = median(&counts[counts.len() - quarter..]);
+    Some(OverdueTrend {
+        every_ms: (OVERDUE_EVERY_US / 1000) as u64,
+        from_s: (from_us - t0_us) as f64 / 1e6,
+        growing: last_quarter as f64 > 1.5 * first_quarter as f64 + 10.0,
+        counts,
+        first_quarter,
+        last_quarter,
+    })
+}
+
 /// Stats of raw microsecond samples.
 pub fn stats_of(samples: impl IntoIterator<Item = u64>) -> LatenessStats {
     let mut h = new_histogram();
@@ -735,6 +813,37 @@ mod tests {
             expire_at_us: expire,
             at_us: cancelled,
         }
+    }
+
+    /// One order due every 10 ms over 4 s, each resolved `late(k)` after
+    /// its deadline.
+    fn overdue_of(late: impl Fn(i64) -> i64) -> OverdueTrend {
+        let intervals = (0..400).map(|k| {
+            let due = k * 10_000;
+            (due, due + late(k))
+        });
+        overdue_trend(intervals, 0, 4_000_000, 0).unwrap()
+    }
+
+    #[test]
+    fn overdue_holds_steady_when_kept_up_and_grows_when_not() {
+        // 50 ms late each: 5 overdue at any time, with an exact boundary.
+        let steady = overdue_of(|_| 50_000);
+        assert_eq!(steady.counts.len(), 41);
+        assert!(steady.counts[1..40].iter().all(|c| *c == 5), "{steady:?}");
+        assert!(!steady.growing);
+        // A canceller at half the deadline rate: lateness grows with k.
+        let behind = overdue_of(|k| k * 10_000);
+        assert!(behind.growing, "{behind:?}");
+        assert!(behind.last_quarter > 3 * behind.first_quarter.max(1));
+        // Never resolved: every due order stays overdue.
+        let forgotten = overdue_of(|_| i64::MAX / 2);
+        assert_eq!(*forgotten.counts.last().unwrap(), 400);
+        assert!(forgotten.growing);
+        // Resolved early (an anomaly, not overdue) and too short a window.
+        let early = overdue_trend([(100, 50)], 0, 1_000_000, 0).unwrap();
+        assert!(early.counts.iter().all(|c| *c == 0));
+        assert!(overdue_trend([(0, 1)], 0, 250_000, 0).is_none());
     }
 
     #[test]

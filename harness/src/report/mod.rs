@@ -7,6 +7,7 @@ mod compare;
 mod html;
 mod markdown;
 mod plots;
+pub mod sweep;
 
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{LatenessStats, Pct, Status, Summary};
@@ -30,8 +31,13 @@ pub fn load(run_dir: &Path) -> Result<(RunInfo, Vec<Summary>)> {
     Ok((info, summaries))
 }
 
-/// Writes `report.md` and `report.html` for the run in `run_dir`.
+/// Writes `report.md` and `report.html` for the run in `run_dir` (for a
+/// sweep folder, its `report.md` and `sweep.svg`).
 pub fn write(run_dir: &Path) -> Result<()> {
+    if run_dir.join("sweep.json").exists() {
+        let result = crate::model::sweep::SweepResult::read(run_dir)?;
+        return sweep::write(run_dir, &result);
+    }
     let (info, summaries) = load(run_dir)?;
     let path = run_dir.join("report.md");
     std::fs::write(&path, markdown::markdown(&info, &summaries))

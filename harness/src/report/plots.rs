@@ -168,6 +168,108 @@ fn line_chart(
     Ok(svg)
 }
 
+/// One strategy's sweep: `(offered rate, p50 ms, p99 ms, held)` per step.
+#[derive(Debug, Clone)]
+pub struct RateLine {
+    pub name: String,
+    pub color: usize,
+    pub points: Vec<(f64, f64, f64, bool)>,
+}
+
+/// p99 (solid) and p50 (thin) lateness against offered rate, both axes
+/// log, the bound dashed; a step that did not hold is drawn as a cross.
+pub fn lateness_by_rate(lines: &[RateLine], bound_ms: f64) -> Result<String> {
+    let as_lines: Vec<Line> = lines
+        .iter()
+        .map(|l| Line {
+            name: l.name.clone(),
+            color: l.color,
+            points: l
+                .points
+                .iter()
+                .flat_map(|p| [(p.0, p.1), (p.0, p.2)])
+                .chain([(0.0, bound_ms)])
+                .collect(),
+        })
+        .collect();
+    let y = log_range(&as_lines);
+    let rates = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let (lo, hi) = rates.fold((f64::MAX, 1f64), |(lo, hi), r| (lo.min(r), hi.max(r)));
+    let x = (lo.min(hi) / 1.5).max(0.1)..hi * 1.5;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Lateness at commit against offered rate (p99 solid, p50 thin; log scales)",
+                (FONT, 18),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x.clone().log_scale(), y.clone().log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc("offered orders/s (x: a step that did not hold)")
+            .y_desc("lateness (ms)")
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| format!("{v}"))
+            .draw()?;
+        let dashes = (0..60).map(|i| {
+            let f = |k: f64| x.start * (x.end / x.start).powf(k / 60.0);
+            PathElement::new(
+                vec![(f(i as f64), bound_ms), (f(i as f64 + 0.5), bound_ms)],
+                BLACK,
+            )
+        });
+        chart.draw_series(dashes)?;
+        chart.draw_series(std::iter::once(Text::new(
+            format!("bound {} ms", format_value(bound_ms)),
+            (x.start, bound_ms),
+            (FONT, 12)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Left, VPos::Bottom)),
+        )))?;
+        for line in lines {
+            let c = color(line.color);
+            let p99 = line.points.iter().map(|p| (p.0, p.2.max(FLOOR_MS)));
+            let p50 = line.points.iter().map(|p| (p.0, p.1.max(FLOOR_MS)));
+            chart
+                .draw_series(LineSeries::new(p99, c.stroke_width(2)))?
+                .label(line.name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+            chart.draw_series(LineSeries::new(p50, c.stroke_width(1)))?;
+            chart.draw_series(line.points.iter().map(|p| {
+                let at = (p.0, p.2.max(FLOOR_MS));
+                if p.3 {
+                    EmptyElement::at(at) + Circle::new((0, 0), 3, c.filled())
+                } else {
+                    EmptyElement::at(at) + Circle::new((0, 0), 0, c.filled())
+                }
+            }))?;
+            chart.draw_series(
+                line.points
+                    .iter()
+                    .filter(|p| !p.3)
+                    .map(|p| Cross::new((p.0, p.2.max(FLOOR_MS)), 5, c.stroke_width(2))),
+            )?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 13))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
 /// One bar per strategy: `(name, colour index, value)`; missing values are
 /// left out by the caller.
 pub fn bars(caption: &str, unit: &str, bars: &[(String, usize, f64)]) -> Result<String> {

@@ -1,0 +1,418 @@
+//! `sweep.json`, the source of truth of a `delaybench sweep`: every step
+//! of every strategy (one offered rate each), whether it held and why not,
+//! each strategy's maximum sustainable rate and its share of the ceiling's,
+//! and the generator's own check. Also the one definition of a step that
+//! holds ([`judge`]) and of the rate a strategy sustains ([`max_sustainable`]).
+
+use super::summary::{Status, Summary};
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// CPU used over a window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUse {
+    pub wall_s: f64,
+    /// Logical CPUs of the machine.
+    pub cores: u32,
+    /// Share of all cores busy (0 to 1), every process included.
+    pub machine_busy: f64,
+    /// Cores' worth of CPU each service used (1.0 = one core all the time).
+    pub by_service: BTreeMap<String, f64>,
+}
+
+/// At or above this share of all cores busy, the machine itself was the limit.
+pub const SATURATED: f64 = 0.9;
+
+impl CpuUse {
+    /// "machine 97% busy of 2 cores: postgresql 0.92, delaybench ... 0.61, ..."
+    pub fn describe(&self) -> String {
+        let mut services: Vec<(&String, &f64)> = self.by_service.iter().collect();
+        services.sort_by(|a, b| b.1.total_cmp(a.1));
+        let services: Vec<String> = services
+            .iter()
+            .filter(|(_, c)| **c >= 0.01)
+            .map(|(s, c)| format!("{s} {c:.2}"))
+            .collect();
+        format!(
+            "machine {:.0}% busy of {} cores; cores used: {}",
+            self.machine_busy * 100.0,
+            self.cores,
+            if services.is_empty() {
+                "none measured".to_string()
+            } else {
+                services.join(", ")
+            }
+        )
+    }
+
+    /// The service that used the most CPU, and how much.
+    pub fn busiest(&self) -> Option<(&str, f64)> {
+        self.by_service
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(s, c)| (s.as_str(), *c))
+    }
+}
+
+/// The whole sweep.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SweepResult {
+    pub run_id: String,
+    /// `discover` (double, then bisect) or `list` (`[sweep] rates`).
+    pub mode: String,
+    /// A step holds only with p99 lateness at commit within this.
+    pub bound_ms: f64,
+    /// ... and generator lag and schedule path p99 within this.
+    pub keep_up_ms: f64,
+    /// Discovery's ceiling on offered rates.
+    pub max_offered_rate: f64,
+    /// In run order: the ceiling first.
+    pub strategies: Vec<StrategySweep>,
+    /// The generator alone at twice the highest rate a strategy sustained.
+    pub generator: Option<GeneratorProbe>,
+}
+
+/// One strategy's steps and what they add up to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StrategySweep {
+    pub strategy: String,
+    /// `skipped` or `failed` when no step could run (then `reason` says why).
+    pub status: Status,
+    pub reason: Option<String>,
+    /// In the order they ran.
+    pub steps: Vec<SweepStep>,
+    /// See [`max_sustainable`]; `None` when no step held.
+    pub max_rate: Option<f64>,
+    /// The lowest offered rate that did not hold, if any did not.
+    pub first_failed_rate: Option<f64>,
+    /// `max_rate` / the ceiling's `max_rate`.
+    pub share_of_ceiling: Option<f64>,
+    /// What ran out at `first_failed_rate` (see [`limited_by`]).
+    pub limited_by: Option<String>,
+}
+
+/// One offered rate, run as a whole scenario of its own.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SweepStep {
+    pub rate: f64,
+    pub holds: bool,
+    /// Why it does not hold, one criterion each; empty when it holds.
+    pub reasons: Vec<String>,
+    /// The step's folder under the run folder (its `summary.json`).
+    pub folder: String,
+    /// Cancelled measured orders behind the lateness figures.
+    pub cancels: u64,
+    /// Lateness at commit (the row's stamp where no commit time was sent).
+    pub p50_us: Option<u64>,
+    pub p99_us: Option<u64>,
+    pub max_us: Option<u64>,
+    /// Orders created per second over the arrival window, as they
+    /// committed (the offered `rate` is what was planned).
+    pub achieved_rate: f64,
+    pub generator_lag_p99_us: u64,
+    pub schedule_path_p99_us: Option<u64>,
+    /// Overdue and still PENDING: medians of the window's first and last quarter.
+    pub overdue_first: Option<u64>,
+    pub overdue_last: Option<u64>,
+    pub anomalies: u64,
+    /// Of `anomalies`, orders still PENDING `drain` past their deadline:
+    /// what a strategy that falls behind shows; every other kind is a bug
+    /// at any rate.
+    pub missed_cancels: u64,
+    pub server_rows_read_per_cancel: Option<f64>,
+    pub cpu_us_per_cancel: Option<f64>,
+    /// CPU over the arrival window (warm-up end to last arrival).
+    pub cpu: Option<CpuUse>,
+    pub elapsed_s: f64,
+}
+
+/// The generator driving creates and payments with no canceller at all.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GeneratorProbe {
+    pub rate: f64,
+    pub holds: bool,
+    pub created: u64,
+    pub planned: u64,
+    pub errors: u64,
+    pub lag_p50_us: u64,
+    pub lag_p99_us: u64,
+    pub cpu: Option<CpuUse>,
+    /// One sentence for the report.
+    pub verdict: String,
+}
+
+/// Why a step's run does not hold, one reason per failed criterion (empty:
+/// it holds). The criteria, all required:
+/// - the strategy ran (`ok`) and no worker process died by itself;
+/// - no anomaly;
+/// - p99 lateness at commit (row stamp where commits were not sent) at
+///   most `bound_us`;
+/// - the overdue backlog did not grow over the window (and was measured);
+/// - the generator kept up: no create or payment errors, p99 lag to commit
+///   at most `keep_up_us`;
+/// - the schedule path kept up: p99 at most `keep_up_us`.
+pub fn judge(s: &Summary, bound_us: u64, keep_up_us: u64) -> Vec<String> {
+    let ms = |us: u64| format!("{:.1} ms", us as f64 / 1000.0);
+    if s.status != Status::Ok {
+        return vec![format!(
+            "{}: {}",
+            s.status.as_str(),
+            s.reason.as_deref().unwrap_or("no reason given")
+        )];
+    }
+    let mut reasons = Vec::new();
+    if s.anomalies.total() > 0 {
+        reasons.push(format!("{} anomalies", s.anomalies.total()));
+    }
+    if !s.worker_events.is_empty() {
+        reasons.push(format!(
+            "{} worker process events (deaths or restarts)",
+            s.worker_events.len()
+        ));
+    }
+    let lateness = s.committed_lateness_us.as_ref().unwrap_or(&s.lateness_us);
+    if lateness.count > 0 && lateness.p99 > bound_us {
+        reasons.push(format!(
+            "p99 lateness {} > bound {} (n={})",
+            ms(lateness.p99),
+            ms(bound_us),
+            lateness.count
+        ));
+    }
+    match &s.overdue {
+        Some(o) if o.growing => reasons.push(format!(
+            "overdue backlog grew from {} to {} orders over the window",
+            o.first_quarter, o.last_quarter
+        )),
+        Some(_) => {}
+        None => reasons.push(
+            "overdue backlog not measured (window under 0.4 s): cannot tell whether it grew".into(),
+        ),
+    }
+    let g = &s.generator;
+    if g.create_errors + g.payment_errors > 0 {
+        reasons.push(format!(
+            "generator errors: {} creates, {} payments failed",
+            g.create_errors, g.payment_errors
+        ));
+    }
+    if g.lag_us_p99 > keep_up_us {
+        reasons.push(format!(
+            "generator behind: p99 lag to commit {} > {}",
+            ms(g.lag_us_p99),
+            ms(keep_up_us)
+        ));
+    }
+    if let Some(p) = s.schedule_path_us.as_ref().filter(|p| p.p99 > keep_up_us) {
+        reasons.push(format!(
+            "schedule path behind: p99 {} > {}",
+            ms(p.p99),
+            ms(keep_up_us)
+        ));
+    }
+    reasons
+}
+
+/// The highest offered rate that held with every lower rate holding too,
+/// and the lowest that did not hold. A strategy that holds at 800 and 1600
+/// but not at 1200 sustains 800: a hole below a rate makes it untrustworthy.
+pub fn max_sustainable(steps: &[SweepStep]) -> (Option<f64>, Option<f64>) {
+    let first_failed = steps
+        .iter()
+        .filter(|s| !s.holds)
+        .map(|s| s.rate)
+        .min_by(f64::total_cmp);
+    let max = steps
+        .iter()
+        .filter(|s| s.holds && first_failed.is_none_or(|f| s.rate < f))
+        .map(|s| s.rate)
+        .max_by(f64::total_cmp);
+    (max, first_failed)
+}
+
+/// What ran out at the first failing step, in words: the machine's CPUs
+/// when they were saturated, one service's core when a single process used
+/// about a whole one (Redis is single-threaded), otherwise no resource was
+/// saturated and the limit is the strategy's own serial path or waiting.
+pub fn limited_by(step: &SweepStep) -> String {
+    let why = step.reasons.first().cloned().unwrap_or_default();
+    let Some(cpu) = &step.cpu else {
+        return format!("{why}; CPU use unknown (no /proc)");
+    };
+    let resource = if cpu.machine_busy >= SATURATED {
+        "CPU: the machine was saturated".to_string()
+    } else {
+        match cpu.busiest() {
+            Some((service, cores)) if service == "redis" && cores >= 0.9 => {
+                "Redis's single core".to_string()
+            }
+            _ => "no CPU saturated: the strategy's own serial path or waiting on a \
+                  service (broker confirms, database locks, round trips)"
+                .to_string(),
+        }
+    };
+    format!("{resource} ({why}; {})", cpu.describe())
+}
+
+impl SweepResult {
+    /// Why `sweep` exits non-zero: a strategy that failed to run, or a step
+    /// with an anomaly other than missed cancels (a strategy past its knee
+    /// misses cancels; it must never break the other invariants).
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for s in &self.strategies {
+            if s.status == Status::Failed {
+                problems.push(format!("{} failed", s.strategy));
+            }
+            for st in &s.steps {
+                let other = st.anomalies - st.missed_cancels;
+                if other > 0 {
+                    problems.push(format!(
+                        "{} at {} orders/s has {other} anomalies besides missed cancels (see {}/summary.json)",
+                        s.strategy, st.rate, st.folder
+                    ));
+                }
+            }
+        }
+        problems
+    }
+
+    /// Writes `sweep.json` into `dir`.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let path = dir.join("sweep.json");
+        std::fs::write(&path, serde_json::to_string_pretty(self)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    pub fn read(dir: &Path) -> Result<SweepResult> {
+        let path = dir.join("sweep.json");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {} (is this a sweep folder?)", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::summary::{LatenessStats, OverdueTrend};
+
+    fn held(rate: f64, holds: bool) -> SweepStep {
+        SweepStep {
+            rate,
+            holds,
+            ..SweepStep::default()
+        }
+    }
+
+    #[test]
+    fn a_hole_below_a_rate_caps_the_sustainable_rate() {
+        let steps = [
+            held(100.0, true),
+            held(200.0, true),
+            held(400.0, false),
+            held(300.0, true),
+            held(350.0, false),
+        ];
+        assert_eq!(max_sustainable(&steps), (Some(300.0), Some(350.0)));
+        let holed = [held(100.0, true), held(200.0, false), held(400.0, true)];
+        assert_eq!(max_sustainable(&holed), (Some(100.0), Some(200.0)));
+        assert_eq!(max_sustainable(&[held(100.0, false)]), (None, Some(100.0)));
+        assert_eq!(max_sustainable(&[held(100.0, true)]), (Some(100.0), None));
+    }
+
+    fn ok_summary() -> Summary {
+        let mut s = Summary::not_run("x", Status::Ok, String::new(), Default::default());
+        s.reason = None;
+        s.committed_lateness_us = Some(LatenessStats {
+            count: 2000,
+            p99: 40_000,
+            ..LatenessStats::default()
+        });
+        s.overdue = Some(OverdueTrend {
+            first_quarter: 20,
+            last_quarter: 22,
+            ..OverdueTrend::default()
+        });
+        s
+    }
+
+    #[test]
+    fn each_criterion_alone_fails_a_step() {
+        let (bound, keep_up) = (500_000, 100_000);
+        assert_eq!(judge(&ok_summary(), bound, keep_up), Vec::<String>::new());
+        let fails = |edit: &dyn Fn(&mut Summary), needle: &str| {
+            let mut s = ok_summary();
+            edit(&mut s);
+            let reasons = judge(&s, bound, keep_up);
+            assert!(
+                reasons.len() == 1 && reasons[0].contains(needle),
+                "{needle}: {reasons:?}"
+            );
+        };
+        fails(
+            &|s| s.committed_lateness_us.as_mut().unwrap().p99 = 600_000,
+            "p99 lateness 600.0 ms > bound 500.0 ms (n=2000)",
+        );
+        fails(
+            &|s| s.overdue.as_mut().unwrap().growing = true,
+            "grew from 20 to 22",
+        );
+        fails(&|s| s.overdue = None, "not measured");
+        fails(&|s| s.anomalies.missed_cancels = 3, "3 anomalies");
+        fails(&|s| s.generator.lag_us_p99 = 150_000, "generator behind");
+        fails(&|s| s.generator.create_errors = 1, "generator errors");
+        fails(
+            &|s| {
+                s.schedule_path_us = Some(LatenessStats {
+                    p99: 200_000,
+                    ..LatenessStats::default()
+                })
+            },
+            "schedule path behind",
+        );
+        fails(
+            &|s| {
+                s.status = Status::Failed;
+                s.reason = Some("broker gone".into());
+            },
+            "failed: broker gone",
+        );
+        // Without commit times the row stamps are judged.
+        fails(
+            &|s| {
+                s.committed_lateness_us = None;
+                s.lateness_us.count = 10;
+                s.lateness_us.p99 = 700_000;
+            },
+            "p99 lateness 700.0 ms",
+        );
+    }
+
+    #[test]
+    fn the_limit_names_a_saturated_machine_or_a_busy_redis() {
+        let step = |busy: f64, redis: f64| SweepStep {
+            reasons: vec!["p99 lateness 900 ms > bound 500 ms".into()],
+            cpu: Some(CpuUse {
+                wall_s: 6.0,
+                cores: 2,
+                machine_busy: busy,
+                by_service: BTreeMap::from([
+                    ("redis".to_string(), redis),
+                    ("postgresql".to_string(), 0.3),
+                ]),
+            }),
+            ..SweepStep::default()
+        };
+        assert!(limited_by(&step(0.95, 0.2)).starts_with("CPU: the machine was saturated"));
+        assert!(limited_by(&step(0.6, 0.97)).starts_with("Redis's single core"));
+        let other = limited_by(&step(0.5, 0.2));
+        assert!(other.starts_with("no CPU saturated"), "{other}");
+        assert!(
+            other.contains("p99 lateness 900 ms") && other.contains("redis 0.20"),
+            "{other}"
+        );
+    }
+}

@@ -1,0 +1,287 @@
+//! The sweep's report, rendered from `run.json` and `sweep.json` alone:
+//! `report.md` with the trade-off table (maximum sustainable rate, share of
+//! the ceiling, what limited it) and every step, and `sweep.svg`, lateness
+//! against offered rate.
+
+use super::plots::{self, RateLine};
+use super::run_facts;
+use crate::model::run_info::RunInfo;
+use crate::model::summary::Status;
+use crate::model::sweep::{SweepResult, SweepStep};
+use anyhow::{Context, Result};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Below this share of the ceiling a strategy misses the goal the report
+/// checks it against.
+pub const CEILING_GOAL: f64 = 0.8;
+
+/// Writes `report.md` and `sweep.svg` into `run_dir`.
+pub fn write(run_dir: &Path, result: &SweepResult) -> Result<()> {
+    let info = RunInfo::read(run_dir)?;
+    let path = run_dir.join("sweep.svg");
+    std::fs::write(&path, plot(result)?).with_context(|| format!("writing {}", path.display()))?;
+    let path = run_dir.join("report.md");
+    std::fs::write(&path, markdown(&info, result))
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+fn plot(result: &SweepResult) -> Result<String> {
+    let lines: Vec<RateLine> = result
+        .strategies
+        .iter()
+        .enumerate()
+        .map(|(i, s)| RateLine {
+            name: s.strategy.clone(),
+            color: i,
+            points: s
+                .steps
+                .iter()
+                .filter(|st| st.cancels > 0)
+                .map(|st| {
+                    (
+                        st.rate,
+                        st.p50_us.unwrap_or(0) as f64 / 1000.0,
+                        st.p99_us.unwrap_or(0) as f64 / 1000.0,
+                        st.holds,
+                    )
+                })
+                .collect::<Vec<_>>(),
+        })
+        .map(|mut l| {
+            l.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            l
+        })
+        .collect();
+    plots::lateness_by_rate(&lines, result.bound_ms)
+}
+
+fn rate(r: f64) -> String {
+    format!("{r:.0}")
+}
+
+fn ms(us: Option<u64>) -> String {
+    us.map(|v| format!("{:.1}", v as f64 / 1000.0))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// p99 in ms, flagged `*` when fewer than 1 000 samples stand behind it.
+fn p99(step: &SweepStep) -> String {
+    let flag = if step.cancels > 0 && step.cancels < 1000 {
+        "*"
+    } else {
+        ""
+    };
+    format!("{}{flag}", ms(step.p99_us))
+}
+
+fn at_max<'a>(s: &'a crate::model::sweep::StrategySweep) -> Option<&'a SweepStep> {
+    s.max_rate
+        .and_then(|m| s.steps.iter().find(|st| st.rate == m))
+}
+
+pub fn markdown(info: &RunInfo, result: &SweepResult) -> String {
+    let mut out = String::new();
+    let sc = &info.scenario;
+    let _ = writeln!(out, "# delaybench sweep {}\n", result.run_id);
+    let _ = writeln!(
+        out,
+        "- Scenario {} ({}), seed {}: every step is its own run at one offered rate, \
+         {} warm-up then {} measured, drain {}, {} instance(s) per strategy; rates {}.",
+        sc.name,
+        info.scenario_source,
+        sc.seed,
+        humantime::format_duration(sc.warmup),
+        humantime::format_duration(sc.duration),
+        humantime::format_duration(sc.drain),
+        sc.instances,
+        if result.mode == "discover" {
+            format!(
+                "discovered: from {} orders/s doubling until a step fails (at most {}), then {} bisections",
+                rate(sc.sweep.start_rate),
+                rate(sc.sweep.max_rate),
+                sc.sweep.bisect
+            )
+        } else {
+            format!(
+                "listed: {}",
+                sc.sweep
+                    .rates
+                    .iter()
+                    .map(|r| rate(*r))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    );
+    for (line, _) in run_facts(info).into_iter().skip(1) {
+        let _ = writeln!(out, "- {line}");
+    }
+    let _ = writeln!(
+        out,
+        "- A step **holds** when: p99 lateness at commit ≤ {} ms; the overdue-and-pending \
+         count does not grow over the window; the generator's p99 lag to commit and the \
+         schedule path's p99 ≤ {} ms, with no errors; no anomaly; no worker died. The \
+         **max sustainable rate** is the highest rate that held with every lower step holding.",
+        result.bound_ms, result.keep_up_ms
+    );
+    let _ = writeln!(out, "\n## Maximum sustainable rate\n");
+    let _ = writeln!(
+        out,
+        "| strategy | max sustainable rate (orders/s) | % of ceiling | first rate that failed | \
+         lateness p50 / p99 ms at max (n) | server rows read / cancel at max | worker CPU µs / cancel at max | limited by |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    for s in &result.strategies {
+        if s.status != Status::Ok {
+            let _ = writeln!(
+                out,
+                "| {} | {}: {} | | | | | | |",
+                s.strategy,
+                s.status.as_str(),
+                s.reason.as_deref().unwrap_or("")
+            );
+            continue;
+        }
+        let max = match (s.max_rate, s.first_failed_rate) {
+            (Some(m), None) if m >= result.max_offered_rate => {
+                format!("≥ {} (held at the highest rate offered)", rate(m))
+            }
+            (Some(m), _) => rate(m),
+            (None, Some(f)) => format!("< {} (the first step failed)", rate(f)),
+            (None, None) => "-".into(),
+        };
+        let share = match s.share_of_ceiling {
+            Some(x) if s.strategy != "ceiling" && x < CEILING_GOAL => {
+                format!("**{:.0}%** (below the 80% goal)", x * 100.0)
+            }
+            Some(x) => format!("{:.0}%", x * 100.0),
+            None => "-".into(),
+        };
+        let at = at_max(s);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            s.strategy,
+            max,
+            share,
+            s.first_failed_rate.map(rate).unwrap_or_else(|| "-".into()),
+            at.map(|st| format!("{} / {} ({})", ms(st.p50_us), p99(st), st.cancels))
+                .unwrap_or_else(|| "-".into()),
+            at.and_then(|st| st.server_rows_read_per_cancel)
+                .map(|v| format!("{v:.2}"))
+                .unwrap_or_else(|| "-".into()),
+            at.and_then(|st| st.cpu_us_per_cancel)
+                .map(|v| format!("{v:.0}"))
+                .unwrap_or_else(|| "-".into()),
+            s.limited_by.as_deref().unwrap_or("-"),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n`*`: fewer than 1 000 cancels behind this p99, so it sits near the maximum; the \
+         step was judged on it all the same."
+    );
+    match &result.generator {
+        Some(g) => {
+            let _ = writeln!(
+                out,
+                "\n**Generator check** (creates and payments alone, no canceller, at {} orders/s): {}{}",
+                rate(g.rate),
+                g.verdict,
+                g.cpu
+                    .as_ref()
+                    .map(|c| format!(" ({})", c.describe()))
+                    .unwrap_or_default()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "\n**Generator check**: not run (no strategy sustained any rate, or the sweep \
+                 stopped before the end), so nothing here shows that the generator was not the limit."
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n![p50 and p99 lateness against offered rate](sweep.svg)\n"
+    );
+    let _ = writeln!(out, "## Every step\n");
+    for s in &result.strategies {
+        let _ = writeln!(out, "### {}\n", s.strategy);
+        if s.status != Status::Ok {
+            let _ = writeln!(
+                out,
+                "{}: {}\n",
+                s.status.as_str(),
+                s.reason.as_deref().unwrap_or("")
+            );
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "| offered/s | holds | created/s | n | p50 ms | p99 ms | max ms | lag p99 ms | schedule p99 ms | overdue first → last | anomalies | CPU | why not |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for st in &s.steps {
+            let _ = writeln!(
+                out,
+                "| [{}]({}/summary.json) | {} | {:.0} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} |",
+                rate(st.rate),
+                st.folder,
+                if st.holds { "yes" } else { "**no**" },
+                st.achieved_rate,
+                st.cancels,
+                ms(st.p50_us),
+                p99(st),
+                ms(st.max_us),
+                st.generator_lag_p99_us as f64 / 1000.0,
+                ms(st.schedule_path_p99_us),
+                match (st.overdue_first, st.overdue_last) {
+                    (Some(a), Some(b)) => format!("{a} → {b}"),
+                    _ => "-".into(),
+                },
+                st.anomalies,
+                st.cpu
+                    .as_ref()
+                    .map(|c| c.describe())
+                    .unwrap_or_else(|| "unknown".into()),
+                st.reasons.join("; "),
+            );
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
+
+/// The maximum-rate table for the terminal.
+pub fn terminal_table(result: &SweepResult) -> String {
+    let mut out = format!(
+        "{:<24} {:>12} {:>10} {:>12}  limited by\n",
+        "strategy", "max rate/s", "% ceiling", "failed at/s"
+    );
+    for s in &result.strategies {
+        let _ = writeln!(
+            out,
+            "{:<24} {:>12} {:>10} {:>12}  {}",
+            s.strategy,
+            match s.status {
+                Status::Ok => s.max_rate.map(rate).unwrap_or_else(|| "none".into()),
+                other => other.as_str().to_string(),
+            },
+            s.share_of_ceiling
+                .map(|x| format!("{:.0}%", x * 100.0))
+                .unwrap_or_else(|| "-".into()),
+            s.first_failed_rate.map(rate).unwrap_or_else(|| "-".into()),
+            s.limited_by
+                .as_deref()
+                .or(s.reason.as_deref())
+                .unwrap_or("-")
+        );
+    }
+    if let Some(g) = &result.generator {
+        let _ = writeln!(out, "generator: {}", g.verdict);
+    }
+    out
+}

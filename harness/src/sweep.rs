@@ -1,0 +1,460 @@
+//! `delaybench sweep`: each strategy at a series of offered rates, to find
+//! the highest rate at which it keeps its promise, beside the ceiling's.
+//!
+//! The ceiling runs first, then each strategy. Every step is a whole run of
+//! the scenario at one rate (own namespace, workers, warm-up and measured
+//! window), judged by [`sweep::judge`]. With `[sweep] rates` every listed
+//! rate runs; otherwise discovery doubles from `start-rate` until a step
+//! fails (or `max-rate`), then bisects `bisect` times between the highest
+//! rate that held and the lowest that failed, in the manner of the
+//! OpenMessaging Benchmark's max-rate mode. Last, the generator alone is
+//! driven at twice the highest rate any strategy sustained, so a limit of
+//! the harness is never read as a limit of a strategy.
+//!
+//! `sweep.json` and the report are rewritten after every step: a crash
+//! loses nothing measured. The namespaces of clean steps are dropped (a
+//! sweep makes dozens); any step with an anomaly or a failure keeps its
+//! namespace for inspection, named in its `summary.json`.
+
+use crate::driver;
+use crate::instance::Pool;
+use crate::model::summary::{Status, Summary};
+use crate::model::sweep::{self, GeneratorProbe, StrategySweep, SweepResult, SweepStep};
+use crate::report;
+use crate::resources;
+use crate::run::{self, namespace_name, new_run_dir, start_run_info};
+use crate::scenario::{Scenario, SWEEP};
+use crate::workload;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use strategies::{DbLocation, DbServer, OrderStore};
+use tokio::time::Instant;
+
+/// What `delaybench sweep` was asked to do.
+#[derive(Debug, Clone)]
+pub struct SweepArgs {
+    pub scenario: Option<PathBuf>,
+    pub strategies: Option<String>,
+    pub db: String,
+    pub out: PathBuf,
+}
+
+/// Discovery stops bisecting when the gap is below this share of the rate.
+const BISECT_RESOLUTION: f64 = 0.05;
+
+/// Runs the sweep and returns its folder.
+pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
+    let (scenario, source) = Scenario::load_or(args.scenario.as_deref(), ("sweep", SWEEP))?;
+    let mut names = run::select(args.strategies.as_deref())?;
+    // The yardstick first, whatever was asked.
+    names.retain(|n| n != "ceiling");
+    names.insert(0, "ceiling".to_string());
+    let server = DbServer::parse(&args.db)?;
+    let database_version = server.server_version().await?;
+    let (run_id, run_dir) = new_run_dir(&args.out, &scenario.name)?;
+    start_run_info(
+        &run_id,
+        1,
+        source,
+        &scenario,
+        &names,
+        (&server, database_version),
+        true,
+    )
+    .await?
+    .write(&run_dir)?;
+    let config = &scenario.sweep;
+    let mut result = SweepResult {
+        run_id: run_id.clone(),
+        mode: if config.rates.is_empty() {
+            "discover"
+        } else {
+            "list"
+        }
+        .to_string(),
+        bound_ms: config.bound.as_secs_f64() * 1000.0,
+        keep_up_ms: config.keep_up.as_secs_f64() * 1000.0,
+        max_offered_rate: if config.rates.is_empty() {
+            config.max_rate
+        } else {
+            config.rates.iter().copied().fold(0.0, f64::max)
+        },
+        strategies: Vec::new(),
+        generator: None,
+    };
+    eprintln!(
+        "delaybench: sweep {run_id}: scenario {} ({} mode, bound p99 {} ms, keep-up {} ms), database {}, strategies {}",
+        scenario.name,
+        result.mode,
+        result.bound_ms,
+        result.keep_up_ms,
+        server.display_url(),
+        names.join(", ")
+    );
+    let ctx = StepContext {
+        scenario: &scenario,
+        server: &server,
+        run_id: &run_id,
+        run_dir: &run_dir,
+    };
+    for name in &names {
+        result.strategies.push(StrategySweep {
+            strategy: name.clone(),
+            status: Status::Ok,
+            reason: None,
+            steps: Vec::new(),
+            max_rate: None,
+            first_failed_rate: None,
+            share_of_ceiling: None,
+            limited_by: None,
+        });
+        let index = result.strategies.len() - 1;
+        let mut next = if config.rates.is_empty() {
+            Some(config.start_rate)
+        } else {
+            config.rates.first().copied()
+        };
+        while let Some(rate) = next {
+            let (step, summary) = ctx.step(name, rate).await?;
+            eprintln!("delaybench: {}", step_line(name, &step));
+            let this = &mut result.strategies[index];
+            if summary.status != Status::Ok && this.steps.is_empty() {
+                // Nothing could run (a service is down): say so, once.
+                this.status = summary.status;
+                this.reason = summary.reason.clone();
+                next = None;
+            } else {
+                this.steps.push(step);
+                next = next_rate(config, &this.steps);
+            }
+            conclude(&mut result);
+            result.write(&run_dir)?;
+            report::sweep::write(&run_dir, &result)?;
+        }
+    }
+    result.generator = ctx.generator_probe(&result).await?;
+    if let Some(g) = &result.generator {
+        eprintln!("delaybench: generator: {}", g.verdict);
+    }
+    result.write(&run_dir)?;
+    report::sweep::write(&run_dir, &result)?;
+    println!("\n{}", report::sweep::terminal_table(&result));
+    println!(
+        "report: {} (plot: {})",
+        run_dir.join("report.md").display(),
+        run_dir.join("sweep.svg").display()
+    );
+    Ok(run_dir)
+}
+
+/// The next rate to offer, from the steps so far; `None` when done.
+fn next_rate(config: &crate::scenario::Sweep, steps: &[SweepStep]) -> Option<f64> {
+    if !config.rates.is_empty() {
+        return config.rates.get(steps.len()).copied();
+    }
+    let (held, failed) = sweep::max_sustainable(steps);
+    match (held, failed) {
+        // Still doubling.
+        (Some(h), None) => (h < config.max_rate).then(|| (h * 2.0).min(config.max_rate)),
+        // The first rate failed: no bisection below it.
+        (None, _) => None,
+        (Some(h), Some(f)) => {
+            // Every step after the first failure is a bisection.
+            let first_failure = steps.iter().position(|s| !s.holds).unwrap_or(0);
+            let bisections = steps.len() - first_failure - 1;
+            let mid = round_rate((h + f) / 2.0);
+            (bisections < config.bisect as usize
+                && (f - h) > BISECT_RESOLUTION * h
+                && mid > h
+                && mid < f)
+                .then_some(mid)
+        }
+    }
+}
+
+/// Rates read better whole: to 2 significant digits above 100.
+fn round_rate(rate: f64) -> f64 {
+    if rate < 100.0 {
+        return rate.round().max(1.0);
+    }
+    let step = 10f64.powf(rate.log10().floor() - 1.0);
+    (rate / step).round() * step
+}
+
+/// Fills each strategy's maximum rate, first failure, share of the
+/// ceiling and limiting resource from its steps.
+fn conclude(result: &mut SweepResult) {
+    for s in &mut result.strategies {
+        let (max, failed) = sweep::max_sustainable(&s.steps);
+        s.max_rate = max;
+        s.first_failed_rate = failed;
+        s.limited_by = failed
+            .and_then(|f| s.steps.iter().find(|st| st.rate == f))
+            .map(sweep::limited_by);
+    }
+    let ceiling = result
+        .strategies
+        .iter()
+        .find(|s| s.strategy == "ceiling")
+        .and_then(|s| s.max_rate);
+    for s in &mut result.strategies {
+        s.share_of_ceiling = match (s.max_rate, ceiling) {
+            (Some(m), Some(c)) if c > 0.0 => Some(m / c),
+            _ => None,
+        };
+    }
+}
+
+struct StepContext<'a> {
+    scenario: &'a Scenario,
+    server: &'a DbServer,
+    run_id: &'a str,
+    run_dir: &'a Path,
+}
+
+impl StepContext<'_> {
+    /// One strategy at one rate: a whole run, judged.
+    async fn step(&self, name: &str, rate: f64) -> Result<(SweepStep, Summary)> {
+        let mut scenario = self.scenario.clone();
+        scenario.rate = rate;
+        let plan = workload::plan(&scenario);
+        let folder = format!("{name}/rate-{rate}");
+        let dir = self.run_dir.join(&folder);
+        let namespace = namespace_name(
+            self.run_id,
+            &format!("{name}_{}", rate.to_string().replace('.', "_")),
+        );
+        let summary =
+            run::run_one(name, true, &scenario, &plan, self.server, &namespace, &dir).await?;
+        summary.write(&dir)?;
+        let config = &self.scenario.sweep;
+        let reasons = sweep::judge(
+            &summary,
+            config.bound.as_micros() as u64,
+            config.keep_up.as_micros() as u64,
+        );
+        if summary.status == Status::Ok && summary.anomalies.total() == 0 {
+            if let Some(ns) = &summary.database.namespace {
+                self.drop_namespace(ns).await;
+            }
+        }
+        let lateness = summary
+            .committed_lateness_us
+            .as_ref()
+            .unwrap_or(&summary.lateness_us);
+        let some = |v: u64| (lateness.count > 0).then_some(v);
+        let arrivals_s = (scenario.warmup + scenario.duration).as_secs_f64();
+        let step = SweepStep {
+            rate,
+            holds: reasons.is_empty(),
+            reasons,
+            folder,
+            cancels: lateness.count,
+            p50_us: some(lateness.p50),
+            p99_us: some(lateness.p99),
+            max_us: some(lateness.max),
+            achieved_rate: summary.generator.created as f64 / arrivals_s,
+            generator_lag_p99_us: summary.generator.lag_us_p99,
+            schedule_path_p99_us: summary.schedule_path_us.as_ref().map(|p| p.p99),
+            overdue_first: summary.overdue.as_ref().map(|o| o.first_quarter),
+            overdue_last: summary.overdue.as_ref().map(|o| o.last_quarter),
+            anomalies: summary.anomalies.total(),
+            missed_cancels: summary.anomalies.missed_cancels,
+            server_rows_read_per_cancel: summary
+                .cost
+                .canceller_server_rows_read_per_cancel
+                .or(summary.cost.server_rows_read_per_cancel),
+            cpu_us_per_cancel: summary.cost.cpu_us_per_cancel,
+            cpu: summary.cpu.clone(),
+            elapsed_s: summary.elapsed_s,
+        };
+        Ok((step, summary))
+    }
+
+    /// Drops a clean step's namespace; a failure to drop only leaves it behind.
+    async fn drop_namespace(&self, namespace: &str) {
+        let location = DbLocation {
+            kind: self.server.kind(),
+            url: String::new(),
+            namespace: namespace.to_string(),
+        };
+        if let Err(e) = self.server.drop_namespace(&location).await {
+            tracing::warn!(namespace, error = %e, "could not drop a sweep step's namespace");
+        }
+    }
+
+    /// The generator alone (creates and payments, no canceller) at twice
+    /// the highest rate a strategy (not the ceiling) sustained.
+    async fn generator_probe(&self, result: &SweepResult) -> Result<Option<GeneratorProbe>> {
+        let Some(best) = result
+            .strategies
+            .iter()
+            .filter(|s| s.strategy != "ceiling")
+            .filter_map(|s| s.max_rate)
+            .max_by(f64::total_cmp)
+        else {
+            return Ok(None);
+        };
+        let rate = 2.0 * best;
+        let mut scenario = self.scenario.clone();
+        scenario.rate = rate;
+        let plan = workload::plan(&scenario);
+        let dir = self.run_dir.join("generator");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let namespace = namespace_name(self.run_id, "generator");
+        let location = self.server.create_namespace(&namespace, &dir).await?;
+        let connections = run::harness_connections(rate, location.kind);
+        let store = OrderStore::connect(&location, connections).await?;
+        store
+            .install_schema(scenario.stock.skus, scenario.stock.initial)
+            .await?;
+        // No instances: every created order is "unscheduled", nothing cancels.
+        let pool = Pool::spawn(Vec::new(), None).await?;
+        let progress = run::progress_bar("generator", plan.events.len() as u64);
+        let t0 = Instant::now();
+        pool.set_t0(t0);
+        let cpu = tokio::spawn({
+            let (from, to) = (
+                t0 + Duration::from_micros(plan.measured_from_us as u64),
+                t0 + scenario.warmup + scenario.duration,
+            );
+            async move {
+                tokio::time::sleep_until(from).await;
+                let before = resources::snapshot();
+                tokio::time::sleep_until(to).await;
+                before.zip(resources::snapshot()).map(|(a, b)| a.until(&b))
+            }
+        });
+        let health = driver::drive(&plan, &store, &pool, t0, &progress, connections).await;
+        progress.finish_and_clear();
+        let cpu = cpu.await.context("reading CPU use")?;
+        store.close().await;
+        let _ = pool.stop().await;
+        self.drop_namespace(&location.namespace).await;
+        let keep_up = self.scenario.sweep.keep_up.as_micros() as u64;
+        let errors = health.create_errors + health.payment_errors;
+        let holds = errors == 0 && health.lag_us_p99 <= keep_up;
+        let verdict = if holds {
+            format!(
+                "drove {rate:.0} orders/s, twice the best strategy's {best:.0}, with p99 lag to \
+                 commit {:.1} ms: the generator did not limit any strategy",
+                health.lag_us_p99 as f64 / 1000.0
+            )
+        } else {
+            format!(
+                "could not drive {rate:.0} orders/s, twice the best strategy's {best:.0}: p99 lag \
+                 to commit {:.1} ms, {errors} errors. The generator (or the database's commit \
+                 path it waits on) may have been the bottleneck for rates near {best:.0}; read \
+                 those strategies' maxima as lower bounds",
+                health.lag_us_p99 as f64 / 1000.0
+            )
+        };
+        Ok(Some(GeneratorProbe {
+            rate,
+            holds,
+            created: health.created,
+            planned: health.orders_planned,
+            errors,
+            lag_p50_us: health.lag_us_p50,
+            lag_p99_us: health.lag_us_p99,
+            cpu,
+            verdict,
+        }))
+    }
+}
+
+fn step_line(name: &str, s: &SweepStep) -> String {
+    let ms = |v: Option<u64>| {
+        v.map(|us| format!("{:.1} ms", us as f64 / 1000.0))
+            .unwrap_or_else(|| "-".into())
+    };
+    format!(
+        "{name} at {} orders/s: {} (n={} p50 {} p99 {}, lag p99 {:.1} ms{}){}",
+        s.rate,
+        if s.holds { "holds" } else { "FAILS" },
+        s.cancels,
+        ms(s.p50_us),
+        ms(s.p99_us),
+        s.generator_lag_p99_us as f64 / 1000.0,
+        s.cpu
+            .as_ref()
+            .map(|c| format!(", {}", c.describe()))
+            .unwrap_or_default(),
+        if s.reasons.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", s.reasons.join("; "))
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Sweep;
+
+    fn step(rate: f64, holds: bool) -> SweepStep {
+        SweepStep {
+            rate,
+            holds,
+            ..SweepStep::default()
+        }
+    }
+
+    /// Plays discovery against a strategy that holds up to `limit`.
+    fn discover(config: &Sweep, limit: f64) -> Vec<f64> {
+        let mut steps = Vec::new();
+        let mut next = Some(config.start_rate);
+        while let Some(rate) = next {
+            steps.push(step(rate, rate <= limit));
+            next = next_rate(config, &steps);
+            assert!(steps.len() < 50, "discovery does not end: {steps:?}");
+        }
+        steps.iter().map(|s| s.rate).collect()
+    }
+
+    #[test]
+    fn discovery_doubles_then_bisects_then_stops() {
+        let config = Sweep::default();
+        assert_eq!(
+            discover(&config, 1000.0),
+            vec![100.0, 200.0, 400.0, 800.0, 1600.0, 1200.0, 1000.0, 1100.0]
+        );
+        // The first rate fails: nothing below it is tried.
+        assert_eq!(discover(&config, 50.0), vec![100.0]);
+        // Never past max-rate, and a strategy holding there stops there.
+        let capped = Sweep {
+            max_rate: 500.0,
+            ..Sweep::default()
+        };
+        assert_eq!(discover(&capped, 1e9), vec![100.0, 200.0, 400.0, 500.0]);
+        let no_bisect = Sweep {
+            bisect: 0,
+            ..Sweep::default()
+        };
+        assert_eq!(discover(&no_bisect, 300.0), vec![100.0, 200.0, 400.0]);
+    }
+
+    #[test]
+    fn listed_rates_all_run_in_order() {
+        let config = Sweep {
+            rates: vec![50.0, 500.0, 100.0],
+            ..Sweep::default()
+        };
+        let mut steps = vec![step(50.0, true)];
+        assert_eq!(next_rate(&config, &steps), Some(500.0));
+        steps.push(step(500.0, false));
+        assert_eq!(next_rate(&config, &steps), Some(100.0));
+        steps.push(step(100.0, true));
+        assert_eq!(next_rate(&config, &steps), None);
+    }
+
+    #[test]
+    fn rates_round_to_two_significant_digits() {
+        assert_eq!(round_rate(1234.0), 1200.0);
+        assert_eq!(round_rate(150.0), 150.0);
+        assert_eq!(round_rate(75.4), 75.0);
+        assert_eq!(round_rate(0.2), 1.0);
+    }
+}
