@@ -75,7 +75,7 @@ fn p99(step: &SweepStep) -> String {
     format!("{}{flag}", ms(step.p99_us))
 }
 
-fn at_max<'a>(s: &'a crate::model::sweep::StrategySweep) -> Option<&'a SweepStep> {
+fn at_max(s: &crate::model::sweep::StrategySweep) -> Option<&SweepStep> {
     s.max_rate
         .and_then(|m| s.steps.iter().find(|st| st.rate == m))
 }
