@@ -15,6 +15,9 @@ use sqlx::{AnyConnection, Row};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// Orders per multi-row INSERT of [`OrderStore::preload_pending`].
+pub const PRELOAD_ROWS: u64 = 1000;
+
 /// How often a transaction is retried after a retryable failure.
 const MAX_RETRIES: u32 = 8;
 
@@ -141,6 +144,85 @@ impl OrderStore {
         })
     }
 
+    /// Preloads a backlog: `count` PENDING orders with ids from `first_id`,
+    /// one unit each of SKUs 1..=`skus` in turn, all due at `expire_at_us`,
+    /// reserved as [`OrderStore::create_order`] reserves (stock taken and a
+    /// RESERVE move each, so the checker's stock balance holds). The stock
+    /// is taken first, in one transaction, refused whole when short; the
+    /// orders follow in multi-row INSERTs of [`PRELOAD_ROWS`], one
+    /// transaction each. Ids and times are integers written inline.
+    pub async fn preload_pending(
+        &self,
+        first_id: OrderId,
+        count: u64,
+        created_at_us: Micros,
+        expire_at_us: Micros,
+        skus: u32,
+    ) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let skus = u64::from(skus.max(1));
+        let sku_of = |k: u64| (k % skus + 1) as i64;
+        // Units per SKU: every SKU gets count / skus, the first count % skus one more.
+        let units = |sku: u64| (count / skus + u64::from(sku <= count % skus)) as i64;
+        in_tx!(self, "reserving stock for a backlog", |conn| async {
+            for sku in 1..=skus {
+                let taken = sqlx::query(&self.sql.reserve_stock)
+                    .bind(units(sku))
+                    .bind(sku as i64)
+                    .bind(units(sku))
+                    .execute(&mut *conn)
+                    .await
+                    .ctx("reserving stock for a backlog")?
+                    .rows_affected();
+                if taken == 0 {
+                    return Err(Error::Config(format!(
+                        "a backlog of {count} orders needs {} units of SKU {sku}, more than \
+                         `stock.initial` leaves; raise `stock.initial`",
+                        units(sku)
+                    )));
+                }
+            }
+            Ok::<_, Error>(())
+        })?;
+        let by = match self.location.kind {
+            super::DbKind::Mysql => "`by`",
+            _ => "\"by\"",
+        };
+        let mut k = 0;
+        while k < count {
+            let rows = (count - k).min(PRELOAD_ROWS);
+            let (mut orders, mut moves) = (String::new(), String::new());
+            for j in k..k + rows {
+                let sep = if j == k { "" } else { "," };
+                let id = first_id + j as OrderId;
+                let sku = sku_of(j);
+                orders += &format!("{sep}({id},{sku},1,'PENDING',{created_at_us},{expire_at_us})");
+                moves += &format!("{sep}({id},'RESERVE',1,{created_at_us},'backlog')");
+            }
+            let orders = format!(
+                "INSERT INTO orders (id, sku, qty, status, created_at_us, expire_at_us) VALUES {orders}"
+            );
+            let moves = format!(
+                "INSERT INTO stock_moves (order_id, kind, qty, at_us, {by}) VALUES {moves}"
+            );
+            in_tx!(self, "preloading backlog orders", |conn| async {
+                sqlx::query(&orders)
+                    .execute(&mut *conn)
+                    .await
+                    .ctx("inserting backlog orders")?;
+                sqlx::query(&moves)
+                    .execute(&mut *conn)
+                    .await
+                    .ctx("recording backlog reservations")?;
+                Ok::<_, Error>(())
+            })?;
+            k += rows;
+        }
+        Ok(())
+    }
+
     /// The payment callback: `PENDING -> PAID`, or, if the order was
     /// cancelled first, a refund recorded exactly once per `callback_id`
     /// however often the gateway retries it.
@@ -170,20 +252,36 @@ impl OrderStore {
                     .fetch_optional(&mut *conn)
                     .await
                     .ctx("locking a paid or cancelled order")?;
-                if status.is_none() {
+                let Some(status) = status else {
                     return Ok::<_, Error>(PaymentOutcome::Missing);
-                }
-                let captures: i64 = sqlx::query(&self.sql.count_captures)
-                    .bind(callback_id)
-                    .fetch_one(&mut *conn)
-                    .await
-                    .ctx("looking up earlier callbacks")?
-                    .try_get(0)
-                    .ctx("looking up earlier callbacks")?;
-                if captures > 0 {
-                    PaymentOutcome::Duplicate
+                };
+                let status: String = status.try_get(0).ctx("reading an order's status")?;
+                if status == OrderStatus::Pending.as_str() {
+                    // The order's creating transaction committed after the
+                    // UPDATE above looked (a callback racing its order's
+                    // commit): it is PENDING and locked now, so it is paid,
+                    // never refunded.
+                    self.count(&self.counters.statements, 1);
+                    sqlx::query(&self.sql.pay_update)
+                        .bind(now_us)
+                        .bind(order_id)
+                        .execute(&mut *conn)
+                        .await
+                        .ctx("marking an order paid")?;
+                    PaymentOutcome::Applied
                 } else {
-                    PaymentOutcome::Refunded
+                    let captures: i64 = sqlx::query(&self.sql.count_captures)
+                        .bind(callback_id)
+                        .fetch_one(&mut *conn)
+                        .await
+                        .ctx("looking up earlier callbacks")?
+                        .try_get(0)
+                        .ctx("looking up earlier callbacks")?;
+                    if captures > 0 {
+                        PaymentOutcome::Duplicate
+                    } else {
+                        PaymentOutcome::Refunded
+                    }
                 }
             };
             self.count(&self.counters.statements, 1);
