@@ -9,7 +9,9 @@
 //!   of anything (the OOM killer, an operator's `kill -9`, a panic) loses at
 //!   most its last second;
 //! - harness -> worker (stdin): `s <order_id> <expire_at_us> <committed_at_us>`
-//!   to schedule, `m` to start measuring (end of warm-up); EOF to stop.
+//!   to schedule, `m` to start measuring (end of warm-up), `b` for a
+//!   barrier (the worker flushes with `"barrier": true` once every
+//!   schedule sent before it has returned); EOF to stop.
 //!
 //! A worker that dies without its last flush is an event of the run
 //! ([`WorkerEvent`]): the pool keeps its measurements, sends new orders to
@@ -65,6 +67,9 @@ struct Flush {
     schedules: Vec<(OrderId, u64)>,
     /// The worker is stopping cleanly; nothing follows.
     last: bool,
+    /// Sent for a `b` command: every schedule before it has returned.
+    #[serde(default)]
+    barrier: bool,
 }
 
 /// Everything one worker process sent, kept by the harness whatever
@@ -76,6 +81,8 @@ struct ProcessLog {
     schedules: Vec<(OrderId, u64)>,
     /// Its last flush arrived: the counters are complete.
     stopped_cleanly: bool,
+    /// Barrier flushes received.
+    barriers: u64,
 }
 
 type SharedLog = Arc<Mutex<ProcessLog>>;
@@ -184,6 +191,13 @@ impl Instance {
                 .is_ok()
     }
 
+    /// Asks for a barrier flush; returns the barrier count to wait past.
+    fn barrier(&self) -> u64 {
+        let seen = lock(&self.log).barriers;
+        let _ = self.commands.send("b\n".to_string());
+        seen
+    }
+
     /// Tells the worker the warm-up is over: counters restart from here.
     fn start_measuring(&self) {
         let _ = self.commands.send("m\n".to_string());
@@ -260,6 +274,7 @@ async fn read_flushes(
                 log.cancel_commits.extend(flush.cancel_commits);
                 log.schedules.extend(flush.schedules);
                 log.stopped_cleanly |= flush.last;
+                log.barriers += u64::from(flush.barrier);
             }
             Err(e) => tracing::warn!(error = %e, "ignoring a malformed line from a worker: {line}"),
         }
@@ -378,6 +393,54 @@ impl Pool {
             Some(instance) => instance.schedule(order_id, expire_at_us, committed_at_us),
             None => false,
         })
+    }
+
+    /// Waits until every live instance has returned from every schedule
+    /// sent to it so far (an instance that dies meanwhile is not waited for).
+    pub async fn barrier(&self) {
+        let waits: Vec<(SharedLog, Arc<AtomicBool>, u64)> = (0..self.slots.len())
+            .filter_map(|index| {
+                self.slot(index).as_ref().map(|instance| {
+                    (
+                        Arc::clone(&instance.log),
+                        Arc::clone(&instance.alive),
+                        instance.barrier(),
+                    )
+                })
+            })
+            .collect();
+        for (log, alive, seen) in waits {
+            while alive.load(Ordering::SeqCst) && lock(&log).barriers <= seen {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
+
+    /// Schedules that failed so far, over every process (as last flushed).
+    pub fn schedule_errors(&self) -> u64 {
+        lock(&self.logs)
+            .iter()
+            .map(|log| lock(log).report.schedule_errors)
+            .sum()
+    }
+
+    /// The pids of the live instances.
+    pub fn pids(&self) -> Vec<u32> {
+        (0..self.slots.len())
+            .filter_map(|index| self.slot(index).as_ref().map(|i| i.pid))
+            .collect()
+    }
+
+    /// How many instances the pool has (live or not).
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The latest counters of instance `index`'s current process.
+    pub fn counters_of(&self, index: usize) -> Option<StrategyCounters> {
+        self.slot(index)
+            .as_ref()
+            .map(|instance| lock(&instance.log).report.counters.clone())
     }
 
     /// The warm-up is over: every live instance, and any started later,
@@ -588,6 +651,14 @@ pub async fn worker_main() -> Result<()> {
                             drop(permit);
                         });
                     }
+                    (Some("b"), None, None, None) => {
+                        // Every schedule sent before this has returned once
+                        // all permits are free again.
+                        drop(in_flight.acquire_many(SCHEDULES_IN_FLIGHT as u32).await?);
+                        let mut flush = flush_of(&spec, &*canceller, &store, &state, None, false);
+                        flush.barrier = true;
+                        write_line(&mut out, &flush).await?;
+                    }
                     (Some("m"), None, None, None) => {
                         *lock(&state.baseline) = Some(Baseline {
                             store: canceller.store_stats(),
@@ -668,6 +739,7 @@ fn flush_of(
         cancel_commits: store.take_cancel_commits(),
         schedules: std::mem::take(&mut *lock(&state.schedules)),
         last,
+        barrier: false,
     }
 }
 

@@ -1,6 +1,7 @@
 //! `delaybench`: drives one order/payment workload against every delay
 //! strategy and reports lateness, cost and invariant violations.
 
+mod backlog;
 mod db_stats;
 mod driver;
 mod faults;

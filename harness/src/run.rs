@@ -2,10 +2,12 @@
 //! the same plan for each, then the checker, then `summary.json` and the
 //! report, rewritten after every strategy so a crash loses nothing measured.
 
+use crate::backlog;
 use crate::db_stats;
 use crate::driver;
 use crate::faults;
 use crate::instance::{Pool, WorkerSpec};
+use crate::model::records::BacklogRecord;
 use crate::model::run_info::{self, Machine, RunInfo};
 use crate::model::summary::{self, Cost, DatabaseInfo, Status, Summary};
 use crate::model::WorkerReport;
@@ -42,6 +44,14 @@ pub struct RunArgs {
 pub async fn run(args: &RunArgs) -> Result<PathBuf> {
     let (scenario, scenario_source) = Scenario::load(args.scenario.as_deref())?;
     let names = select(args.strategies.as_deref())?;
+    if let Some(b) = scenario.backlog.as_ref().filter(|b| b.pending.len() > 1) {
+        anyhow::bail!(
+            "field `backlog.pending` lists {} sizes; `delaybench run` holds one backlog \
+             (`pending = [{}]`), and `delaybench sweep --scenario ...` runs one step per size",
+            b.pending.len(),
+            b.pending[0]
+        );
+    }
     let server = DbServer::parse(&args.db)?;
     // Before the run folder exists: a database that is down leaves nothing behind.
     let database_version = server.server_version().await?;
@@ -407,13 +417,32 @@ async fn measure(
     store
         .install_schema(scenario.stock.skus, scenario.stock.initial)
         .await?;
+    // The backlog goes into the database before any instance starts (a
+    // wheel reloads it on start), then to the instances through `schedule`.
+    let backlog_size = scenario
+        .backlog
+        .as_ref()
+        .and_then(|b| b.pending.first().copied())
+        .unwrap_or(0);
+    let mut backlog_record = None;
+    let mut backlog_expire = 0;
+    if let Some(b) = scenario.backlog.as_ref().filter(|_| backlog_size > 0) {
+        let (expire, insert_s) =
+            backlog::insert(&store, backlog_size, b.after, scenario.stock.skus).await?;
+        backlog_expire = expire;
+        backlog_record = Some(BacklogRecord {
+            pending: backlog_size,
+            insert_s,
+            ..BacklogRecord::default()
+        });
+    }
     let options = scenario.strategy_options();
     let control = registry::build(name, &options, OrderStore::connect(location, 2).await?)?;
     control.setup().await.context("strategy setup")?;
     let capabilities = control.capabilities();
 
     let rows_before = db_stats::rows_read(&store).await?;
-    let specs = (0..scenario.instances)
+    let specs: Vec<WorkerSpec> = (0..scenario.instances)
         .map(|instance| WorkerSpec {
             strategy: name.to_string(),
             instance,
@@ -421,7 +450,17 @@ async fn measure(
             options: options.clone(),
         })
         .collect();
-    let pool = Pool::spawn(specs, scenario.restart_dead_instances).await?;
+    let pool = Pool::spawn(specs.clone(), scenario.restart_dead_instances).await?;
+    let backends = backlog::Backends::of(
+        &capabilities,
+        &options.redis_zset.url,
+        location.resource_prefix(),
+    );
+    if let Some(held) = &mut backlog_record {
+        held.handoff_s = backlog::hand_off(&pool, backlog_size, backlog_expire).await;
+        held.handoff_errors = pool.schedule_errors();
+        held.held = backlog::holdings(&backends, &pool).await;
+    }
     let progress = progress_bar(name, plan.events.len() as u64);
     let (t0, t0_us) = (Instant::now(), now_us());
     pool.set_t0(t0);
@@ -500,6 +539,16 @@ async fn measure(
     let timings = checker::cancel_timings(&store).await?;
     let paid_late = checker::paid_after_deadline_timings(&store).await?;
     let pending = checker::pending_timings(&store).await?;
+    if let (Some(held), Some(b)) = (&mut backlog_record, &scenario.backlog) {
+        held.recovery = backlog::recover(backlog::RecoveryInput {
+            specs,
+            backlog: b,
+            pending: backlog_size,
+            store: &store,
+            backends: &backends,
+        })
+        .await?;
+    }
     store.close().await;
     let timeouts_us: Vec<i64> = scenario
         .timeouts
@@ -580,6 +629,7 @@ async fn measure(
         schedule_path_us: schedule_path,
         overdue,
         cpu,
+        backlog: backlog_record,
         cost,
         generator,
         worker_events: record.events,

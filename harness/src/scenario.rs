@@ -66,6 +66,41 @@ pub struct Scenario {
     /// How `delaybench sweep` varies `rate` (`[sweep]`; ignored by `run`).
     #[serde(default)]
     pub sweep: Sweep,
+    /// Far-future PENDING orders preloaded before the warm-up (`[backlog]`;
+    /// default none).
+    #[serde(default)]
+    pub backlog: Option<Backlog>,
+}
+
+/// `[backlog]`: a pile of far-future PENDING orders that every strategy
+/// holds while the scenario's load runs, as a shop with millions of unpaid
+/// orders does. They go into the database in multi-row INSERTs, then to the
+/// strategy through its own `schedule` (pipelined, as orders are), and both
+/// steps are timed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Backlog {
+    /// Pending orders to preload. `delaybench sweep` runs one step per
+    /// size (the backlog sweep, at the scenario's `rate`); `delaybench
+    /// run` takes exactly one.
+    pub pending: Vec<u64>,
+    /// Their deadline, this long after the preload starts: beyond the run,
+    /// so none falls due while it is measured (default 1h).
+    #[serde(default = "an_hour", with = "humantime_serde")]
+    pub after: Duration,
+    /// After the drain, with the backlog in place, restart what holds it
+    /// and time until a fresh, already-due order is cancelled again: each
+    /// strategy's instance 0 (a wheel reloads every pending order), and
+    /// the commands here for the services the strategy uses. Empty: that
+    /// service is not restarted.
+    #[serde(default)]
+    pub restart_redis: Vec<String>,
+    #[serde(default)]
+    pub restart_rabbitmq: Vec<String>,
+}
+
+fn an_hour() -> Duration {
+    Duration::from_secs(3600)
 }
 
 /// `[sweep]`: how `delaybench sweep` looks for each strategy's highest
@@ -398,6 +433,39 @@ impl Scenario {
             }
         }
         self.sweep.validate()?;
+        if let Some(b) = &self.backlog {
+            if b.pending.is_empty() || b.pending.iter().any(|n| *n > 100_000_000) {
+                bail!("field `backlog.pending` = {:?} is out of range; accepted values: a list of 1 to many sizes, each 0 to 100000000 orders", b.pending);
+            }
+            let arrivals = self.warmup + self.duration + self.drain;
+            let longest = self
+                .timeouts
+                .iter()
+                .map(|t| t.after)
+                .max()
+                .unwrap_or_default();
+            if b.after <= arrivals + longest || b.after > day * 365 {
+                bail!(
+                    "field `backlog.after` = {:?} is out of range; accepted values: longer than \
+                     warmup + duration + drain + the longest timeout ({:?}), so no backlog order \
+                     falls due during the run, up to 365 days",
+                    b.after,
+                    arrivals + longest
+                );
+            }
+            let needed =
+                b.pending.iter().max().copied().unwrap_or(0) / u64::from(self.stock.skus) + 1;
+            if needed as i64 > self.stock.initial / 2 {
+                bail!(
+                    "field `stock.initial` = {} is too small for a backlog of {} orders over {} SKUs \
+                     (each needs {needed} units, and the load its share); accepted values: at least {}",
+                    self.stock.initial,
+                    b.pending.iter().max().unwrap_or(&0),
+                    self.stock.skus,
+                    needed * 2
+                );
+            }
+        }
         self.strategies
             .validate()
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -411,6 +479,10 @@ impl Scenario {
         let mut options = self.strategies.clone();
         if options.rabbit.ttls.is_empty() {
             options.rabbit.ttls = self.timeouts.iter().map(|t| t.after).collect();
+            // The backlog's orders go through rabbit-ttl too.
+            if let Some(b) = &self.backlog {
+                options.rabbit.ttls.push(b.after);
+            }
         }
         options
     }

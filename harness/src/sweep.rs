@@ -19,7 +19,9 @@
 use crate::driver;
 use crate::instance::Pool;
 use crate::model::summary::{Status, Summary};
-use crate::model::sweep::{self, GeneratorProbe, StrategySweep, SweepResult, SweepStep};
+use crate::model::sweep::{
+    self, GeneratorProbe, GeneratorStep, StrategySweep, SweepResult, SweepStep,
+};
 use crate::report;
 use crate::resources;
 use crate::run::{self, namespace_name, new_run_dir, start_run_info};
@@ -65,9 +67,12 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
     .await?
     .write(&run_dir)?;
     let config = &scenario.sweep;
+    // With a `[backlog]`, the steps are its sizes at the scenario's rate.
+    let sizes: Option<Vec<u64>> = scenario.backlog.as_ref().map(|b| b.pending.clone());
     let mut result = SweepResult {
         run_id: run_id.clone(),
-        mode: if config.rates.is_empty() {
+        axis: if sizes.is_some() { "pending" } else { "rate" }.to_string(),
+        mode: if config.rates.is_empty() && sizes.is_none() {
             "discover"
         } else {
             "list"
@@ -110,13 +115,16 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
             limited_by: None,
         });
         let index = result.strategies.len() - 1;
-        let mut next = if config.rates.is_empty() {
-            Some(config.start_rate)
-        } else {
-            config.rates.first().copied()
+        let mut next = match &sizes {
+            Some(sizes) => sizes.first().map(|_| scenario.rate),
+            None if config.rates.is_empty() => Some(config.start_rate),
+            None => config.rates.first().copied(),
         };
         while let Some(rate) = next {
-            let (step, summary) = ctx.step(name, rate).await?;
+            let pending = sizes
+                .as_ref()
+                .map(|s| s[result.strategies[index].steps.len()]);
+            let (step, summary) = ctx.step(name, rate, pending).await?;
             eprintln!("delaybench: {}", step_line(name, &step));
             let this = &mut result.strategies[index];
             if summary.status != Status::Ok && this.steps.is_empty() {
@@ -126,7 +134,10 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
                 next = None;
             } else {
                 this.steps.push(step);
-                next = next_rate(config, &this.steps);
+                next = match &sizes {
+                    Some(sizes) => (this.steps.len() < sizes.len()).then_some(scenario.rate),
+                    None => next_rate(config, &this.steps),
+                };
             }
             conclude(&mut result);
             result.write(&run_dir)?;
@@ -185,6 +196,9 @@ fn round_rate(rate: f64) -> f64 {
 /// Fills each strategy's maximum rate, first failure, share of the
 /// ceiling and limiting resource from its steps.
 fn conclude(result: &mut SweepResult) {
+    if result.axis != "rate" {
+        return; // a backlog sweep runs one rate: no maximum to find
+    }
     for s in &mut result.strategies {
         let (max, failed) = sweep::max_sustainable(&s.steps);
         s.max_rate = max;
@@ -214,17 +228,27 @@ struct StepContext<'a> {
 }
 
 impl StepContext<'_> {
-    /// One strategy at one rate: a whole run, judged.
-    async fn step(&self, name: &str, rate: f64) -> Result<(SweepStep, Summary)> {
+    /// One strategy at one rate (holding `pending` backlog orders): a
+    /// whole run, judged.
+    async fn step(
+        &self,
+        name: &str,
+        rate: f64,
+        pending: Option<u64>,
+    ) -> Result<(SweepStep, Summary)> {
         let mut scenario = self.scenario.clone();
         scenario.rate = rate;
+        if let (Some(b), Some(n)) = (&mut scenario.backlog, pending) {
+            b.pending = vec![n];
+        }
         let plan = workload::plan(&scenario);
-        let folder = format!("{name}/rate-{rate}");
+        let point = match pending {
+            Some(n) => format!("pending-{n}"),
+            None => format!("rate-{}", rate.to_string().replace('.', "_")),
+        };
+        let folder = format!("{name}/{point}");
         let dir = self.run_dir.join(&folder);
-        let namespace = namespace_name(
-            self.run_id,
-            &format!("{name}_{}", rate.to_string().replace('.', "_")),
-        );
+        let namespace = namespace_name(self.run_id, &format!("{name}_{point}"));
         let summary =
             run::run_one(name, true, &scenario, &plan, self.server, &namespace, &dir).await?;
         summary.write(&dir)?;
@@ -247,6 +271,8 @@ impl StepContext<'_> {
         let arrivals_s = (scenario.warmup + scenario.duration).as_secs_f64();
         let step = SweepStep {
             rate,
+            pending,
+            backlog: summary.backlog.clone(),
             holds: reasons.is_empty(),
             reasons,
             folder,
@@ -285,7 +311,8 @@ impl StepContext<'_> {
     }
 
     /// The generator alone (creates and payments, no canceller) at twice
-    /// the highest rate a strategy (not the ceiling) sustained.
+    /// the highest rate a strategy (not the ceiling) sustained; when it
+    /// cannot drive that, bisected down to the rate it can.
     async fn generator_probe(&self, result: &SweepResult) -> Result<Option<GeneratorProbe>> {
         let Some(best) = result
             .strategies
@@ -296,13 +323,74 @@ impl StepContext<'_> {
         else {
             return Ok(None);
         };
-        let rate = 2.0 * best;
+        let target = 2.0 * best;
+        let mut steps = vec![self.generator_step(target).await?];
+        let (mut held, mut failed) = (None, Some(target));
+        for _ in 0..self.scenario.sweep.bisect {
+            let lo = held.unwrap_or(best / 2.0);
+            let Some(hi) = failed else { break };
+            let mid = round_rate((lo + hi) / 2.0);
+            if mid <= lo || mid >= hi || hi - lo <= BISECT_RESOLUTION * lo {
+                break;
+            }
+            let step = self.generator_step(mid).await?;
+            if step.holds {
+                held = Some(mid);
+            } else {
+                failed = Some(mid);
+            }
+            steps.push(step);
+        }
+        let first = &steps[0];
+        let ms = |us: u64| us as f64 / 1000.0;
+        let verdict = if first.holds {
+            format!(
+                "drove {target:.0} orders/s, twice the best strategy's {best:.0}, with p99 lag \
+                 to commit {:.1} ms: the generator did not limit any strategy",
+                ms(first.lag_p99_us)
+            )
+        } else {
+            format!(
+                "could not drive {target:.0} orders/s, twice the best strategy's {best:.0} (p99 \
+                 lag to commit {:.1} ms, {} errors); alone it held {}. The generator and the \
+                 database's commit path it waits on were the bottleneck from about that rate: \
+                 read the maxima of strategies near it as lower bounds of what they could do \
+                 on a bigger database",
+                ms(first.lag_p99_us),
+                first.errors,
+                match held {
+                    Some(h) => format!("{h:.0} orders/s"),
+                    None => format!("no rate tried down to {:.0} orders/s", best / 2.0),
+                }
+            )
+        };
+        Ok(Some(GeneratorProbe {
+            rate: target,
+            holds: first.holds,
+            max_rate: if first.holds { Some(target) } else { held },
+            created: first.created,
+            planned: first.planned,
+            errors: first.errors,
+            lag_p50_us: first.lag_p50_us,
+            lag_p99_us: first.lag_p99_us,
+            cpu: first.cpu.clone(),
+            verdict,
+            steps,
+        }))
+    }
+
+    /// The generator alone at `rate`, on a namespace of its own (dropped).
+    async fn generator_step(&self, rate: f64) -> Result<GeneratorStep> {
         let mut scenario = self.scenario.clone();
         scenario.rate = rate;
+        scenario.backlog = None;
         let plan = workload::plan(&scenario);
         let dir = self.run_dir.join("generator");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let namespace = namespace_name(self.run_id, "generator");
+        let namespace = namespace_name(
+            self.run_id,
+            &format!("generator_{}", rate.to_string().replace('.', "_")),
+        );
         let location = self.server.create_namespace(&namespace, &dir).await?;
         let connections = run::harness_connections(rate, location.kind);
         let store = OrderStore::connect(&location, connections).await?;
@@ -332,25 +420,18 @@ impl StepContext<'_> {
         store.close().await;
         let _ = pool.stop().await;
         self.drop_namespace(&location.namespace).await;
-        let keep_up = self.scenario.sweep.keep_up.as_micros() as u64;
         let errors = health.create_errors + health.payment_errors;
-        let holds = errors == 0 && health.lag_us_p99 <= keep_up;
-        let verdict = if holds {
-            format!(
-                "drove {rate:.0} orders/s, twice the best strategy's {best:.0}, with p99 lag to \
-                 commit {:.1} ms: the generator did not limit any strategy",
-                health.lag_us_p99 as f64 / 1000.0
-            )
-        } else {
-            format!(
-                "could not drive {rate:.0} orders/s, twice the best strategy's {best:.0}: p99 lag \
-                 to commit {:.1} ms, {errors} errors. The generator (or the database's commit \
-                 path it waits on) may have been the bottleneck for rates near {best:.0}; read \
-                 those strategies' maxima as lower bounds",
-                health.lag_us_p99 as f64 / 1000.0
-            )
-        };
-        Ok(Some(GeneratorProbe {
+        let holds =
+            errors == 0 && health.lag_us_p99 <= self.scenario.sweep.keep_up.as_micros() as u64;
+        eprintln!(
+            "delaybench: generator alone at {rate} orders/s: {} (lag p99 {:.1} ms, {errors} errors{})",
+            if holds { "keeps up" } else { "FALLS BEHIND" },
+            health.lag_us_p99 as f64 / 1000.0,
+            cpu.as_ref()
+                .map(|c| format!(", {}", c.describe()))
+                .unwrap_or_default()
+        );
+        Ok(GeneratorStep {
             rate,
             holds,
             created: health.created,
@@ -359,8 +440,7 @@ impl StepContext<'_> {
             lag_p50_us: health.lag_us_p50,
             lag_p99_us: health.lag_us_p99,
             cpu,
-            verdict,
-        }))
+        })
     }
 }
 
@@ -370,8 +450,11 @@ fn step_line(name: &str, s: &SweepStep) -> String {
             .unwrap_or_else(|| "-".into())
     };
     format!(
-        "{name} at {} orders/s: {} (n={} p50 {} p99 {}, lag p99 {:.1} ms{}){}",
+        "{name} at {} orders/s{}: {} (n={} p50 {} p99 {}, lag p99 {:.1} ms{}){}",
         s.rate,
+        s.pending
+            .map(|n| format!(" holding {n} pending"))
+            .unwrap_or_default(),
         if s.holds { "holds" } else { "FAILS" },
         s.cancels,
         ms(s.p50_us),

@@ -4,11 +4,19 @@
 //! min-heap by deadline), with no delay mechanism at all: no tick rounding,
 //! no scan interval, no broker or Redis round trip. What remains is the
 //! work every strategy has to do anyway: the harness's create and pay
-//! transactions and one `cancel_if_due` per order, at the concurrency of
-//! the instance's store (its pool's connections). So the highest rate at
-//! which the ceiling keeps its promise is what the database and the harness
-//! allow on this machine, and a sweep reports each strategy's maximum rate
-//! as a share of it.
+//! transactions and the conditional cancel, at the concurrency of the
+//! instance's store (one transaction per pool connection at a time). So the
+//! highest rate at which the ceiling keeps its promise is what the database
+//! and the harness allow on this machine, and a sweep reports each
+//! strategy's maximum rate as a share of it.
+//!
+//! Everything due when a connection comes free goes in one
+//! `cancel_batch_if_due` (up to [`MAX_BATCH`]): at low load that is one
+//! order per transaction, the moment it is due; under load orders queue up
+//! behind busy connections and the batches grow, as group commit does. A
+//! ceiling of one `cancel_if_due` per order would be beaten by db-scan,
+//! which batches by waiting: measured here (PostgreSQL, 2 cores), such a
+//! ceiling held 1300 orders/s and db-scan 2600.
 //!
 //! Like the timing wheel it keeps its schedule in the process, and unlike
 //! the wheel it does not reload PENDING orders on start: a dead instance's
@@ -30,6 +38,9 @@ use tokio_util::sync::CancellationToken;
 
 /// How long to wait before retrying an order whose cancel failed.
 const RETRY_AFTER: Duration = Duration::from_millis(100);
+
+/// The most orders one cancel transaction takes.
+pub const MAX_BATCH: usize = 200;
 
 /// The ceiling (one instance).
 #[derive(Debug)]
@@ -60,6 +71,7 @@ crate::canceller::counters! {
         scheduled,
         duplicate_schedules,
         fired,
+        batches,
         not_due_retries,
         errors,
     }
@@ -88,12 +100,13 @@ impl Inner {
         earliest.is_none_or(|e| at_us < e)
     }
 
-    /// Everything due by `now`, and the next time to look.
-    fn take_due(&self, now: Micros) -> (Vec<OrderId>, Option<Micros>) {
+    /// Up to `limit` orders due by `now`, earliest first, and the next
+    /// time to look (now or earlier when more are due).
+    fn take_due(&self, now: Micros, limit: usize) -> (Vec<OrderId>, Option<Micros>) {
         let mut state = self.state.lock().expect("ceiling lock");
         let mut due = Vec::new();
         while let Some(Reverse((at, id))) = state.due.peek().copied() {
-            if at > now {
+            if at > now || due.len() == limit {
                 return (due, Some(at));
             }
             state.due.pop();
@@ -163,48 +176,60 @@ impl Canceller for Ceiling {
     }
 
     async fn run(&self, shutdown: CancellationToken) -> Result<()> {
-        // One cancel per connection of this instance's store at a time.
-        let in_flight = Arc::new(Semaphore::new(self.store.max_connections() as usize));
+        // One cancel transaction per connection of this instance's store.
+        let connections = Arc::new(Semaphore::new(self.store.max_connections() as usize));
         loop {
-            let (due, next) = self.inner.take_due(now_us());
-            for id in due {
-                let permit = tokio::select! {
-                    p = Arc::clone(&in_flight).acquire_owned() => p.expect("never closed"),
-                    _ = shutdown.cancelled() => return Ok(()),
+            let permit = tokio::select! {
+                p = Arc::clone(&connections).acquire_owned() => p.expect("never closed"),
+                _ = shutdown.cancelled() => return Ok(()),
+            };
+            let (due, next) = self.inner.take_due(now_us(), MAX_BATCH);
+            if due.is_empty() {
+                drop(permit);
+                let sleep = match next {
+                    Some(at) => Duration::from_micros((at - now_us()).max(0) as u64),
+                    None => Duration::from_secs(3600),
                 };
-                self.inner.counters.fired.fetch_add(1, Ordering::Relaxed);
-                let (store, inner) = (self.store.clone(), Arc::clone(&self.inner));
-                tokio::spawn(async move {
-                    match store.cancel_if_due(id, "ceiling").await {
-                        Ok(CancelOutcome::NotDue) => {
-                            // The wall clock stepped back: try again shortly.
-                            inner
-                                .counters
-                                .not_due_retries
-                                .fetch_add(1, Ordering::Relaxed);
-                            inner.push(id, now_us() + 1_000);
-                            inner.wake.notify_one();
-                        }
-                        Ok(_) => inner.release(id),
-                        Err(e) => {
-                            inner.counters.errors.fetch_add(1, Ordering::Relaxed);
-                            tracing::warn!(error = %e, order = id, "cancel failed; retrying");
-                            inner.push(id, now_us() + RETRY_AFTER.as_micros() as i64);
-                            inner.wake.notify_one();
+                tokio::select! {
+                    _ = tokio::time::sleep(sleep) => {}
+                    _ = self.inner.wake.notified() => {}
+                    _ = shutdown.cancelled() => return Ok(()),
+                }
+                continue;
+            }
+            self.inner
+                .counters
+                .fired
+                .fetch_add(due.len() as u64, Ordering::Relaxed);
+            self.inner.counters.batches.fetch_add(1, Ordering::Relaxed);
+            let (store, inner) = (self.store.clone(), Arc::clone(&self.inner));
+            tokio::spawn(async move {
+                match store.cancel_batch_if_due(&due, "ceiling").await {
+                    Ok(outcomes) => {
+                        for (id, outcome) in outcomes {
+                            if outcome == CancelOutcome::NotDue {
+                                // The wall clock stepped back: try again shortly.
+                                inner
+                                    .counters
+                                    .not_due_retries
+                                    .fetch_add(1, Ordering::Relaxed);
+                                inner.push(id, now_us() + 1_000);
+                            } else {
+                                inner.release(id);
+                            }
                         }
                     }
-                    drop(permit);
-                });
-            }
-            let sleep = match next {
-                Some(at) => Duration::from_micros((at - now_us()).max(0) as u64),
-                None => Duration::from_secs(3600),
-            };
-            tokio::select! {
-                _ = tokio::time::sleep(sleep) => {}
-                _ = self.inner.wake.notified() => {}
-                _ = shutdown.cancelled() => return Ok(()),
-            }
+                    Err(e) => {
+                        inner.counters.errors.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(error = %e, orders = due.len(), "cancel failed; retrying");
+                        for id in due {
+                            inner.push(id, now_us() + RETRY_AFTER.as_micros() as i64);
+                        }
+                    }
+                }
+                inner.wake.notify_one();
+                drop(permit);
+            });
         }
     }
 

@@ -187,3 +187,67 @@ pub fn describe_fault(record: &FaultRecord) -> String {
     }
     text
 }
+
+/// A run's `[backlog]`: how the pile of far-future orders got in, what
+/// holding it cost each backend, and how long each restart with it in
+/// place took to cancel again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BacklogRecord {
+    pub pending: u64,
+    /// Seconds of the multi-row INSERTs into the database.
+    pub insert_s: f64,
+    /// Seconds from the first backlog `schedule` sent to the instances
+    /// until every one had returned (the strategy's own scheduling path).
+    pub handoff_s: f64,
+    /// Backlog schedules that failed (from the workers' schedule errors).
+    pub handoff_errors: u64,
+    /// What the backends held once the hand-off ended.
+    pub held: Holdings,
+    /// Instance 0, then each service the strategy uses, restarted in turn
+    /// once the measured run was checked.
+    pub recovery: Vec<Recovery>,
+}
+
+/// What the backends held at one moment; `None` where the strategy does
+/// not use the backend or it could not be read (then `notes` says why).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Holdings {
+    /// Redis `used_memory` (server-wide).
+    pub redis_used_memory: Option<u64>,
+    /// Members of the strategy's ZSETs (delay and processing).
+    pub redis_members: Option<u64>,
+    /// The broker's Erlang memory total (node-wide).
+    pub broker_memory: Option<u64>,
+    /// Messages in the strategy's queues.
+    pub queued_messages: Option<u64>,
+    /// Messages in the delayed-message store (every exchange of the node).
+    pub delayed_stored: Option<u64>,
+    /// Resident memory of each instance process, KiB.
+    pub worker_rss_kib: Vec<u64>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// One restart with the backlog in place.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// `instance 0`, `redis`, `rabbitmq`.
+    pub what: String,
+    /// How it was restarted (the command, or kill and start).
+    pub how: String,
+    /// Seconds the restart itself took (the command, or until the fresh
+    /// process said it was ready).
+    pub restart_s: f64,
+    /// Seconds from the restart's start until the strategy held its
+    /// backlog again (a wheel: every instance reloaded it) and a fresh,
+    /// already-due order had been cancelled; `None`: not within the limit.
+    pub cancelling_again_s: Option<f64>,
+    /// Fresh orders created to probe, and how many of them were cancelled.
+    pub probes: u64,
+    pub probes_cancelled: u64,
+    /// What the backends held after the restart, to compare with before.
+    pub held_after: Holdings,
+    /// What went wrong, in words (a failed command, a lost backlog, ...).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}

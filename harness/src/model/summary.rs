@@ -219,6 +219,9 @@ pub struct Summary {
     /// and per service (`None` where `/proc` is missing, or in older runs).
     #[serde(default)]
     pub cpu: Option<super::sweep::CpuUse>,
+    /// The `[backlog]` the strategy held while it ran, and its restarts.
+    #[serde(default)]
+    pub backlog: Option<super::records::BacklogRecord>,
     pub cost: Cost,
     pub generator: GeneratorHealth,
     /// Worker processes that died without being asked, and restarts.
@@ -455,6 +458,7 @@ impl Summary {
             schedule_path_us: None,
             overdue: None,
             cpu: None,
+            backlog: None,
             cost: Cost::default(),
             generator: GeneratorHealth::default(),
             worker_events: Vec::new(),

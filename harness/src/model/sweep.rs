@@ -60,6 +60,10 @@ impl CpuUse {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SweepResult {
     pub run_id: String,
+    /// What the steps vary: `rate` (offered orders/s) or `pending` (the
+    /// `[backlog]` size, at the scenario's rate).
+    #[serde(default = "rate_axis")]
+    pub axis: String,
     /// `discover` (double, then bisect) or `list` (`[sweep] rates`).
     pub mode: String,
     /// A step holds only with p99 lateness at commit within this.
@@ -72,6 +76,10 @@ pub struct SweepResult {
     pub strategies: Vec<StrategySweep>,
     /// The generator alone at twice the highest rate a strategy sustained.
     pub generator: Option<GeneratorProbe>,
+}
+
+fn rate_axis() -> String {
+    "rate".into()
 }
 
 /// One strategy's steps and what they add up to.
@@ -97,6 +105,11 @@ pub struct StrategySweep {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SweepStep {
     pub rate: f64,
+    /// The backlog held during the step (the `pending` axis).
+    #[serde(default)]
+    pub pending: Option<u64>,
+    #[serde(default)]
+    pub backlog: Option<super::records::BacklogRecord>,
     pub holds: bool,
     /// Why it does not hold, one criterion each; empty when it holds.
     pub reasons: Vec<String>,
@@ -128,11 +141,19 @@ pub struct SweepStep {
     pub elapsed_s: f64,
 }
 
-/// The generator driving creates and payments with no canceller at all.
+/// The generator driving creates and payments with no canceller at all:
+/// first at twice the best strategy's rate, then, if it could not, bisected
+/// down (`steps`). The other fields are the first step's.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct GeneratorProbe {
     pub rate: f64,
     pub holds: bool,
+    /// The highest rate at which the generator alone kept up (`rate` when
+    /// it did there); `None` when no step held.
+    #[serde(default)]
+    pub max_rate: Option<f64>,
+    #[serde(default)]
+    pub steps: Vec<GeneratorStep>,
     pub created: u64,
     pub planned: u64,
     pub errors: u64,
@@ -141,6 +162,19 @@ pub struct GeneratorProbe {
     pub cpu: Option<CpuUse>,
     /// One sentence for the report.
     pub verdict: String,
+}
+
+/// One rate of the generator alone.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GeneratorStep {
+    pub rate: f64,
+    pub holds: bool,
+    pub created: u64,
+    pub planned: u64,
+    pub errors: u64,
+    pub lag_p50_us: u64,
+    pub lag_p99_us: u64,
+    pub cpu: Option<CpuUse>,
 }
 
 /// Why a step's run does not hold, one reason per failed criterion (empty:
@@ -270,8 +304,11 @@ impl SweepResult {
                 let other = st.anomalies - st.missed_cancels;
                 if other > 0 {
                     problems.push(format!(
-                        "{} at {} orders/s has {other} anomalies besides missed cancels (see {}/summary.json)",
-                        s.strategy, st.rate, st.folder
+                        "{} at {} orders/s{} has {other} anomalies besides missed cancels (see {}/summary.json)",
+                        s.strategy,
+                        st.rate,
+                        st.pending.map(|n| format!(" with {n} pending")).unwrap_or_default(),
+                        st.folder
                     ));
                 }
             }

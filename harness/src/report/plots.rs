@@ -168,7 +168,8 @@ fn line_chart(
     Ok(svg)
 }
 
-/// One strategy's sweep: `(offered rate, p50 ms, p99 ms, held)` per step.
+/// One strategy's sweep: `(x, low, high, held)` per step, e.g. offered
+/// rate with p50 and p99 lateness.
 #[derive(Debug, Clone)]
 pub struct RateLine {
     pub name: String,
@@ -176,9 +177,31 @@ pub struct RateLine {
     pub points: Vec<(f64, f64, f64, bool)>,
 }
 
-/// p99 (solid) and p50 (thin) lateness against offered rate, both axes
-/// log, the bound dashed; a step that did not hold is drawn as a cross.
-pub fn lateness_by_rate(lines: &[RateLine], bound_ms: f64) -> Result<String> {
+/// What a sweep chart shows: `high` solid, `low` thin, a dashed
+/// horizontal line at `bound` if given; x values of 0 are drawn at 1 and
+/// labelled 0 (a backlog of none).
+#[derive(Debug, Clone)]
+pub struct SweepChart<'a> {
+    pub caption: &'a str,
+    pub x_desc: &'a str,
+    pub y_desc: &'a str,
+    pub bound: Option<(f64, String)>,
+}
+
+/// Both axes log; a step that did not hold is drawn as a cross.
+pub fn sweep_chart(chart_spec: &SweepChart, lines: &[RateLine]) -> Result<String> {
+    let lines: Vec<RateLine> = lines
+        .iter()
+        .map(|l| RateLine {
+            points: l
+                .points
+                .iter()
+                .map(|p| (p.0.max(1.0), p.1, p.2, p.3))
+                .collect(),
+            ..l.clone()
+        })
+        .collect();
+    let lines = &lines[..];
     let as_lines: Vec<Line> = lines
         .iter()
         .map(|l| Line {
@@ -188,7 +211,7 @@ pub fn lateness_by_rate(lines: &[RateLine], bound_ms: f64) -> Result<String> {
                 .points
                 .iter()
                 .flat_map(|p| [(p.0, p.1), (p.0, p.2)])
-                .chain([(0.0, bound_ms)])
+                .chain(chart_spec.bound.as_ref().map(|b| (1.0, b.0)))
                 .collect(),
         })
         .collect();
@@ -201,37 +224,42 @@ pub fn lateness_by_rate(lines: &[RateLine], bound_ms: f64) -> Result<String> {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "Lateness at commit against offered rate (p99 solid, p50 thin; log scales)",
-                (FONT, 18),
-            )
+            .caption(chart_spec.caption, (FONT, 18))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(70)
             .build_cartesian_2d(x.clone().log_scale(), y.clone().log_scale())?;
         chart
             .configure_mesh()
-            .x_desc("offered orders/s (x: a step that did not hold)")
-            .y_desc("lateness (ms)")
-            .x_label_formatter(&|v| format!("{v:.0}"))
+            .x_desc(chart_spec.x_desc)
+            .y_desc(chart_spec.y_desc)
+            .x_label_formatter(&|v| {
+                if *v <= 1.0 {
+                    "0".to_string()
+                } else {
+                    format!("{v:.0}")
+                }
+            })
             .y_label_formatter(&|v| format!("{v}"))
             .draw()?;
-        let dashes = (0..60).map(|i| {
-            let f = |k: f64| x.start * (x.end / x.start).powf(k / 60.0);
-            PathElement::new(
-                vec![(f(i as f64), bound_ms), (f(i as f64 + 0.5), bound_ms)],
-                BLACK,
-            )
-        });
-        chart.draw_series(dashes)?;
-        chart.draw_series(std::iter::once(Text::new(
-            format!("bound {} ms", format_value(bound_ms)),
-            (x.start, bound_ms),
-            (FONT, 12)
-                .into_font()
-                .color(&BLACK)
-                .pos(Pos::new(HPos::Left, VPos::Bottom)),
-        )))?;
+        if let Some((bound, label)) = &chart_spec.bound {
+            let dashes = (0..60).map(|i| {
+                let f = |k: f64| x.start * (x.end / x.start).powf(k / 60.0);
+                PathElement::new(
+                    vec![(f(i as f64), *bound), (f(i as f64 + 0.5), *bound)],
+                    BLACK,
+                )
+            });
+            chart.draw_series(dashes)?;
+            chart.draw_series(std::iter::once(Text::new(
+                label.clone(),
+                (x.start, *bound),
+                (FONT, 12)
+                    .into_font()
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Left, VPos::Bottom)),
+            )))?;
+        }
         for line in lines {
             let c = color(line.color);
             let p99 = line.points.iter().map(|p| (p.0, p.2.max(FLOOR_MS)));

@@ -16,18 +16,68 @@ use std::path::Path;
 /// checks it against.
 pub const CEILING_GOAL: f64 = 0.8;
 
-/// Writes `report.md` and `sweep.svg` into `run_dir`.
+/// Writes `report.md` and the plots (`sweep.svg`; for a backlog sweep
+/// `backlog.svg` and `backlog-cost.svg`) into `run_dir`.
 pub fn write(run_dir: &Path, result: &SweepResult) -> Result<()> {
     let info = RunInfo::read(run_dir)?;
-    let path = run_dir.join("sweep.svg");
-    std::fs::write(&path, plot(result)?).with_context(|| format!("writing {}", path.display()))?;
+    for (file, svg) in plot_files(result)? {
+        let path = run_dir.join(file);
+        std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+    }
     let path = run_dir.join("report.md");
     std::fs::write(&path, markdown(&info, result))
         .with_context(|| format!("writing {}", path.display()))
 }
 
-fn plot(result: &SweepResult) -> Result<String> {
-    let lines: Vec<RateLine> = result
+/// The sweep's plots, by file name.
+fn plot_files(result: &SweepResult) -> Result<Vec<(&'static str, String)>> {
+    let x_of = |st: &SweepStep| st.pending.map(|n| n as f64).unwrap_or(st.rate);
+    let lateness = lines(result, |st| {
+        (st.cancels > 0).then(|| {
+            (
+                x_of(st),
+                st.p50_us.unwrap_or(0) as f64 / 1000.0,
+                st.p99_us.unwrap_or(0) as f64 / 1000.0,
+            )
+        })
+    });
+    let bound = Some((result.bound_ms, format!("bound {} ms", result.bound_ms)));
+    if result.axis != "pending" {
+        let spec = plots::SweepChart {
+            caption: "Lateness at commit against offered rate (p99 solid, p50 thin; log scales)",
+            x_desc: "offered orders/s (x: a step that did not hold)",
+            y_desc: "lateness (ms)",
+            bound,
+        };
+        return Ok(vec![("sweep.svg", plots::sweep_chart(&spec, &lateness)?)]);
+    }
+    let spec = plots::SweepChart {
+        caption: "Lateness at commit against backlog held (p99 solid, p50 thin; log scales)",
+        x_desc: "pending backlog orders (x: a step that did not hold)",
+        y_desc: "lateness (ms)",
+        bound,
+    };
+    let cost = lines(result, |st| {
+        st.server_rows_read_per_cancel.map(|r| (x_of(st), r, r))
+    });
+    let cost_spec = plots::SweepChart {
+        caption: "Database rows read per cancel against backlog held (log scales)",
+        x_desc: "pending backlog orders (x: a step that did not hold)",
+        y_desc: "rows read per cancel",
+        bound: None,
+    };
+    Ok(vec![
+        ("backlog.svg", plots::sweep_chart(&spec, &lateness)?),
+        ("backlog-cost.svg", plots::sweep_chart(&cost_spec, &cost)?),
+    ])
+}
+
+/// One line per strategy of `(x, low, high)` points from its steps.
+fn lines(
+    result: &SweepResult,
+    point: impl Fn(&SweepStep) -> Option<(f64, f64, f64)>,
+) -> Vec<RateLine> {
+    result
         .strategies
         .iter()
         .enumerate()
@@ -37,23 +87,14 @@ fn plot(result: &SweepResult) -> Result<String> {
             points: s
                 .steps
                 .iter()
-                .filter(|st| st.cancels > 0)
-                .map(|st| {
-                    (
-                        st.rate,
-                        st.p50_us.unwrap_or(0) as f64 / 1000.0,
-                        st.p99_us.unwrap_or(0) as f64 / 1000.0,
-                        st.holds,
-                    )
-                })
+                .filter_map(|st| point(st).map(|(x, lo, hi)| (x, lo, hi, st.holds)))
                 .collect::<Vec<_>>(),
         })
         .map(|mut l| {
             l.points.sort_by(|a, b| a.0.total_cmp(&b.0));
             l
         })
-        .collect();
-    plots::lateness_by_rate(&lines, result.bound_ms)
+        .collect()
 }
 
 fn rate(r: f64) -> String {
@@ -86,8 +127,8 @@ pub fn markdown(info: &RunInfo, result: &SweepResult) -> String {
     let _ = writeln!(out, "# delaybench sweep {}\n", result.run_id);
     let _ = writeln!(
         out,
-        "- Scenario {} ({}), seed {}: every step is its own run at one offered rate, \
-         {} warm-up then {} measured, drain {}, {} instance(s) per strategy; rates {}.",
+        "- Scenario {} ({}), seed {}: every step is its own run, \
+         {} warm-up then {} measured, drain {}, {} instance(s) per strategy; {}.",
         sc.name,
         info.scenario_source,
         sc.seed,
@@ -95,16 +136,29 @@ pub fn markdown(info: &RunInfo, result: &SweepResult) -> String {
         humantime::format_duration(sc.duration),
         humantime::format_duration(sc.drain),
         sc.instances,
-        if result.mode == "discover" {
+        if let Some(b) = sc.backlog.as_ref().filter(|_| result.axis == "pending") {
             format!(
-                "discovered: from {} orders/s doubling until a step fails (at most {}), then {} bisections",
+                "at {} orders/s, each step holding a backlog of pending orders due {} later: {} \
+                 (inserted in multi-row INSERTs, then handed to the strategy through its own \
+                 `schedule`, both timed)",
+                rate(sc.rate),
+                humantime::format_duration(b.after),
+                b.pending
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else if result.mode == "discover" {
+            format!(
+                "rates discovered: from {} orders/s doubling until a step fails (at most {}), then {} bisections",
                 rate(sc.sweep.start_rate),
                 rate(sc.sweep.max_rate),
                 sc.sweep.bisect
             )
         } else {
             format!(
-                "listed: {}",
+                "rates listed: {}",
                 sc.sweep
                     .rates
                     .iter()
@@ -125,6 +179,126 @@ pub fn markdown(info: &RunInfo, result: &SweepResult) -> String {
          **max sustainable rate** is the highest rate that held with every lower step holding.",
         result.bound_ms, result.keep_up_ms
     );
+    if result.axis == "pending" {
+        backlog_tables(&mut out, result);
+    } else {
+        rate_tables(&mut out, result);
+    }
+    step_tables(&mut out, result);
+    out
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / 1_048_576.0)
+}
+
+/// The backlog sweep's table: per strategy and size, what the preload
+/// took, what holding it cost, lateness, and each restart's recovery.
+fn backlog_tables(out: &mut String, result: &SweepResult) {
+    let _ = writeln!(out, "\n## Holding a backlog\n");
+    let _ = writeln!(
+        out,
+        "| strategy | pending | holds | insert s | hand-off s (errors) | worker RSS MiB | Redis used MiB (members) | broker MiB (queued, delayed) | rows read / cancel | p50 / p99 ms (n) | recovery s: what (probes cancelled) |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    for s in &result.strategies {
+        if s.status != Status::Ok {
+            let _ = writeln!(
+                out,
+                "| {} | {}: {} | | | | | | | | | |",
+                s.strategy,
+                s.status.as_str(),
+                s.reason.as_deref().unwrap_or("")
+            );
+            continue;
+        }
+        for st in &s.steps {
+            let b = st.backlog.as_ref();
+            let held = b.map(|b| &b.held);
+            let recovery = b
+                .map(|b| {
+                    b.recovery
+                        .iter()
+                        .map(|r| {
+                            format!(
+                                "{}: {} ({}/{}){}",
+                                r.what,
+                                r.cancelling_again_s
+                                    .map(|v| format!("{v:.2}"))
+                                    .unwrap_or_else(|| "**not recovered**".into()),
+                                r.probes_cancelled,
+                                r.probes,
+                                if r.notes.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" — {}", r.notes.join("; "))
+                                }
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("<br>")
+                })
+                .unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                out,
+                "| {} | [{}]({}/summary.json) | {} | {} | {} | {} | {} | {} | {} | {} / {} ({}) | {} |",
+                s.strategy,
+                st.pending.unwrap_or(0),
+                st.folder,
+                if st.holds { "yes" } else { "**no**" },
+                opt(b.map(|b| format!("{:.2}", b.insert_s))),
+                opt(b.map(|b| format!("{:.2} ({})", b.handoff_s, b.handoff_errors))),
+                opt(held.map(|h| {
+                    h.worker_rss_kib
+                        .iter()
+                        .map(|k| format!("{:.0}", *k as f64 / 1024.0))
+                        .collect::<Vec<_>>()
+                        .join(" + ")
+                })),
+                opt(held.and_then(|h| {
+                    h.redis_used_memory.map(|m| {
+                        format!("{} ({})", mib(m), h.redis_members.unwrap_or(0))
+                    })
+                })),
+                opt(held.and_then(|h| {
+                    h.broker_memory.map(|m| {
+                        format!(
+                            "{} ({}, {})",
+                            mib(m),
+                            h.queued_messages.unwrap_or(0),
+                            h.delayed_stored
+                                .map(|d| d.to_string())
+                                .unwrap_or_else(|| "-".into())
+                        )
+                    })
+                })),
+                opt(st.server_rows_read_per_cancel.map(|v| format!("{v:.2}"))),
+                ms(st.p50_us),
+                p99(st),
+                st.cancels,
+                recovery,
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nEmpty cells (`-`): the strategy does not use that backend, or there was no backlog. \
+         Redis and broker memory are server-wide; the delayed count covers every \
+         delayed exchange of the node. Recovery: seconds from the restart's start until the \
+         strategy held its backlog again and a fresh, already-due order was cancelled; \
+         `instances` starts every instance afresh, `redis` and `rabbitmq` run the scenario's \
+         restart command.\n"
+    );
+    let _ = writeln!(
+        out,
+        "![p50 and p99 lateness against backlog](backlog.svg)\n\n\
+         ![rows read per cancel against backlog](backlog-cost.svg)\n"
+    );
+}
+
+/// The rate sweep's table: each strategy's maximum sustainable rate.
+fn rate_tables(out: &mut String, result: &SweepResult) {
     let _ = writeln!(out, "\n## Maximum sustainable rate\n");
     let _ = writeln!(
         out,
@@ -184,14 +358,26 @@ pub fn markdown(info: &RunInfo, result: &SweepResult) -> String {
     );
     match &result.generator {
         Some(g) => {
+            let steps = g
+                .steps
+                .iter()
+                .map(|st| {
+                    format!(
+                        "{} orders/s {} (lag p99 {:.1} ms)",
+                        rate(st.rate),
+                        if st.holds { "kept up" } else { "fell behind" },
+                        st.lag_p99_us as f64 / 1000.0
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
             let _ = writeln!(
                 out,
-                "\n**Generator check** (creates and payments alone, no canceller, at {} orders/s): {}{}",
-                rate(g.rate),
+                "\n**Generator check** (creates and payments alone, no canceller): {}. Steps: {steps}.{}",
                 g.verdict,
                 g.cpu
                     .as_ref()
-                    .map(|c| format!(" ({})", c.describe()))
+                    .map(|c| format!(" At {} orders/s: {}.", rate(g.rate), c.describe()))
                     .unwrap_or_default()
             );
         }
@@ -207,6 +393,10 @@ pub fn markdown(info: &RunInfo, result: &SweepResult) -> String {
         out,
         "\n![p50 and p99 lateness against offered rate](sweep.svg)\n"
     );
+}
+
+/// Every step of every strategy.
+fn step_tables(out: &mut String, result: &SweepResult) {
     let _ = writeln!(out, "## Every step\n");
     for s in &result.strategies {
         let _ = writeln!(out, "### {}\n", s.strategy);
@@ -227,8 +417,11 @@ pub fn markdown(info: &RunInfo, result: &SweepResult) -> String {
         for st in &s.steps {
             let _ = writeln!(
                 out,
-                "| [{}]({}/summary.json) | {} | {:.0} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} |",
+                "| [{}{}]({}/summary.json) | {} | {:.0} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} |",
                 rate(st.rate),
+                st.pending
+                    .map(|n| format!(" + {n} pending"))
+                    .unwrap_or_default(),
                 st.folder,
                 if st.holds { "yes" } else { "**no**" },
                 st.achieved_rate,
@@ -252,7 +445,6 @@ pub fn markdown(info: &RunInfo, result: &SweepResult) -> String {
         }
         let _ = writeln!(out);
     }
-    out
 }
 
 /// The maximum-rate table for the terminal.

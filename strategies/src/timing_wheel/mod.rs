@@ -212,12 +212,15 @@ impl TimingWheelStrategy {
         loop {
             match self.store.pending_orders().await {
                 Ok(pending) => {
-                    self.counters
-                        .reloaded
-                        .fetch_add(pending.len() as u64, Ordering::Relaxed);
+                    let reloaded = pending.len() as u64;
                     for (id, expire) in pending {
                         self.insert(id, expire);
                     }
+                    // Counted once in the wheel: `reloaded` reaching a
+                    // backlog's size means the wheel holds it.
+                    self.counters
+                        .reloaded
+                        .fetch_add(reloaded, Ordering::Relaxed);
                     return true;
                 }
                 Err(e) => {

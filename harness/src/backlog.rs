@@ -1,0 +1,390 @@
+//! `[backlog]`: far-future PENDING orders that every strategy holds while
+//! the scenario's load runs, and the restarts that show what holding them
+//! costs when something goes down.
+//!
+//! - [`insert`]: the orders go into the database in multi-row INSERTs;
+//! - [`hand_off`]: each goes to the instances through the strategy's own
+//!   `schedule`, pipelined as orders are ([`crate::instance::SCHEDULES_IN_FLIGHT`]
+//!   per worker), until a barrier says every one returned;
+//! - [`holdings`]: what Redis, the broker and the worker processes hold;
+//! - [`recover`]: after the measured run was checked, every instance is
+//!   started afresh, then each service the strategy uses is restarted with
+//!   the scenario's command; each time the clock runs until the strategy
+//!   holds its backlog again and a fresh, already-due probe order is
+//!   cancelled. Probes are created after the checker ran, in their own id
+//!   range, so they never touch the run's figures.
+
+use crate::instance::{Pool, WorkerSpec};
+use crate::model::records::{Holdings, Recovery};
+use crate::scenario::Backlog;
+use anyhow::{Context, Result};
+use std::time::Duration;
+use strategies::{now_us, Capabilities, Micros, NewOrder, OrderId, OrderStore, Service};
+use tokio::time::Instant;
+
+/// Backlog orders take ids from here up (the plan's start at 1).
+pub const BACKLOG_FIRST_ID: OrderId = 1 << 36;
+/// Recovery probes take ids from here up, above any backlog.
+pub const PROBE_FIRST_ID: OrderId = 1 << 38;
+/// How long a restart may take to cancel a probe before it is reported as
+/// not recovered.
+const RECOVERY_LIMIT: Duration = Duration::from_secs(180);
+/// A new probe this often while none has been cancelled.
+const PROBE_EVERY: Duration = Duration::from_millis(500);
+
+/// Inserts `n` backlog orders due `after` from now; returns their deadline
+/// and the seconds it took.
+pub async fn insert(
+    store: &OrderStore,
+    n: u64,
+    after: Duration,
+    skus: u32,
+) -> Result<(Micros, f64)> {
+    let started = Instant::now();
+    let created = now_us();
+    let expire = created + after.as_micros() as Micros;
+    store
+        .preload_pending(BACKLOG_FIRST_ID, n, created, expire, skus)
+        .await
+        .with_context(|| format!("preloading a backlog of {n} orders"))?;
+    Ok((expire, started.elapsed().as_secs_f64()))
+}
+
+/// Schedules every backlog order on the pool and waits until each
+/// instance returned from all of them; the seconds it took.
+pub async fn hand_off(pool: &Pool, n: u64, expire_at_us: Micros) -> f64 {
+    let started = Instant::now();
+    for k in 0..n {
+        pool.schedule(BACKLOG_FIRST_ID + k as OrderId, expire_at_us, now_us());
+    }
+    pool.barrier().await;
+    started.elapsed().as_secs_f64()
+}
+
+/// Where a strategy keeps its schedule, for [`holdings`].
+#[derive(Debug, Clone)]
+pub struct Backends {
+    pub redis_url: Option<String>,
+    pub rabbitmq: bool,
+    /// The namespace's resource prefix (keys, queue names).
+    pub prefix: String,
+}
+
+impl Backends {
+    pub fn of(capabilities: &Capabilities, redis_url: &str, prefix: String) -> Backends {
+        Backends {
+            redis_url: capabilities
+                .requires
+                .contains(&Service::Redis)
+                .then(|| redis_url.to_string()),
+            rabbitmq: capabilities.requires.contains(&Service::RabbitMq),
+            prefix,
+        }
+    }
+}
+
+/// What the backends and the pool's processes hold now.
+pub async fn holdings(backends: &Backends, pool: &Pool) -> Holdings {
+    let mut held = Holdings {
+        worker_rss_kib: pool.pids().into_iter().filter_map(rss_kib).collect(),
+        ..Holdings::default()
+    };
+    if let Some(url) = &backends.redis_url {
+        match redis_holdings(url, &backends.prefix).await {
+            Ok((memory, members)) => {
+                held.redis_used_memory = Some(memory);
+                held.redis_members = Some(members);
+            }
+            Err(e) => held.notes.push(format!("Redis not read: {e:#}")),
+        }
+    }
+    if backends.rabbitmq {
+        match rabbitmq_holdings(&backends.prefix).await {
+            Ok((queued, delayed, memory)) => {
+                held.queued_messages = Some(queued);
+                held.delayed_stored = delayed;
+                held.broker_memory = Some(memory);
+            }
+            Err(e) => held.notes.push(format!("RabbitMQ not read: {e:#}")),
+        }
+    }
+    held
+}
+
+/// `used_memory`, and the members of the strategy's ZSETs.
+async fn redis_holdings(url: &str, prefix: &str) -> Result<(u64, u64)> {
+    let client = redis::Client::open(url).context("Redis URL")?;
+    let mut conn = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.get_multiplexed_async_connection(),
+    )
+    .await
+    .context("connecting to Redis")??;
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query_async(&mut conn)
+        .await?;
+    let memory = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .context("INFO memory has no used_memory")?;
+    let pattern = format!("dlb:{{{prefix}:*");
+    let mut keys: Vec<String> = Vec::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut conn)
+            .await?;
+        keys.extend(batch);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    let mut members = 0;
+    for key in keys
+        .iter()
+        .filter(|k| k.ends_with(":delay") || k.ends_with(":processing"))
+    {
+        let n: u64 = redis::cmd("ZCARD").arg(key).query_async(&mut conn).await?;
+        members += n;
+    }
+    Ok((memory, members))
+}
+
+/// Messages in the strategy's queues, in the delayed store (`None` when
+/// the plugin's table is not there), and the node's memory, in one
+/// `rabbitmqctl eval` (the broker on this host).
+async fn rabbitmq_holdings(prefix: &str) -> Result<(u64, Option<u64>, u64)> {
+    let expr = format!(
+        "Qs = [Q || Q <- rabbit_amqqueue:list(), \
+               binary:match(element(4, amqqueue:get_name(Q)), <<\"dlb.{prefix}.\">>) =/= nomatch], \
+         Msgs = lists:sum([N || Q <- Qs, {{messages, N}} <- rabbit_amqqueue:info(Q, [messages])]), \
+         Delayed = try mnesia:table_info(delaybench_delayed_message, size) catch _:_ -> -1 end, \
+         {{Msgs, Delayed, erlang:memory(total)}}."
+    );
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new("rabbitmqctl")
+            .args(["-q", "eval", &expr])
+            .output(),
+    )
+    .await
+    .context("rabbitmqctl eval took over 60 s")?
+    .context("running rabbitmqctl (the broker's holdings are read on this host)")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let numbers: Vec<i64> = text
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .split(',')
+        .filter_map(|v| v.trim().parse().ok())
+        .collect();
+    match numbers[..] {
+        [queued, delayed, memory] => Ok((
+            queued.max(0) as u64,
+            (delayed >= 0).then_some(delayed as u64),
+            memory.max(0) as u64,
+        )),
+        _ => anyhow::bail!(
+            "unexpected rabbitmqctl reply {:?} {}",
+            text.trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+    }
+}
+
+/// Resident memory of process `pid` in KiB (`VmRSS`); `None` elsewhere.
+fn rss_kib(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// What [`recover`] needs of the run.
+pub struct RecoveryInput<'a> {
+    pub specs: Vec<WorkerSpec>,
+    pub backlog: &'a Backlog,
+    pub pending: u64,
+    pub store: &'a OrderStore,
+    pub backends: &'a Backends,
+}
+
+/// Every instance started afresh, then each service the strategy uses
+/// restarted with the scenario's command, in turn; each timed until the
+/// strategy is cancelling again with its backlog in place.
+pub async fn recover(input: RecoveryInput<'_>) -> Result<Vec<Recovery>> {
+    let mut recoveries = Vec::new();
+    let mut probe_ids = PROBE_FIRST_ID..;
+    let started = Instant::now();
+    let pool = Pool::spawn(input.specs.clone(), None).await?;
+    let restart_s = started.elapsed().as_secs_f64();
+    let mut first = Recovery {
+        what: "instances".into(),
+        how: format!(
+            "{} instance(s) stopped, then started afresh (a wheel reloads every PENDING order)",
+            input.specs.len()
+        ),
+        restart_s,
+        ..Recovery::default()
+    };
+    until_cancelling(&pool, &input, started, &mut probe_ids, &mut first).await?;
+    recoveries.push(first);
+    let commands = [
+        (
+            "redis",
+            input.backends.redis_url.is_some(),
+            &input.backlog.restart_redis,
+        ),
+        (
+            "rabbitmq",
+            input.backends.rabbitmq,
+            &input.backlog.restart_rabbitmq,
+        ),
+    ];
+    for (what, used, command) in commands {
+        if !used {
+            continue;
+        }
+        let mut recovery = Recovery {
+            what: what.into(),
+            how: command.join(" "),
+            ..Recovery::default()
+        };
+        if command.is_empty() {
+            recovery.notes.push(format!(
+                "not restarted: the scenario's `backlog.restart-{what}` is empty"
+            ));
+            recoveries.push(recovery);
+            continue;
+        }
+        let started = Instant::now();
+        let status = tokio::process::Command::new(&command[0])
+            .args(&command[1..])
+            .status()
+            .await;
+        recovery.restart_s = started.elapsed().as_secs_f64();
+        match status {
+            Ok(s) if s.success() => {}
+            Ok(s) => recovery
+                .notes
+                .push(format!("the restart command exited {s}")),
+            Err(e) => recovery
+                .notes
+                .push(format!("the restart command did not run: {e}")),
+        }
+        until_cancelling(&pool, &input, started, &mut probe_ids, &mut recovery).await?;
+        recoveries.push(recovery);
+    }
+    pool.stop().await?;
+    Ok(recoveries)
+}
+
+/// Waits until the pool holds the backlog again (a wheel's `reloaded`
+/// counter reached it on every instance) and a probe was cancelled; fills
+/// `recovery`'s probes, time and holdings.
+async fn until_cancelling(
+    pool: &Pool,
+    input: &RecoveryInput<'_>,
+    started: Instant,
+    probe_ids: &mut std::ops::RangeFrom<OrderId>,
+    recovery: &mut Recovery,
+) -> Result<()> {
+    let limit = started + RECOVERY_LIMIT;
+    let mut probes: Vec<OrderId> = Vec::new();
+    let mut next_probe = Instant::now();
+    let mut reloaded_at = None;
+    let mut cancelled_at = None;
+    while Instant::now() < limit && (reloaded_at.is_none() || cancelled_at.is_none()) {
+        if reloaded_at.is_none() {
+            // A barrier makes every instance flush its counters now (not
+            // waited for past a second: a schedule may hang on a service
+            // that is still down).
+            let _ = tokio::time::timeout(Duration::from_secs(1), pool.barrier()).await;
+            let holds = (0..pool.len()).all(|i| {
+                pool.counters_of(i)
+                    .is_none_or(|c| c.get("reloaded").is_none_or(|r| *r >= input.pending))
+            });
+            if holds {
+                reloaded_at = Some(Instant::now());
+            }
+        }
+        if cancelled_at.is_none() && Instant::now() >= next_probe {
+            let id = probe_ids.next().expect("unbounded");
+            let created = now_us();
+            let order = NewOrder {
+                id,
+                sku: 1,
+                qty: 1,
+                created_at_us: created,
+                expire_at_us: created + 1,
+            };
+            // The database may be what restarted: a failed create is retried
+            // with the next probe.
+            if input.store.create_order(&order).await.is_ok() {
+                pool.schedule(id, order.expire_at_us, now_us());
+                probes.push(id);
+            }
+            next_probe = Instant::now() + PROBE_EVERY;
+        }
+        if cancelled_at.is_none() && cancelled(input.store, &probes).await > 0 {
+            cancelled_at = Some(Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Probes still in flight get a moment before the count.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    recovery.probes = probes.len() as u64;
+    recovery.probes_cancelled = cancelled(input.store, &probes).await;
+    recovery.cancelling_again_s = match (reloaded_at, cancelled_at) {
+        (Some(r), Some(c)) => Some(r.max(c).duration_since(started).as_secs_f64()),
+        _ => {
+            recovery.notes.push(format!(
+                "not cancelling again within {} s ({})",
+                RECOVERY_LIMIT.as_secs(),
+                match (reloaded_at, cancelled_at) {
+                    (None, _) => "the backlog was not reloaded",
+                    _ => "no probe was cancelled",
+                }
+            ));
+            None
+        }
+    };
+    if recovery.probes_cancelled < recovery.probes {
+        recovery.notes.push(format!(
+            "{} of {} probe orders not cancelled (their schedule was lost or is late)",
+            recovery.probes - recovery.probes_cancelled,
+            recovery.probes
+        ));
+    }
+    recovery.held_after = holdings(input.backends, pool).await;
+    Ok(())
+}
+
+/// How many of `ids` are CANCELLED (0 while the database cannot say).
+async fn cancelled(store: &OrderStore, ids: &[OrderId]) -> u64 {
+    let Some(first) = ids.first() else {
+        return 0;
+    };
+    store
+        .query_i64s(
+            "SELECT COUNT(*) FROM orders WHERE id >= ? AND status = 'CANCELLED'",
+            &[*first],
+        )
+        .await
+        .ok()
+        .and_then(|n| n.first().copied())
+        .unwrap_or(0)
+        .max(0) as u64
+}

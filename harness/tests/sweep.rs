@@ -1,0 +1,316 @@
+//! End-to-end tests of `delaybench sweep` on the real services: a tiny
+//! rate sweep (discovery, the ceiling, a strategy that cannot hold, the
+//! generator check) and a tiny backlog sweep (preload, holdings, restarts).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn delaybench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_delaybench"))
+        .args(args)
+        .env("CI", "true")
+        .output()
+        .expect("run delaybench")
+}
+
+fn pg() -> String {
+    std::env::var("DELAYBENCH_PG_URL")
+        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".into())
+}
+
+/// Runs `delaybench sweep` on `scenario` and returns the folder; panics
+/// with stderr when it fails.
+fn sweep(scenario: &str, strategies: &str, out: &Path) -> PathBuf {
+    let file = out.join("scenario.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let o = delaybench(&[
+        "sweep",
+        "--scenario",
+        file.to_str().unwrap(),
+        "--strategies",
+        strategies,
+        "--db",
+        &pg(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "sweep failed: {stderr}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let dir = stdout
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("DELAYBENCH_RUN_DIR="))
+        .unwrap_or_else(|| panic!("no run dir in {stdout}"));
+    PathBuf::from(dir)
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn strategy<'a>(sweep: &'a Value, name: &str) -> &'a Value {
+    sweep["strategies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["strategy"] == name)
+        .unwrap_or_else(|| panic!("{name} missing from {sweep:#}"))
+}
+
+fn rates(s: &Value) -> Vec<f64> {
+    s["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|st| st["rate"].as_f64().unwrap())
+        .collect()
+}
+
+/// Short steps; db-scan scans every 300 ms against a 100 ms bound, so it
+/// cannot hold at any rate, while the ceiling and the wheel hold at both.
+const RATE_SWEEP: &str = r#"
+name = "tiny-sweep"
+seed = 3
+warmup = "500ms"
+duration = "2s"
+drain = "500ms"
+rate = 40.0
+instances = 2
+
+[[timeouts]]
+after = "500ms"
+
+[strategies.db-scan]
+interval = "300ms"
+
+[sweep]
+start-rate = 40
+max-rate = 80
+bound = "100ms"
+keep-up = "100ms"
+"#;
+
+#[test]
+fn a_tiny_sweep_finds_the_ceiling_and_each_strategys_limit() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = sweep(RATE_SWEEP, "db-scan,timing-wheel", out.path());
+    let result = read_json(&dir.join("sweep.json"));
+    assert_eq!(result["axis"], "rate");
+    let names: Vec<&str> = result["strategies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["strategy"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["ceiling", "db-scan", "timing-wheel"],
+        "the ceiling runs first"
+    );
+    // Discovery doubles up to max-rate and stops there when everything held.
+    for name in ["ceiling", "timing-wheel"] {
+        let s = strategy(&result, name);
+        assert_eq!(rates(s), [40.0, 80.0], "{s:#}");
+        assert_eq!(s["max_rate"], 80.0, "{s:#}");
+        assert!(s["first_failed_rate"].is_null());
+        for step in s["steps"].as_array().unwrap() {
+            assert_eq!(step["holds"], true, "{step:#}");
+            assert!(step["cancels"].as_u64().unwrap() > 0);
+            // Each step is a whole run with its own summary.
+            let summary = read_json(
+                &dir.join(step["folder"].as_str().unwrap())
+                    .join("summary.json"),
+            );
+            assert_eq!(summary["status"], "ok");
+            assert!(summary["overdue"]["counts"].as_array().unwrap().len() >= 4);
+        }
+    }
+    assert_eq!(strategy(&result, "timing-wheel")["share_of_ceiling"], 1.0);
+    // The first rate fails: nothing is bisected below it, and it says why.
+    let scan = strategy(&result, "db-scan");
+    assert_eq!(rates(scan), [40.0], "{scan:#}");
+    assert!(scan["max_rate"].is_null());
+    assert_eq!(scan["first_failed_rate"], 40.0);
+    let reasons = scan["steps"][0]["reasons"].to_string();
+    assert!(
+        reasons.contains("p99 lateness") && reasons.contains("> bound 100.0 ms"),
+        "{reasons}"
+    );
+    assert!(
+        scan["limited_by"]
+            .as_str()
+            .unwrap()
+            .contains("p99 lateness"),
+        "{scan:#}"
+    );
+    // The generator alone was driven at twice the best strategy's rate.
+    let generator = &result["generator"];
+    assert_eq!(generator["rate"], 160.0, "{generator:#}");
+    assert!(generator["verdict"].as_str().unwrap().contains("160"));
+    // The report: the table, the plot, and every step.
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("| ceiling | ≥ 80 (held at the highest rate offered) | 100% |"),
+        "{report}"
+    );
+    assert!(
+        report.contains("| db-scan | < 40 (the first step failed) |"),
+        "{report}"
+    );
+    assert!(
+        report.contains("(sweep.svg)") && report.contains("**Generator check**"),
+        "{report}"
+    );
+    let svg = std::fs::read_to_string(dir.join("sweep.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("timing-wheel") && svg.contains("bound 100 ms"));
+    // `report` regenerates it from the JSON alone.
+    std::fs::remove_file(dir.join("report.md")).unwrap();
+    let o = delaybench(&["report", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("report.md")).unwrap(),
+        report
+    );
+}
+
+#[test]
+fn a_run_refuses_several_backlog_sizes_and_names_the_field() {
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("b.toml");
+    let text = format!("{RATE_SWEEP}\n[backlog]\npending = [0, 100]\n");
+    std::fs::write(&file, text).unwrap();
+    let o = delaybench(&[
+        "run",
+        "--scenario",
+        file.to_str().unwrap(),
+        "--strategies",
+        "db-scan",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        stderr.contains("backlog.pending") && stderr.contains("delaybench sweep"),
+        "{stderr}"
+    );
+}
+
+/// Two sizes at a low rate; the services restart with the backlog in place.
+fn backlog_scenario() -> String {
+    let services = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/services.sh");
+    format!(
+        r#"
+name = "tiny-backlog"
+seed = 5
+warmup = "500ms"
+duration = "2s"
+drain = "1s"
+rate = 40.0
+instances = 2
+
+[[timeouts]]
+after = "500ms"
+
+[strategies.db-scan]
+interval = "50ms"
+
+[backlog]
+pending = [0, 3000]
+after = "1h"
+restart-redis = ["sh", "-c", "d=$(redis-cli -p 6379 config get dir | tail -n 1); redis-cli -p 6379 save >/dev/null && redis-cli -p 6379 shutdown nosave; {services} redis >/dev/null && rm -f \"$d/dump.rdb\""]
+restart-rabbitmq = ["sh", "-c", "rabbitmqctl -q stop_app && rabbitmqctl -q start_app"]
+"#
+    )
+}
+
+#[test]
+fn a_tiny_backlog_is_preloaded_held_and_survives_restarts() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = sweep(
+        &backlog_scenario(),
+        "db-scan,timing-wheel,redis-zset,rabbit-ttl,rabbit-delayed",
+        out.path(),
+    );
+    let result = read_json(&dir.join("sweep.json"));
+    assert_eq!(result["axis"], "pending");
+    for s in result["strategies"].as_array().unwrap() {
+        let name = s["strategy"].as_str().unwrap();
+        let steps = s["steps"].as_array().unwrap();
+        let sizes: Vec<u64> = steps
+            .iter()
+            .map(|st| st["pending"].as_u64().unwrap())
+            .collect();
+        assert_eq!(sizes, [0, 3000], "{name}");
+        assert!(steps[0]["backlog"].is_null(), "{name}: no backlog at 0");
+        let summary = read_json(
+            &dir.join(steps[1]["folder"].as_str().unwrap())
+                .join("summary.json"),
+        );
+        // The backlog orders stay PENDING and are no anomaly.
+        assert_eq!(
+            summary["anomalies"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum::<u64>(),
+            0,
+            "{name}: {:#}",
+            summary["anomalies"]
+        );
+        let b = &steps[1]["backlog"];
+        assert_eq!(b["pending"], 3000, "{name}");
+        assert!(b["insert_s"].as_f64().unwrap() > 0.0 && b["handoff_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(b["handoff_errors"], 0, "{name}: {b:#}");
+        let held = &b["held"];
+        assert_eq!(
+            held["worker_rss_kib"].as_array().unwrap().len(),
+            2,
+            "{name}"
+        );
+        match name {
+            "redis-zset" => assert!(held["redis_members"].as_u64().unwrap() >= 3000, "{held:#}"),
+            "rabbit-ttl" => assert!(
+                held["queued_messages"].as_u64().unwrap() >= 3000,
+                "{held:#}"
+            ),
+            "rabbit-delayed" => {
+                assert!(held["delayed_stored"].as_u64().unwrap() >= 3000, "{held:#}")
+            }
+            _ => assert!(held["redis_members"].is_null() && held["broker_memory"].is_null()),
+        }
+        // Every restart ends with the strategy cancelling again, its
+        // backlog still held.
+        let recovery = b["recovery"].as_array().unwrap();
+        let expected: &[&str] = match name {
+            "redis-zset" => &["instances", "redis"],
+            "rabbit-ttl" | "rabbit-delayed" => &["instances", "rabbitmq"],
+            _ => &["instances"],
+        };
+        let whats: Vec<&str> = recovery
+            .iter()
+            .map(|r| r["what"].as_str().unwrap())
+            .collect();
+        assert_eq!(whats, expected, "{name}");
+        for r in recovery {
+            assert!(r["cancelling_again_s"].as_f64().is_some(), "{name}: {r:#}");
+            assert!(
+                r["probes_cancelled"].as_u64().unwrap() >= 1,
+                "{name}: {r:#}"
+            );
+        }
+        if name == "redis-zset" {
+            let after = recovery[1]["held_after"]["redis_members"].as_u64().unwrap();
+            assert!(after >= 3000, "the snapshot kept the backlog: {after}");
+        }
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("## Holding a backlog") && report.contains("(backlog.svg)"),
+        "{report}"
+    );
+    assert!(dir.join("backlog.svg").exists() && dir.join("backlog-cost.svg").exists());
+}
