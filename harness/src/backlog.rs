@@ -219,6 +219,8 @@ pub struct RecoveryInput<'a> {
     pub pending: u64,
     pub store: &'a OrderStore,
     pub backends: &'a Backends,
+    /// What the backends held before the restarts, to tell a lost backlog.
+    pub before: &'a Holdings,
 }
 
 /// Every instance started afresh, then each service the strategy uses
@@ -369,6 +371,26 @@ async fn until_cancelling(
         ));
     }
     recovery.held_after = holdings(input.backends, pool).await;
+    let counts = |h: &Holdings| {
+        [
+            ("Redis ZSET members", h.redis_members),
+            ("queued messages", h.queued_messages),
+            ("stored delayed messages", h.delayed_stored),
+        ]
+    };
+    for ((what, before), (_, after)) in counts(input.before)
+        .into_iter()
+        .zip(counts(&recovery.held_after))
+    {
+        if let (Some(before), Some(after)) = (before, after) {
+            if after < before.min(input.pending) {
+                recovery.notes.push(format!(
+                    "backlog lost: {what} {before} before the restart, {after} after; the lost \
+                     orders wait for a fallback scan"
+                ));
+            }
+        }
+    }
     Ok(())
 }
 

@@ -426,7 +426,9 @@ async fn measure(
         .unwrap_or(0);
     let mut backlog_record = None;
     let mut backlog_expire = 0;
-    if let Some(b) = scenario.backlog.as_ref().filter(|_| backlog_size > 0) {
+    // A backlog of 0 is measured too: the baseline of every holding and
+    // recovery figure.
+    if let Some(b) = &scenario.backlog {
         let (expire, insert_s) =
             backlog::insert(&store, backlog_size, b.after, scenario.stock.skus).await?;
         backlog_expire = expire;
@@ -518,13 +520,6 @@ async fn measure(
         (Some(_), Err(e)) => Err(e),
         _ => Ok(redis_stats::Delta::NotUsed),
     };
-    // A failed teardown (say, Redis restarted by a fault and the old
-    // connection broken) leaves objects behind but measured nothing wrong:
-    // keep the results and say so.
-    let teardown_error = control.teardown().await.err().map(|e| {
-        tracing::warn!(strategy = name, error = %e, "teardown failed");
-        format!("{e:#}")
-    });
     // Closing the harness's own connections makes PostgreSQL publish their
     // counts; the checker then reads on fresh ones, after the reading.
     store.close().await;
@@ -546,10 +541,19 @@ async fn measure(
             pending: backlog_size,
             store: &store,
             backends: &backends,
+            before: &held.held,
         })
         .await?;
     }
     store.close().await;
+    // Last, so the backlog's restarts find the queues and keys in place. A
+    // failed teardown (say, Redis restarted by a fault and the old
+    // connection broken) leaves objects behind but measured nothing wrong:
+    // keep the results and say so.
+    let teardown_error = control.teardown().await.err().map(|e| {
+        tracing::warn!(strategy = name, error = %e, "teardown failed");
+        format!("{e:#}")
+    });
     let timeouts_us: Vec<i64> = scenario
         .timeouts
         .iter()

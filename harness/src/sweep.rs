@@ -49,9 +49,13 @@ const BISECT_RESOLUTION: f64 = 0.05;
 pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
     let (scenario, source) = Scenario::load_or(args.scenario.as_deref(), ("sweep", SWEEP))?;
     let mut names = run::select(args.strategies.as_deref())?;
-    // The yardstick first, whatever was asked.
+    // The yardstick first, whatever was asked, in a rate sweep. A backlog
+    // sweep leaves it out: it holds its schedule in memory and reloads
+    // nothing, so it has no recovery to compare.
     names.retain(|n| n != "ceiling");
-    names.insert(0, "ceiling".to_string());
+    if scenario.backlog.is_none() {
+        names.insert(0, "ceiling".to_string());
+    }
     let server = DbServer::parse(&args.db)?;
     let database_version = server.server_version().await?;
     let (run_id, run_dir) = new_run_dir(&args.out, &scenario.name)?;
@@ -152,9 +156,13 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
     report::sweep::write(&run_dir, &result)?;
     println!("\n{}", report::sweep::terminal_table(&result));
     println!(
-        "report: {} (plot: {})",
+        "report: {} (plots: {})",
         run_dir.join("report.md").display(),
-        run_dir.join("sweep.svg").display()
+        if result.axis == "pending" {
+            "backlog.svg, backlog-cost.svg"
+        } else {
+            "sweep.svg"
+        }
     );
     Ok(run_dir)
 }

@@ -447,8 +447,50 @@ fn step_tables(out: &mut String, result: &SweepResult) {
     }
 }
 
-/// The maximum-rate table for the terminal.
+/// The maximum-rate table for the terminal (for a backlog sweep: each
+/// step's hand-off and recovery times).
 pub fn terminal_table(result: &SweepResult) -> String {
+    if result.axis == "pending" {
+        let mut out = format!(
+            "{:<24} {:>10} {:>6} {:>10} {:>10}  recovery s\n",
+            "strategy", "pending", "holds", "hand-off s", "p99 ms"
+        );
+        for s in &result.strategies {
+            if s.status != Status::Ok {
+                let _ = writeln!(out, "{:<24} {}", s.strategy, s.status.as_str());
+            }
+            for st in &s.steps {
+                let b = st.backlog.as_ref();
+                let _ = writeln!(
+                    out,
+                    "{:<24} {:>10} {:>6} {:>10} {:>10}  {}",
+                    s.strategy,
+                    st.pending.unwrap_or(0),
+                    if st.holds { "yes" } else { "NO" },
+                    b.map(|b| format!("{:.2}", b.handoff_s))
+                        .unwrap_or_else(|| "-".into()),
+                    ms(st.p99_us),
+                    b.map(|b| {
+                        b.recovery
+                            .iter()
+                            .map(|r| {
+                                format!(
+                                    "{} {}",
+                                    r.what,
+                                    r.cancelling_again_s
+                                        .map(|v| format!("{v:.2}"))
+                                        .unwrap_or_else(|| "NOT RECOVERED".into())
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default()
+                );
+            }
+        }
+        return out;
+    }
     let mut out = format!(
         "{:<24} {:>12} {:>10} {:>12}  limited by\n",
         "strategy", "max rate/s", "% ceiling", "failed at/s"
