@@ -231,7 +231,7 @@ fn a_tiny_backlog_is_preloaded_held_and_survives_restarts() {
     let out = tempfile::tempdir().unwrap();
     let dir = sweep(
         &backlog_scenario(),
-        "db-scan,timing-wheel,redis-zset,rabbit-ttl,rabbit-delayed",
+        "db-scan,db-scan-noindex,timing-wheel,redis-zset,rabbit-ttl,rabbit-delayed",
         out.path(),
     );
     let result = read_json(&dir.join("sweep.json"));
@@ -312,6 +312,20 @@ fn a_tiny_backlog_is_preloaded_held_and_survives_restarts() {
             assert!(after >= 3000, "the snapshot kept the backlog: {after}");
         }
     }
+    // Without its index, db-scan reads the whole table on every scan: the
+    // database's rows read per cancel grow with the backlog; with it, not.
+    let rows = |name: &str, step: usize| {
+        strategy(&result, name)["steps"][step]["server_rows_read_per_cancel"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        rows("db-scan-noindex", 1) > 10.0 * rows("db-scan", 1),
+        "noindex {} vs indexed {} rows read per cancel with 3000 pending",
+        rows("db-scan-noindex", 1),
+        rows("db-scan", 1)
+    );
+    assert!(rows("db-scan", 1) < 2.0 * rows("db-scan", 0) + 1.0);
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(
         report.contains("## Holding a backlog") && report.contains("(backlog.svg)"),

@@ -56,6 +56,13 @@ pub const STRATEGIES: &[StrategyInfo] = &[
         role: Role::Strategy,
     },
     StrategyInfo {
+        name: "db-scan-noindex",
+        summary: "TEACHING: db-scan without the index its query needs (every scan reads the \
+                  whole orders table; cost grows with the backlog)",
+        requires: &[],
+        role: Role::Teaching,
+    },
+    StrategyInfo {
         name: "timing-wheel",
         summary: "in-process hierarchical timing wheel, reloads PENDING orders on start",
         requires: &[],
@@ -161,6 +168,7 @@ impl StrategyOptions {
         DbScanConfig {
             interval: f.interval,
             batch_size: f.batch_size,
+            ..DbScanConfig::default()
         }
         .validate("strategies.fallback-scan")
     }
@@ -177,6 +185,7 @@ pub fn build(
     info(name)?;
     let strategy: Box<dyn Canceller> = match name {
         "db-scan" => Box::new(DbScan::new(store.clone(), &options.db_scan)),
+        "db-scan-noindex" => Box::new(DbScan::without_index(store.clone(), &options.db_scan)),
         "timing-wheel" => Box::new(TimingWheelStrategy::new(
             store.clone(),
             &options.timing_wheel,
@@ -226,7 +235,7 @@ pub fn build(
         other => unreachable!("registry entry `{other}` is available but has no constructor"),
     };
     // A fallback db-scan beside db-scan itself would only add load.
-    if options.fallback_scan.enabled && name != "db-scan" {
+    if options.fallback_scan.enabled && !name.starts_with("db-scan") {
         return Ok(Box::new(WithFallback {
             fallback: DbScan::fallback(store, &options.fallback_scan),
             strategy,

@@ -315,3 +315,48 @@ async fn a_payment_racing_its_orders_commit_is_applied_not_refunded() {
     assert_eq!(v.orders.paid, 1);
     f.cleanup().await;
 }
+
+/// `index = "partial-pending"` puts the scan on `(expire_at_us) WHERE
+/// status = 'PENDING'` where the database has partial indexes, and names
+/// the field where it has not; `none` leaves the scan no index at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_index_options_change_the_plan_or_name_the_field() {
+    use strategies::store::ScanIndex;
+    for url in common::all_databases() {
+        let f = Fixture::new(&url, "db-scan", StrategyOptions::default()).await;
+        for id in 1..=300 {
+            f.create(id, 60_000 + id).await;
+        }
+        let analyze = if url.starts_with("mysql") {
+            "ANALYZE TABLE orders"
+        } else {
+            "ANALYZE"
+        };
+        let partial = f.orders.set_scan_index(ScanIndex::PartialPending).await;
+        if url.starts_with("mysql") {
+            let msg = partial.unwrap_err().to_string();
+            assert!(
+                msg.contains("strategies.db-scan.index") && msg.contains("MariaDB"),
+                "{msg}"
+            );
+        } else {
+            partial.unwrap();
+            // Idempotent, as setup must be.
+            f.orders
+                .set_scan_index(ScanIndex::PartialPending)
+                .await
+                .unwrap();
+            f.orders.execute_unchecked(analyze).await.unwrap();
+            let plan = f.orders.explain_scan().await.unwrap();
+            assert!(plan.contains("orders_pending_expire"), "{url}:\n{plan}");
+        }
+        f.orders.set_scan_index(ScanIndex::None).await.unwrap();
+        f.orders.execute_unchecked(analyze).await.unwrap();
+        let plan = f.orders.explain_scan().await.unwrap();
+        assert!(
+            !plan.contains("orders_status_expire") && !plan.contains("orders_pending_expire"),
+            "{url}:\n{plan}"
+        );
+        f.cleanup().await;
+    }
+}

@@ -251,13 +251,14 @@ pub fn sweep_chart(chart_spec: &SweepChart, lines: &[RateLine]) -> Result<String
                 )
             });
             chart.draw_series(dashes)?;
+            // At the right end: the legend sits at the upper left.
             chart.draw_series(std::iter::once(Text::new(
                 label.clone(),
-                (x.start, *bound),
+                (x.end, *bound),
                 (FONT, 12)
                     .into_font()
                     .color(&BLACK)
-                    .pos(Pos::new(HPos::Left, VPos::Bottom)),
+                    .pos(Pos::new(HPos::Right, VPos::Bottom)),
             )))?;
         }
         for line in lines {

@@ -97,6 +97,11 @@ fn lines(
         .collect()
 }
 
+/// Text safe inside a Markdown table cell: one line, no column breaks.
+fn cell(text: &str) -> String {
+    text.replace('\n', " ").replace('|', "\\|")
+}
+
 fn rate(r: f64) -> String {
     format!("{r:.0}")
 }
@@ -209,7 +214,7 @@ fn backlog_tables(out: &mut String, result: &SweepResult) {
                 "| {} | {}: {} | | | | | | | | | |",
                 s.strategy,
                 s.status.as_str(),
-                s.reason.as_deref().unwrap_or("")
+                cell(s.reason.as_deref().unwrap_or(""))
             );
             continue;
         }
@@ -277,7 +282,7 @@ fn backlog_tables(out: &mut String, result: &SweepResult) {
                 ms(st.p50_us),
                 p99(st),
                 st.cancels,
-                recovery,
+                cell(&recovery),
             );
         }
     }
@@ -313,7 +318,7 @@ fn rate_tables(out: &mut String, result: &SweepResult) {
                 "| {} | {}: {} | | | | | | |",
                 s.strategy,
                 s.status.as_str(),
-                s.reason.as_deref().unwrap_or("")
+                cell(s.reason.as_deref().unwrap_or(""))
             );
             continue;
         }
@@ -329,6 +334,11 @@ fn rate_tables(out: &mut String, result: &SweepResult) {
             Some(x) if s.strategy != "ceiling" && x < CEILING_GOAL => {
                 format!("**{:.0}%** (below the 80% goal)", x * 100.0)
             }
+            Some(x) if x > 1.0 => format!(
+                "{:.0}% (above the ceiling: it batches cancels, buying fewer transactions \
+                 with lateness)",
+                x * 100.0
+            ),
             Some(x) => format!("{:.0}%", x * 100.0),
             None => "-".into(),
         };
@@ -348,7 +358,7 @@ fn rate_tables(out: &mut String, result: &SweepResult) {
             at.and_then(|st| st.cpu_us_per_cancel)
                 .map(|v| format!("{v:.0}"))
                 .unwrap_or_else(|| "-".into()),
-            s.limited_by.as_deref().unwrap_or("-"),
+            cell(s.limited_by.as_deref().unwrap_or("-")),
         );
     }
     let _ = writeln!(
@@ -440,7 +450,7 @@ fn step_tables(out: &mut String, result: &SweepResult) {
                     .as_ref()
                     .map(|c| c.describe())
                     .unwrap_or_else(|| "unknown".into()),
-                st.reasons.join("; "),
+                cell(&st.reasons.join("; ")),
             );
         }
         let _ = writeln!(out);

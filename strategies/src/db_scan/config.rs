@@ -1,6 +1,7 @@
 //! Configuration of `db-scan` (and of `fallback-scan`, which is a slow db-scan).
 
 use crate::error::{Error, Result};
+pub use crate::store::ScanIndex;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -15,6 +16,10 @@ pub struct DbScanConfig {
     /// Orders claimed and cancelled per transaction (default 200). A scan
     /// repeats batch after batch until one comes back short.
     pub batch_size: u32,
+    /// The index the scan reads (default `status-expire`, the schema's
+    /// `(status, expire_at_us)`; `partial-pending` replaces it with
+    /// `(expire_at_us) WHERE status = 'PENDING'` on PostgreSQL and SQLite).
+    pub index: ScanIndex,
 }
 
 impl Default for DbScanConfig {
@@ -22,6 +27,7 @@ impl Default for DbScanConfig {
         DbScanConfig {
             interval: Duration::from_millis(250),
             batch_size: 200,
+            index: ScanIndex::StatusExpire,
         }
     }
 }

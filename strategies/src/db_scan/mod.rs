@@ -11,7 +11,7 @@
 
 mod config;
 
-pub use config::{DbScanConfig, FallbackScanConfig};
+pub use config::{DbScanConfig, FallbackScanConfig, ScanIndex};
 
 use crate::canceller::{Canceller, Capabilities, StrategyCounters};
 use crate::domain::{Micros, OrderId};
@@ -32,8 +32,11 @@ pub struct DbScan {
     batch_size: u32,
     /// Only orders at least this far past their deadline are scanned.
     grace_us: Micros,
-    /// Written to `orders.cancelled_by`: `db-scan` or `fallback-scan`.
+    /// Written to `orders.cancelled_by`: `db-scan`, `db-scan-noindex` or
+    /// `fallback-scan`.
     by: &'static str,
+    /// Set up by `setup` (a fallback scan keeps the schema's index).
+    index: ScanIndex,
     scans: AtomicU64,
     batches: AtomicU64,
     errors: AtomicU64,
@@ -42,13 +45,30 @@ pub struct DbScan {
 impl DbScan {
     /// The `db-scan` strategy.
     pub fn new(store: OrderStore, config: &DbScanConfig) -> Self {
-        Self::with_parts(
+        let mut scan = Self::with_parts(
             store,
             config.interval,
             config.batch_size,
             Duration::ZERO,
             "db-scan",
-        )
+        );
+        scan.index = config.index;
+        scan
+    }
+
+    /// The `db-scan-noindex` teaching variant: db-scan after dropping the
+    /// index its query needs, so every scan reads the whole orders table
+    /// and the cost per cancel grows with the number of orders held.
+    pub fn without_index(store: OrderStore, config: &DbScanConfig) -> Self {
+        let mut scan = Self::with_parts(
+            store,
+            config.interval,
+            config.batch_size,
+            Duration::ZERO,
+            "db-scan-noindex",
+        );
+        scan.index = ScanIndex::None;
+        scan
     }
 
     /// The `fallback-scan` that runs beside another strategy.
@@ -75,6 +95,7 @@ impl DbScan {
             batch_size,
             grace_us: i64::try_from(grace.as_micros()).unwrap_or(i64::MAX),
             by,
+            index: ScanIndex::StatusExpire,
             scans: AtomicU64::new(0),
             batches: AtomicU64::new(0),
             errors: AtomicU64::new(0),
@@ -112,6 +133,17 @@ impl Canceller for DbScan {
              the database is read every interval even when nothing is due",
             self.interval
         )];
+        match self.index {
+            ScanIndex::StatusExpire => {}
+            ScanIndex::PartialPending => notes.push(
+                "scans read the partial index (expire_at_us) WHERE status = 'PENDING'".into(),
+            ),
+            ScanIndex::None => notes.push(
+                "TEACHING: no index on status or deadline, so every scan reads the whole \
+                 orders table; the rows read per cancel grow with the orders held"
+                    .into(),
+            ),
+        }
         if !self.store.claims_with_skip_locked() {
             notes.push(
                 "this database has no FOR UPDATE SKIP LOCKED: several instances read the same \
@@ -134,7 +166,7 @@ impl Canceller for DbScan {
     }
 
     async fn setup(&self) -> Result<()> {
-        Ok(())
+        self.store.set_scan_index(self.index).await
     }
 
     /// Nothing to do: the orders table is the schedule.

@@ -135,7 +135,60 @@ store_counters! {
     missing,
 }
 
+/// The index db-scan's query reads (`SELECT id FROM orders WHERE status =
+/// 'PENDING' AND expire_at_us <= ? ORDER BY expire_at_us LIMIT ?`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScanIndex {
+    /// `(status, expire_at_us)`, created with the schema: the scan reads
+    /// the due PENDING range and nothing else.
+    #[default]
+    StatusExpire,
+    /// `(expire_at_us) WHERE status = 'PENDING'` instead: smaller, since
+    /// it holds pending orders only (PostgreSQL and SQLite; MariaDB has no
+    /// partial indexes).
+    PartialPending,
+    /// No index on status or deadline: every scan reads the whole table
+    /// (the `db-scan-noindex` teaching variant).
+    None,
+}
+
 impl OrderStore {
+    /// Replaces the schema's `(status, expire_at_us)` index by `index`.
+    /// Idempotent; other strategies keep the schema's index.
+    pub async fn set_scan_index(&self, index: ScanIndex) -> Result<()> {
+        let (drop, drop_partial) = match self.location.kind {
+            DbKind::Mysql => ("DROP INDEX IF EXISTS orders_status_expire ON orders", ""),
+            _ => (
+                "DROP INDEX IF EXISTS orders_status_expire",
+                "DROP INDEX IF EXISTS orders_pending_expire",
+            ),
+        };
+        let statements: &[&str] = match index {
+            ScanIndex::StatusExpire => &[],
+            ScanIndex::None => &[drop, drop_partial],
+            ScanIndex::PartialPending if self.location.kind == DbKind::Mysql => {
+                return Err(Error::Config(
+                    "strategies.db-scan.index = \"partial-pending\" needs partial indexes, which \
+                     MariaDB does not have; accepted there: \"status-expire\" or \"none\""
+                        .into(),
+                ))
+            }
+            ScanIndex::PartialPending => &[
+                drop,
+                "CREATE INDEX IF NOT EXISTS orders_pending_expire ON orders (expire_at_us) \
+                 WHERE status = 'PENDING'",
+            ],
+        };
+        for sql in statements.iter().filter(|s| !s.is_empty()) {
+            self.pool
+                .execute(*sql)
+                .await
+                .ctx("changing the scan's index")?;
+        }
+        Ok(())
+    }
+
     /// Connects a pool of at most `max_connections` to `location`.
     ///
     /// PostgreSQL connections select the namespace with `search_path`;
