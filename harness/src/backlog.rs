@@ -221,6 +221,9 @@ pub struct RecoveryInput<'a> {
     pub backends: &'a Backends,
     /// What the backends held before the restarts, to tell a lost backlog.
     pub before: &'a Holdings,
+    /// The least time a due probe still waits in the strategy (rabbit-ttl:
+    /// its shortest TTL queue), which every recovery time then includes.
+    pub probe_wait: Option<Duration>,
 }
 
 /// Every instance started afresh, then each service the strategy uses
@@ -363,6 +366,12 @@ async fn until_cancelling(
             None
         }
     };
+    if let Some(wait) = input.probe_wait {
+        recovery.notes.push(format!(
+            "includes the probe's {} in the shortest TTL queue (no per-message delay)",
+            humantime::format_duration(wait)
+        ));
+    }
     if recovery.probes_cancelled < recovery.probes {
         recovery.notes.push(format!(
             "{} of {} probe orders not cancelled (their schedule was lost or is late)",

@@ -542,6 +542,9 @@ async fn measure(
             store: &store,
             backends: &backends,
             before: &held.held,
+            probe_wait: (!capabilities.arbitrary_delay)
+                .then(|| options.rabbit.ttls.iter().min().copied())
+                .flatten(),
         })
         .await?;
     }
