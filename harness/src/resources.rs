@@ -33,6 +33,19 @@ pub struct CpuSnapshot {
     by_service: BTreeMap<&'static str, BTreeMap<u32, u64>>,
 }
 
+/// CPU used from `from` to `to`, read in a task that sleeps until each.
+pub fn measure_window(
+    from: tokio::time::Instant,
+    to: tokio::time::Instant,
+) -> tokio::task::JoinHandle<Option<CpuUse>> {
+    tokio::spawn(async move {
+        tokio::time::sleep_until(from).await;
+        let before = snapshot();
+        tokio::time::sleep_until(to).await;
+        before.zip(snapshot()).map(|(a, b)| a.until(&b))
+    })
+}
+
 /// Reads the counters now; `None` where `/proc` is not there.
 pub fn snapshot() -> Option<CpuSnapshot> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;

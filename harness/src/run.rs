@@ -484,18 +484,10 @@ async fn measure(
         }
     });
     // CPU over the arrival window, when the load is on.
-    let cpu = tokio::spawn({
-        let (from, to) = (
-            t0 + Duration::from_micros(plan.measured_from_us as u64),
-            t0 + scenario.warmup + scenario.duration,
-        );
-        async move {
-            tokio::time::sleep_until(from).await;
-            let before = resources::snapshot();
-            tokio::time::sleep_until(to).await;
-            before.zip(resources::snapshot()).map(|(a, b)| a.until(&b))
-        }
-    });
+    let cpu = resources::measure_window(
+        t0 + Duration::from_micros(plan.measured_from_us as u64),
+        t0 + scenario.warmup + scenario.duration,
+    );
     let faults = tokio::spawn(faults::inject(
         scenario.faults.clone(),
         Arc::clone(&pool),

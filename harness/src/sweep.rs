@@ -376,12 +376,6 @@ impl StepContext<'_> {
             rate: target,
             holds: first.holds,
             max_rate: if first.holds { Some(target) } else { held },
-            created: first.created,
-            planned: first.planned,
-            errors: first.errors,
-            lag_p50_us: first.lag_p50_us,
-            lag_p99_us: first.lag_p99_us,
-            cpu: first.cpu.clone(),
             verdict,
             steps,
         }))
@@ -410,18 +404,10 @@ impl StepContext<'_> {
         let progress = run::progress_bar("generator", plan.events.len() as u64);
         let t0 = Instant::now();
         pool.set_t0(t0);
-        let cpu = tokio::spawn({
-            let (from, to) = (
-                t0 + Duration::from_micros(plan.measured_from_us as u64),
-                t0 + scenario.warmup + scenario.duration,
-            );
-            async move {
-                tokio::time::sleep_until(from).await;
-                let before = resources::snapshot();
-                tokio::time::sleep_until(to).await;
-                before.zip(resources::snapshot()).map(|(a, b)| a.until(&b))
-            }
-        });
+        let cpu = resources::measure_window(
+            t0 + Duration::from_micros(plan.measured_from_us as u64),
+            t0 + scenario.warmup + scenario.duration,
+        );
         let health = driver::drive(&plan, &store, &pool, t0, &progress, connections).await;
         progress.finish_and_clear();
         let cpu = cpu.await.context("reading CPU use")?;

@@ -1,6 +1,9 @@
 //! End-to-end tests of the `delaybench` binary against the real databases:
 //! a small run on each, and the error messages for bad input.
 
+mod common;
+
+use common::{delaybench, mysql, pg, stderr};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -28,28 +31,6 @@ late-by = "400ms"
 [strategies.db-scan]
 interval = "50ms"
 "#;
-
-fn delaybench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_delaybench"))
-        .args(args)
-        .env("CI", "true")
-        .output()
-        .expect("run delaybench")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn pg() -> String {
-    std::env::var("DELAYBENCH_PG_URL")
-        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".into())
-}
-
-fn mysql() -> String {
-    std::env::var("DELAYBENCH_MYSQL_URL")
-        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
-}
 
 /// Runs the tiny scenario with `strategies` (default selection when empty)
 /// on `db` and returns the run folder.
@@ -336,7 +317,8 @@ fn unknown_strategy_lists_the_known_ones() {
     assert!(!o.status.success());
     let err = stderr(&o);
     assert!(
-        err.contains("unknown strategy `cron-job`") && err.contains("db-scan, timing-wheel"),
+        err.contains("unknown strategy `cron-job`")
+            && err.contains("db-scan, db-scan-noindex, timing-wheel"),
         "{err}"
     );
 }

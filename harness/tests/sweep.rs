@@ -2,22 +2,11 @@
 //! rate sweep (discovery, the ceiling, a strategy that cannot hold, the
 //! generator check) and a tiny backlog sweep (preload, holdings, restarts).
 
+mod common;
+
+use common::{delaybench, pg};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn delaybench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_delaybench"))
-        .args(args)
-        .env("CI", "true")
-        .output()
-        .expect("run delaybench")
-}
-
-fn pg() -> String {
-    std::env::var("DELAYBENCH_PG_URL")
-        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".into())
-}
 
 /// Runs `delaybench sweep` on `scenario` and returns the folder; panics
 /// with stderr when it fails.

@@ -142,26 +142,20 @@ pub struct SweepStep {
 }
 
 /// The generator driving creates and payments with no canceller at all:
-/// first at twice the best strategy's rate, then, if it could not, bisected
-/// down (`steps`). The other fields are the first step's.
+/// first at twice the best strategy's rate (`steps[0]`), then, if it could
+/// not, bisected down.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct GeneratorProbe {
+    /// Twice the best strategy's maximum.
     pub rate: f64,
+    /// Whether the generator kept up at `rate`.
     pub holds: bool,
     /// The highest rate at which the generator alone kept up (`rate` when
     /// it did there); `None` when no step held.
-    #[serde(default)]
     pub max_rate: Option<f64>,
-    #[serde(default)]
-    pub steps: Vec<GeneratorStep>,
-    pub created: u64,
-    pub planned: u64,
-    pub errors: u64,
-    pub lag_p50_us: u64,
-    pub lag_p99_us: u64,
-    pub cpu: Option<CpuUse>,
     /// One sentence for the report.
     pub verdict: String,
+    pub steps: Vec<GeneratorStep>,
 }
 
 /// One rate of the generator alone.

@@ -385,8 +385,9 @@ fn rate_tables(out: &mut String, result: &SweepResult) {
                 out,
                 "\n**Generator check** (creates and payments alone, no canceller): {}. Steps: {steps}.{}",
                 g.verdict,
-                g.cpu
-                    .as_ref()
+                g.steps
+                    .first()
+                    .and_then(|st| st.cpu.as_ref())
                     .map(|c| format!(" At {} orders/s: {}.", rate(g.rate), c.describe()))
                     .unwrap_or_default()
             );

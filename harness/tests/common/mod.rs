@@ -1,0 +1,28 @@
+//! What the end-to-end test files share: running the binary and the
+//! databases' URLs.
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::process::{Command, Output};
+
+/// Runs the `delaybench` binary quietly (as in CI) and waits for it.
+pub fn delaybench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_delaybench"))
+        .args(args)
+        .env("CI", "true")
+        .output()
+        .expect("run delaybench")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn pg() -> String {
+    std::env::var("DELAYBENCH_PG_URL")
+        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".into())
+}
+
+pub fn mysql() -> String {
+    std::env::var("DELAYBENCH_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
+}
