@@ -70,6 +70,10 @@ enum Command {
         /// Folder that receives <run-id>/.
         #[arg(long, default_value = "results")]
         out: PathBuf,
+        /// Run every step N times back to back: a step holds only if all N held, and
+        /// the report shows the spread of p99.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+        repeat: u32,
     },
     /// Regenerate report.md and report.html of a run folder from its JSON.
     Report {
@@ -137,12 +141,14 @@ fn main() -> ExitCode {
                 strategies,
                 db,
                 out,
+                repeat,
             } => {
                 let run_dir = sweep::sweep(&sweep::SweepArgs {
                     scenario,
                     strategies,
                     db,
                     out,
+                    repeat,
                 })
                 .await?;
                 println!("DELAYBENCH_RUN_DIR={}", run_dir.display());

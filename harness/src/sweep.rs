@@ -40,6 +40,9 @@ pub struct SweepArgs {
     pub strategies: Option<String>,
     pub db: String,
     pub out: PathBuf,
+    /// Run every step this many times, back to back; a step holds only if
+    /// every repetition held.
+    pub repeat: u32,
 }
 
 /// Discovery stops bisecting when the gap is below this share of the rate.
@@ -61,7 +64,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
     let (run_id, run_dir) = new_run_dir(&args.out, &scenario.name)?;
     start_run_info(
         &run_id,
-        1,
+        args.repeat,
         source,
         &scenario,
         &names,
@@ -106,6 +109,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
         server: &server,
         run_id: &run_id,
         run_dir: &run_dir,
+        repeat: args.repeat.max(1),
     };
     for name in &names {
         result.strategies.push(StrategySweep {
@@ -128,7 +132,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
             let pending = sizes
                 .as_ref()
                 .map(|s| s[result.strategies[index].steps.len()]);
-            let (step, summary) = ctx.step(name, rate, pending).await?;
+            let (step, summary) = ctx.repeated_step(name, rate, pending).await?;
             eprintln!("delaybench: {}", step_line(name, &step));
             let this = &mut result.strategies[index];
             if summary.status != Status::Ok && this.steps.is_empty() {
@@ -233,9 +237,40 @@ struct StepContext<'a> {
     server: &'a DbServer,
     run_id: &'a str,
     run_dir: &'a Path,
+    repeat: u32,
 }
 
 impl StepContext<'_> {
+    /// One step, `repeat` times back to back. The step holds only if every
+    /// repetition held; its figures are the median repetition's (by p99),
+    /// with each repetition kept in `repeats` for the spread. Returns the
+    /// first repetition's summary (for whether anything could run at all).
+    async fn repeated_step(
+        &self,
+        name: &str,
+        rate: f64,
+        pending: Option<u64>,
+    ) -> Result<(SweepStep, Summary)> {
+        if self.repeat == 1 {
+            return self.step(name, rate, pending, None).await;
+        }
+        let mut steps = Vec::new();
+        let mut first = None;
+        for k in 1..=self.repeat {
+            let (step, summary) = self.step(name, rate, pending, Some(k)).await?;
+            let stop = summary.status != Status::Ok;
+            first.get_or_insert(summary);
+            steps.push(step);
+            if stop {
+                break; // a strategy that cannot run will not run next time either
+            }
+        }
+        Ok((
+            sweep::fold_repeats(steps),
+            first.expect("at least one repetition"),
+        ))
+    }
+
     /// One strategy at one rate (holding `pending` backlog orders): a
     /// whole run, judged.
     async fn step(
@@ -243,6 +278,7 @@ impl StepContext<'_> {
         name: &str,
         rate: f64,
         pending: Option<u64>,
+        repetition: Option<u32>,
     ) -> Result<(SweepStep, Summary)> {
         let mut scenario = self.scenario.clone();
         scenario.rate = rate;
@@ -250,11 +286,15 @@ impl StepContext<'_> {
             b.pending = vec![n];
         }
         let plan = workload::plan(&scenario);
-        let point = match pending {
+        let mut point = match pending {
             Some(n) => format!("pending-{n}"),
             None => format!("rate-{}", rate.to_string().replace('.', "_")),
         };
-        let folder = format!("{name}/{point}");
+        let mut folder = format!("{name}/{point}");
+        if let Some(k) = repetition {
+            point += &format!("_r{k}");
+            folder += &format!("/repeat-{k}");
+        }
         let dir = self.run_dir.join(&folder);
         let namespace = namespace_name(self.run_id, &format!("{name}_{point}"));
         let summary =
@@ -302,6 +342,7 @@ impl StepContext<'_> {
             cpu_us_per_cancel: summary.cost.cpu_us_per_cancel,
             cpu: summary.cpu.clone(),
             elapsed_s: summary.elapsed_s,
+            repeats: Vec::new(),
         };
         Ok((step, summary))
     }

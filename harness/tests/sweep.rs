@@ -10,20 +10,23 @@ use std::path::{Path, PathBuf};
 
 /// Runs `delaybench sweep` on `scenario` and returns the folder; panics
 /// with stderr when it fails.
-fn sweep(scenario: &str, strategies: &str, out: &Path) -> PathBuf {
+fn sweep(scenario: &str, strategies: &str, out: &Path, extra: &[&str]) -> PathBuf {
     let file = out.join("scenario.toml");
     std::fs::write(&file, scenario).unwrap();
-    let o = delaybench(&[
+    let db = pg();
+    let mut args = vec![
         "sweep",
         "--scenario",
         file.to_str().unwrap(),
         "--strategies",
         strategies,
         "--db",
-        &pg(),
+        &db,
         "--out",
         out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let o = delaybench(&args);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "sweep failed: {stderr}");
     let stdout = String::from_utf8_lossy(&o.stdout);
@@ -84,7 +87,12 @@ keep-up = "100ms"
 #[test]
 fn a_tiny_sweep_finds_the_ceiling_and_each_strategys_limit() {
     let out = tempfile::tempdir().unwrap();
-    let dir = sweep(RATE_SWEEP, "db-scan,timing-wheel", out.path());
+    let dir = sweep(
+        RATE_SWEEP,
+        "db-scan,timing-wheel",
+        out.path(),
+        &["--repeat", "2"],
+    );
     let result = read_json(&dir.join("sweep.json"));
     assert_eq!(result["axis"], "rate");
     let names: Vec<&str> = result["strategies"]
@@ -107,13 +115,16 @@ fn a_tiny_sweep_finds_the_ceiling_and_each_strategys_limit() {
         for step in s["steps"].as_array().unwrap() {
             assert_eq!(step["holds"], true, "{step:#}");
             assert!(step["cancels"].as_u64().unwrap() > 0);
-            // Each step is a whole run with its own summary.
-            let summary = read_json(
-                &dir.join(step["folder"].as_str().unwrap())
-                    .join("summary.json"),
-            );
-            assert_eq!(summary["status"], "ok");
-            assert!(summary["overdue"]["counts"].as_array().unwrap().len() >= 4);
+            // Each repetition is a whole run with its own summary.
+            let repeats = step["repeats"].as_array().unwrap();
+            assert_eq!(repeats.len(), 2, "{step:#}");
+            for (k, rep) in repeats.iter().enumerate() {
+                let folder = rep["folder"].as_str().unwrap();
+                assert!(folder.ends_with(&format!("/repeat-{}", k + 1)), "{folder}");
+                let summary = read_json(&dir.join(folder).join("summary.json"));
+                assert_eq!(summary["status"], "ok");
+                assert!(summary["overdue"]["counts"].as_array().unwrap().len() >= 4);
+            }
         }
     }
     assert_eq!(strategy(&result, "timing-wheel")["share_of_ceiling"], 1.0);
@@ -222,6 +233,7 @@ fn a_tiny_backlog_is_preloaded_held_and_survives_restarts() {
         &backlog_scenario(),
         "db-scan,db-scan-noindex,timing-wheel,redis-zset,rabbit-ttl,rabbit-delayed",
         out.path(),
+        &[],
     );
     let result = read_json(&dir.join("sweep.json"));
     assert_eq!(result["axis"], "pending");

@@ -139,6 +139,61 @@ pub struct SweepStep {
     /// CPU over the arrival window (warm-up end to last arrival).
     pub cpu: Option<CpuUse>,
     pub elapsed_s: f64,
+    /// With `--repeat N`, every repetition of this step (the fields above
+    /// are then the median repetition's, `holds` is all of them holding).
+    #[serde(default)]
+    pub repeats: Vec<SweepStep>,
+}
+
+impl SweepStep {
+    /// `min–max` of the repetitions' p99 in ms, when repeated.
+    pub fn p99_spread_ms(&self) -> Option<(f64, f64)> {
+        let p99s: Vec<f64> = self
+            .repeats
+            .iter()
+            .filter_map(|r| r.p99_us)
+            .map(|us| us as f64 / 1000.0)
+            .collect();
+        (p99s.len() > 1).then(|| {
+            (
+                p99s.iter().copied().fold(f64::MAX, f64::min),
+                p99s.iter().copied().fold(0.0, f64::max),
+            )
+        })
+    }
+}
+
+/// One step out of its repetitions: the median repetition (by p99, a
+/// repetition without cancels counting as the worst) stands for it; it
+/// holds only if every repetition held, and every repetition's reasons are
+/// kept, each naming its repetition.
+pub fn fold_repeats(mut repeats: Vec<SweepStep>) -> SweepStep {
+    assert!(!repeats.is_empty(), "a step has at least one repetition");
+    if repeats.len() == 1 {
+        return repeats.pop().expect("one");
+    }
+    let mut by_p99: Vec<&SweepStep> = repeats.iter().collect();
+    by_p99.sort_by_key(|r| r.p99_us.unwrap_or(u64::MAX));
+    let mut folded = by_p99[by_p99.len() / 2].clone();
+    folded.holds = repeats.iter().all(|r| r.holds);
+    folded.reasons = repeats
+        .iter()
+        .enumerate()
+        .flat_map(|(k, r)| {
+            r.reasons
+                .iter()
+                .map(move |why| format!("repeat {}: {why}", k + 1))
+        })
+        .collect();
+    folded.anomalies = repeats.iter().map(|r| r.anomalies).max().unwrap_or(0);
+    folded.missed_cancels = repeats.iter().map(|r| r.missed_cancels).max().unwrap_or(0);
+    folded.folder = folded
+        .folder
+        .rsplit_once("/repeat-")
+        .map(|(base, _)| base.to_string())
+        .unwrap_or(folded.folder);
+    folded.repeats = repeats;
+    folded
 }
 
 /// The generator driving creates and payments with no canceller at all:
@@ -295,7 +350,7 @@ impl SweepResult {
                 problems.push(format!("{} failed", s.strategy));
             }
             for st in &s.steps {
-                let other = st.anomalies - st.missed_cancels;
+                let other = st.anomalies.saturating_sub(st.missed_cancels);
                 if other > 0 {
                     problems.push(format!(
                         "{} at {} orders/s{} has {other} anomalies besides missed cancels (see {}/summary.json)",
@@ -336,6 +391,37 @@ mod tests {
             holds,
             ..SweepStep::default()
         }
+    }
+
+    #[test]
+    fn repeats_hold_only_together_and_keep_their_spread() {
+        let rep = |k: u32, p99: u64, holds: bool| SweepStep {
+            rate: 800.0,
+            holds,
+            reasons: if holds {
+                vec![]
+            } else {
+                vec!["p99 lateness 900 ms".into()]
+            },
+            folder: format!("db-scan/rate-800/repeat-{k}"),
+            p99_us: Some(p99),
+            anomalies: u64::from(!holds),
+            missed_cancels: u64::from(!holds),
+            ..SweepStep::default()
+        };
+        let folded = fold_repeats(vec![
+            rep(1, 30_000, true),
+            rep(2, 900_000, false),
+            rep(3, 50_000, true),
+        ]);
+        assert!(!folded.holds);
+        assert_eq!(folded.reasons, ["repeat 2: p99 lateness 900 ms"]);
+        assert_eq!(folded.p99_us, Some(50_000), "the median repetition");
+        assert_eq!(folded.folder, "db-scan/rate-800");
+        assert_eq!((folded.anomalies, folded.missed_cancels), (1, 1));
+        assert_eq!(folded.p99_spread_ms(), Some((30.0, 900.0)));
+        let one = fold_repeats(vec![rep(1, 30_000, true)]);
+        assert!(one.holds && one.repeats.is_empty() && one.p99_spread_ms().is_none());
     }
 
     #[test]

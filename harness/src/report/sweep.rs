@@ -102,6 +102,16 @@ fn cell(text: &str) -> String {
     text.replace('\n', " ").replace('|', "\\|")
 }
 
+/// Where a step's data is: its `summary.json`, or the folder of its
+/// repetitions.
+fn link(step: &SweepStep) -> String {
+    if step.repeats.is_empty() {
+        format!("{}/summary.json", step.folder)
+    } else {
+        step.folder.clone()
+    }
+}
+
 fn rate(r: f64) -> String {
     format!("{r:.0}")
 }
@@ -111,14 +121,19 @@ fn ms(us: Option<u64>) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-/// p99 in ms, flagged `*` when fewer than 1 000 samples stand behind it.
+/// p99 in ms, flagged `*` when fewer than 1 000 samples stand behind it,
+/// with the repetitions' `(min–max)` when the step was repeated.
 fn p99(step: &SweepStep) -> String {
     let flag = if step.cancels > 0 && step.cancels < 1000 {
         "*"
     } else {
         ""
     };
-    format!("{}{flag}", ms(step.p99_us))
+    let spread = step
+        .p99_spread_ms()
+        .map(|(lo, hi)| format!(" ({lo:.1}–{hi:.1})"))
+        .unwrap_or_default();
+    format!("{}{flag}{spread}", ms(step.p99_us))
 }
 
 fn at_max(s: &crate::model::sweep::StrategySweep) -> Option<&SweepStep> {
@@ -173,7 +188,18 @@ pub fn markdown(info: &RunInfo, result: &SweepResult) -> String {
             )
         }
     );
-    for (line, _) in run_facts(info).into_iter().skip(1) {
+    if info.repeat > 1 {
+        let _ = writeln!(
+            out,
+            "- Every step ran {} times back to back: it holds only if every repetition held; \
+             its figures are the median repetition's (by p99), p99 cells add the repetitions' \
+             (min–max), and each repetition is in `repeat-<k>/`.",
+            info.repeat
+        );
+    }
+    // Past the run's own lines on repetitions and its single rate.
+    let own_lines = if info.repeat > 1 { 2 } else { 1 };
+    for (line, _) in run_facts(info).into_iter().skip(own_lines) {
         let _ = writeln!(out, "- {line}");
     }
     let _ = writeln!(
@@ -247,10 +273,10 @@ fn backlog_tables(out: &mut String, result: &SweepResult) {
                 .unwrap_or_else(|| "-".into());
             let _ = writeln!(
                 out,
-                "| {} | [{}]({}/summary.json) | {} | {} | {} | {} | {} | {} | {} | {} / {} ({}) | {} |",
+                "| {} | [{}]({}) | {} | {} | {} | {} | {} | {} | {} | {} / {} ({}) | {} |",
                 s.strategy,
                 st.pending.unwrap_or(0),
-                st.folder,
+                link(st),
                 if st.holds { "yes" } else { "**no**" },
                 opt(b.map(|b| format!("{:.2}", b.insert_s))),
                 opt(b.map(|b| format!("{:.2} ({})", b.handoff_s, b.handoff_errors))),
@@ -262,9 +288,8 @@ fn backlog_tables(out: &mut String, result: &SweepResult) {
                         .join(" + ")
                 })),
                 opt(held.and_then(|h| {
-                    h.redis_used_memory.map(|m| {
-                        format!("{} ({})", mib(m), h.redis_members.unwrap_or(0))
-                    })
+                    h.redis_used_memory
+                        .map(|m| format!("{} ({})", mib(m), h.redis_members.unwrap_or(0)))
                 })),
                 opt(held.and_then(|h| {
                     h.broker_memory.map(|m| {
@@ -428,12 +453,12 @@ fn step_tables(out: &mut String, result: &SweepResult) {
         for st in &s.steps {
             let _ = writeln!(
                 out,
-                "| [{}{}]({}/summary.json) | {} | {:.0} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} |",
+                "| [{}{}]({}) | {} | {:.0} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} |",
                 rate(st.rate),
                 st.pending
                     .map(|n| format!(" + {n} pending"))
                     .unwrap_or_default(),
-                st.folder,
+                link(st),
                 if st.holds { "yes" } else { "**no**" },
                 st.achieved_rate,
                 st.cancels,
