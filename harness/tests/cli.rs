@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{delaybench, mysql, pg, stderr};
+use common::{delaybench, mysql, pg, run_dir_of, stderr};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -629,16 +629,6 @@ fn run_with_outside_kills(scenario: &Path, db: &str, strategies: &str, out: &Pat
 }
 
 /// The run folder from the last line of `run`'s stdout.
-fn run_dir_of(run: &Output) -> std::path::PathBuf {
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let dir = stdout
-        .lines()
-        .last()
-        .and_then(|l| l.strip_prefix("DELAYBENCH_RUN_DIR="))
-        .unwrap_or_else(|| panic!("no run folder line: {stdout}"));
-    std::path::PathBuf::from(dir)
-}
-
 /// A worker killed from outside is an event of the run: every strategy
 /// keeps its measurements and namespace, and the checker finds exactly what
 /// the capability admits (db-scan: nothing; the wheel: the orders its dead

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{delaybench, pg};
+use common::{delaybench, pg, run_dir_of};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -29,13 +29,7 @@ fn sweep(scenario: &str, strategies: &str, out: &Path, extra: &[&str]) -> PathBu
     let o = delaybench(&args);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "sweep failed: {stderr}");
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let dir = stdout
-        .lines()
-        .last()
-        .and_then(|l| l.strip_prefix("DELAYBENCH_RUN_DIR="))
-        .unwrap_or_else(|| panic!("no run dir in {stdout}"));
-    PathBuf::from(dir)
+    run_dir_of(&o)
 }
 
 fn read_json(path: &Path) -> Value {

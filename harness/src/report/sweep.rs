@@ -116,9 +116,9 @@ fn rate(r: f64) -> String {
     format!("{r:.0}")
 }
 
+/// Microseconds as ms (the report's one format), or `-` when absent.
 fn ms(us: Option<u64>) -> String {
-    us.map(|v| format!("{:.1}", v as f64 / 1000.0))
-        .unwrap_or_else(|| "-".into())
+    us.map(super::ms).unwrap_or_else(|| "-".into())
 }
 
 /// p99 in ms, flagged `*` when fewer than 1 000 samples stand behind it,

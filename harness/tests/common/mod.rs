@@ -26,3 +26,14 @@ pub fn mysql() -> String {
     std::env::var("DELAYBENCH_MYSQL_URL")
         .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
 }
+
+/// The run folder a `run` or `sweep` printed as its last stdout line.
+pub fn run_dir_of(run: &Output) -> std::path::PathBuf {
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let dir = stdout
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("DELAYBENCH_RUN_DIR="))
+        .unwrap_or_else(|| panic!("no run folder line: {stdout}"));
+    std::path::PathBuf::from(dir)
+}
