@@ -65,6 +65,7 @@ pub async fn drive(
                     sku,
                     qty,
                     timeout_us,
+                    abort,
                 } => {
                     let created_at_us = now_us();
                     let order = NewOrder {
@@ -74,16 +75,52 @@ pub async fn drive(
                         created_at_us,
                         expire_at_us: created_at_us + timeout_us,
                     };
-                    match store.create_order(&order).await {
-                        Ok(CreateOutcome::Created) => {
-                            // Scheduled only after the creating transaction committed.
-                            if instances.schedule(id, order.expire_at_us, now_us()) {
+                    let publish_first = instances.publishes_before_commit();
+                    let created = if abort || publish_first {
+                        // The teaching variant's order service schedules
+                        // inside the open transaction, before it commits
+                        // (or rolls back).
+                        let scheduled_early = std::sync::atomic::AtomicBool::new(false);
+                        let early = async {
+                            if publish_first {
+                                let sent = instances.schedule(id, order.expire_at_us, now_us());
+                                scheduled_early.store(sent, std::sync::atomic::Ordering::Relaxed);
+                            }
+                        };
+                        let outcome = store.create_order_with(&order, abort, early).await;
+                        if publish_first {
+                            let sent = scheduled_early.load(std::sync::atomic::Ordering::Relaxed);
+                            outcome.map(|o| match o {
+                                CreateOutcome::Created if !sent => None,
+                                o => Some(o),
+                            })
+                        } else {
+                            outcome.map(Some)
+                        }
+                    } else {
+                        store.create_order(&order).await.map(Some)
+                    };
+                    match created {
+                        Ok(None) => Done::CreatedUnscheduled,
+                        Ok(Some(CreateOutcome::Created)) if publish_first => {
+                            Done::Created(CreateOutcome::Created)
+                        }
+                        Ok(Some(CreateOutcome::RolledBack)) => {
+                            Done::Created(CreateOutcome::RolledBack)
+                        }
+                        Ok(Some(CreateOutcome::Created)) => {
+                            // Scheduled only after the creating transaction
+                            // committed; with an outbox, the transaction
+                            // wrote the request and a relay schedules it.
+                            if store.writes_outbox()
+                                || instances.schedule(id, order.expire_at_us, now_us())
+                            {
                                 Done::Created(CreateOutcome::Created)
                             } else {
                                 Done::CreatedUnscheduled
                             }
                         }
-                        Ok(other) => Done::Created(other),
+                        Ok(Some(other)) => Done::Created(other),
                         Err(e) => Done::Failed {
                             create: true,
                             error: e.to_string(),
@@ -146,6 +183,7 @@ fn record(
     match done {
         Done::Created(CreateOutcome::Created) => health.created += 1,
         Done::Created(CreateOutcome::OutOfStock) => health.refused += 1,
+        Done::Created(CreateOutcome::RolledBack) => health.rolled_back += 1,
         Done::CreatedUnscheduled => {
             health.created += 1;
             health.unscheduled += 1;

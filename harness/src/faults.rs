@@ -1,19 +1,128 @@
 //! Faults injected into a strategy's run at the scenario's times, the same
 //! for every strategy, and the record of what actually happened.
+//!
+//! Each kind lands where it would in production: a process killed, paused
+//! or crashed at a point of its own path; a link cut or slowed by the TCP
+//! proxy the instances reach their backends through; database sessions
+//! terminated on the server; a command (a service restart) run as is. A
+//! fault that does not apply to a strategy (a Redis partition for db-scan,
+//! a crash point its path does not have) is recorded as such, never
+//! silently skipped.
 
 use crate::instance::Pool;
 use crate::model::FaultRecord;
+use crate::proxy::{route_through, upstream_of, FaultProxy, Target};
 use crate::scenario::{Fault, FaultKind};
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
+use strategies::{CrashPoint, DbKind, DbLocation, OrderStore, Service, StrategyOptions};
 use tokio::time::Instant;
+
+/// How long after a pause its duplicate attempts are still counted: the
+/// resumed process finishes what it held within this.
+const DUPLICATES_SETTLE: Duration = Duration::from_secs(2);
+
+/// Fills in each pause's `duplicates_absorbed`: decided attempts (`cancels`
+/// and `absorbed`, `(order, when)`) on an order that an earlier attempt
+/// had already decided, made from the pause until [`DUPLICATES_SETTLE`]
+/// after it. The conditional UPDATE absorbs every one; the checker's
+/// duplicate-release count shows they had no effect.
+pub fn count_duplicates(
+    records: &mut [FaultRecord],
+    cancels: &[(strategies::OrderId, strategies::Micros)],
+    absorbed: &[(strategies::OrderId, strategies::Micros)],
+    t0_us: strategies::Micros,
+) {
+    let mut attempts: Vec<(strategies::OrderId, strategies::Micros)> =
+        cancels.iter().chain(absorbed).copied().collect();
+    attempts.sort_unstable();
+    // Every attempt after an order's first, as ms after t0.
+    let repeats: Vec<u64> = attempts
+        .windows(2)
+        .filter(|w| w[0].0 == w[1].0)
+        .map(|w| ((w[1].1 - t0_us).max(0) / 1000) as u64)
+        .collect();
+    let settle = DUPLICATES_SETTLE.as_millis() as u64;
+    for record in records
+        .iter_mut()
+        .filter(|r| r.kind == FaultKind::PauseInstance)
+    {
+        let Some((from, to)) = record.window_ms else {
+            continue;
+        };
+        let n = repeats
+            .iter()
+            .filter(|at| (from..=to + settle).contains(*at))
+            .count() as u64;
+        record.duplicates_absorbed = Some(n);
+        if let Some(detail) = &mut record.detail {
+            *detail += &format!(
+                "; {n} repeated attempts on an already decided order from the pause until {} s \
+                 after it, all absorbed (every instance; repeats of any cause in that window count)",
+                DUPLICATES_SETTLE.as_secs()
+            );
+        }
+    }
+}
+
+/// What faults act on, for one strategy's run.
+#[derive(Debug, Clone)]
+pub struct FaultContext {
+    pub pool: Arc<Pool>,
+    /// The proxy in front of each backend the strategy's instances use.
+    pub proxies: BTreeMap<Target, FaultProxy>,
+    /// The harness's own connection to the database (not proxied), which
+    /// terminates the instances' sessions.
+    pub db: OrderStore,
+    /// The label of the instances' database sessions.
+    pub session: String,
+    /// The crash points the strategy's path has.
+    pub crash_points: &'static [CrashPoint],
+    /// The first order.
+    pub t0: Instant,
+    /// A `crash-at` whose point is not reached by then is reported so.
+    pub give_up_at: Instant,
+}
+
+/// Starts a proxy in front of each backend that the scenario's network
+/// faults target and the strategy's instances use, and returns the
+/// location and options that send the instances through them. Without
+/// network faults the instances connect directly, as they always did.
+pub async fn route(
+    faults: &[Fault],
+    requires: &[Service],
+    location: &DbLocation,
+    options: &StrategyOptions,
+) -> anyhow::Result<(BTreeMap<Target, FaultProxy>, DbLocation, StrategyOptions)> {
+    let (mut location, mut options) = (location.clone(), options.clone());
+    let mut proxies = BTreeMap::new();
+    let targets: std::collections::BTreeSet<Target> = faults
+        .iter()
+        .filter(|f| matches!(f.kind, FaultKind::Partition | FaultKind::Latency))
+        .filter_map(|f| f.target)
+        .collect();
+    for target in targets {
+        let url = match target {
+            Target::Database if location.kind != DbKind::Sqlite => &mut location.url,
+            Target::Redis if requires.contains(&Service::Redis) => &mut options.redis_zset.url,
+            Target::Rabbitmq if requires.contains(&Service::RabbitMq) => &mut options.rabbit.url,
+            _ => continue, // recorded as not applicable when the fault comes
+        };
+        let proxy = FaultProxy::start(target, upstream_of(url)?).await?;
+        *url = route_through(url, proxy.local_addr())?;
+        proxies.insert(target, proxy);
+    }
+    Ok((proxies, location, options))
+}
 
 /// Runs every fault at its time after `t0`, each on its own task so a slow
 /// restart never delays the next fault, and returns the records in
 /// scenario order once all are done.
-pub async fn inject(faults: Vec<Fault>, pool: Arc<Pool>, t0: Instant) -> Vec<FaultRecord> {
+pub async fn inject(faults: Vec<Fault>, context: FaultContext) -> Vec<FaultRecord> {
     let tasks: Vec<_> = faults
         .into_iter()
-        .map(|fault| tokio::spawn(inject_one(fault, Arc::clone(&pool), t0)))
+        .map(|fault| tokio::spawn(inject_one(fault, context.clone())))
         .collect();
     let mut records = Vec::new();
     for task in tasks {
@@ -25,26 +134,15 @@ pub async fn inject(faults: Vec<Fault>, pool: Arc<Pool>, t0: Instant) -> Vec<Fau
     records
 }
 
-async fn inject_one(fault: Fault, pool: Arc<Pool>, t0: Instant) -> FaultRecord {
+async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
+    let t0 = cx.t0;
     let since_t0 = || t0.elapsed().as_millis() as u64;
-    let mut record = FaultRecord {
-        kind: fault.kind,
-        instance: fault.instance,
-        planned_at_ms: fault.at.as_millis() as u64,
-        killed_at_ms: None,
-        killed_pid: None,
-        restarted_at_ms: None,
-        restarted_pid: None,
-        command: fault.command.clone(),
-        exit_status: None,
-        finished_at_ms: None,
-        error: None,
-    };
+    let mut record = FaultRecord::planned(&fault);
     tokio::time::sleep_until(t0 + fault.at).await;
+    let index = fault.instance as usize;
     match fault.kind {
         FaultKind::KillInstance => {
-            let index = fault.instance as usize;
-            match pool.kill(index).await {
+            match cx.pool.kill(index).await {
                 Ok(pid) => {
                     record.killed_pid = pid;
                     record.killed_at_ms = pid.map(|_| since_t0());
@@ -56,13 +154,7 @@ async fn inject_one(fault: Fault, pool: Arc<Pool>, t0: Instant) -> FaultRecord {
             }
             if let Some(after) = fault.restart_after {
                 tokio::time::sleep(after).await;
-                match pool.restart(index).await {
-                    Ok(pid) => {
-                        record.restarted_pid = Some(pid);
-                        record.restarted_at_ms = Some(since_t0());
-                    }
-                    Err(e) => record.error = Some(format!("restart: {e:#}")),
-                }
+                restart(&cx.pool, index, &mut record, since_t0).await;
             }
         }
         FaultKind::RunCommand => {
@@ -77,17 +169,270 @@ async fn inject_one(fault: Fault, pool: Arc<Pool>, t0: Instant) -> FaultRecord {
                 Ok(out) => {
                     record.exit_status = Some(out.status.to_string());
                     if !out.status.success() {
-                        let said = String::from_utf8_lossy(&out.stderr);
-                        let tail: Vec<&str> = said.lines().rev().take(3).collect();
-                        record.error = Some(format!(
-                            "the command failed: {}",
-                            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-                        ));
+                        record.error = Some(format!("the command failed: {}", tail(&out.stderr)));
                     }
                 }
                 Err(e) => record.error = Some(format!("could not run `{}`: {e}", fault.command[0])),
             }
         }
+        FaultKind::Partition | FaultKind::Latency => {
+            let target = fault
+                .target
+                .expect("validated: partition and latency have a target");
+            let lasts = fault.window();
+            let Some(proxy) = cx.proxies.get(&target) else {
+                record.detail = Some(format!(
+                    "not applicable: this strategy's instances do not use {}",
+                    target.as_str()
+                ));
+                return record;
+            };
+            let before = proxy.stats();
+            let start = since_t0();
+            if fault.kind == FaultKind::Partition {
+                proxy.partition(lasts);
+            } else {
+                proxy.add_latency(fault.add.unwrap_or_default(), lasts);
+            }
+            tokio::time::sleep(lasts).await;
+            record.window_ms = Some((start, since_t0()));
+            let after = proxy.stats();
+            record.detail = Some(if fault.kind == FaultKind::Partition {
+                format!(
+                    "{} open connections dropped, {} new ones refused",
+                    after.dropped - before.dropped,
+                    after.refused - before.refused
+                )
+            } else {
+                format!(
+                    "{} new connections meanwhile",
+                    after.connections - before.connections
+                )
+            });
+        }
+        FaultKind::PauseInstance => {
+            let Some(pid) = cx.pool.pid_of(index) else {
+                record.detail = Some(format!("instance {index} was down"));
+                return record;
+            };
+            // A strategy whose path lacks the point is paused wherever it
+            // is, as a pause without a point would be (and the record says so).
+            let undeclared_point = fault
+                .point
+                .and_then(|point| undeclared(point, cx.crash_points));
+            match fault.point.filter(|_| undeclared_point.is_none()) {
+                Some(point) => {
+                    // It stops itself when its path gets there.
+                    cx.pool.arm_stall(index, point);
+                    while !is_stopped(pid) && Instant::now() < cx.give_up_at {
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                    }
+                    if !is_stopped(pid) {
+                        record.error = Some(format!(
+                            "the point {point} was not reached before the arrivals ended"
+                        ));
+                        return record;
+                    }
+                }
+                None => {
+                    if let Err(e) = signal(pid, "STOP").await {
+                        record.error = Some(e);
+                        return record;
+                    }
+                }
+            }
+            let start = since_t0();
+            tokio::time::sleep(fault.window()).await;
+            // Whatever happens, the process must not stay stopped.
+            let resumed = signal(pid, "CONT").await;
+            record.window_ms = Some((start, since_t0()));
+            record.error = resumed.err();
+            // The duplicate attempts it caused are counted once the run is
+            // over, from every attempt's record (`count_duplicates`).
+            record.detail = Some(format!(
+                "pid {pid} stopped with SIGSTOP{}, resumed with SIGCONT{}",
+                match fault.point {
+                    Some(p) if undeclared_point.is_none() => format!(" at {p}"),
+                    _ => String::new(),
+                },
+                undeclared_point
+                    .map(|why| format!("; paused wherever it was, {why}"))
+                    .unwrap_or_default()
+            ));
+        }
+        FaultKind::KillDbConnections => {
+            let at = since_t0();
+            record.window_ms = Some((at, at));
+            match cx.db.kill_sessions(&cx.session).await {
+                Ok(n) => record.detail = Some(format!("{n} database sessions terminated")),
+                Err(strategies::Error::Config(why)) => {
+                    record.detail = Some(format!("not applicable: {why}"))
+                }
+                Err(e) => record.error = Some(e.to_string()),
+            }
+        }
+        FaultKind::CrashAt => crash_at(&fault, &cx, &mut record).await,
     }
     record
+}
+
+/// Arms the crash point, waits for the process to die of it, restarts it,
+/// and again, `times` times.
+async fn crash_at(fault: &Fault, cx: &FaultContext, record: &mut FaultRecord) {
+    let point = fault.point.expect("validated: crash-at has a point");
+    let since_t0 = || cx.t0.elapsed().as_millis() as u64;
+    if let Some(why) = undeclared(point, cx.crash_points) {
+        record.detail = Some(why);
+        return;
+    }
+    let index = fault.instance as usize;
+    let restart_after = fault.restart_after.unwrap_or(Duration::from_secs(1));
+    let mut crashes = Vec::new();
+    let start = since_t0();
+    for _ in 0..fault.times {
+        let Some(pid) = cx.pool.arm_crash(index, point) else {
+            record.error = Some(format!("instance {index} was down when its crash was due"));
+            break;
+        };
+        // The process dies the next time its path gets there.
+        while cx.pool.pid_of(index) == Some(pid) && Instant::now() < cx.give_up_at {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        if cx.pool.pid_of(index) == Some(pid) {
+            record.error = Some(format!(
+                "the point was not reached before the arrivals ended ({} of {} crashes)",
+                crashes.len(),
+                fault.times
+            ));
+            break;
+        }
+        crashes.push(format!("pid {pid} at {:.1} s", since_t0() as f64 / 1000.0));
+        record.killed_pid.get_or_insert(pid);
+        record.killed_at_ms.get_or_insert(since_t0());
+        tokio::time::sleep(restart_after).await;
+        // Once the pool has noted the death (`restart-dead-instances` may
+        // even have restarted it already).
+        let noted = Instant::now() + Duration::from_secs(10);
+        while cx.pool.is_running(index) && cx.pool.pid_of(index).is_none() && Instant::now() < noted
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        if !cx.pool.is_running(index) {
+            restart(&cx.pool, index, record, since_t0).await;
+        }
+    }
+    record.window_ms = Some((start, since_t0()));
+    record.detail = Some(format!(
+        "aborted {} of {} times at {point} ({}), each restarted {} later",
+        crashes.len(),
+        fault.times,
+        crashes.join(", "),
+        humantime::format_duration(restart_after)
+    ));
+}
+
+/// Why `point` cannot be used, when the strategy's path does not have it.
+fn undeclared(point: CrashPoint, declared: &[CrashPoint]) -> Option<String> {
+    if declared.contains(&point) {
+        return None;
+    }
+    let names: Vec<&str> = declared.iter().map(|p| p.as_str()).collect();
+    Some(format!(
+        "not applicable: this strategy's path has no {point} point (it declares: {})",
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    ))
+}
+
+/// Whether process `pid` is stopped (state `T` in `/proc/<pid>/stat`).
+fn is_stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next().map(|s| s == "T"))
+        })
+        .unwrap_or(false)
+}
+
+async fn restart(pool: &Pool, index: usize, record: &mut FaultRecord, since_t0: impl Fn() -> u64) {
+    match pool.restart(index).await {
+        Ok(pid) => {
+            record.restarted_pid = Some(pid);
+            record.restarted_at_ms = Some(since_t0());
+        }
+        Err(e) => record.error = Some(format!("restart: {e:#}")),
+    }
+}
+
+/// Sends `SIG<name>` to `pid` with kill(1): no unsafe code, and the same
+/// tool an operator would use.
+async fn signal(pid: u32, name: &str) -> Result<(), String> {
+    let out = tokio::process::Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .output()
+        .await
+        .map_err(|e| format!("could not run `kill -{name} {pid}`: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`kill -{name} {pid}` failed: {}",
+            tail(&out.stderr)
+        ))
+    }
+}
+
+/// The last three lines a command printed, on one line.
+fn tail(stderr: &[u8]) -> String {
+    let said = String::from_utf8_lossy(stderr);
+    let tail: Vec<&str> = said.lines().rev().take(3).collect();
+    tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeat_counts_only_inside_a_pause_and_its_settling() {
+        let fault = Fault {
+            kind: FaultKind::PauseInstance,
+            at: Duration::from_secs(10),
+            instance: 1,
+            restart_after: None,
+            command: vec![],
+            target: None,
+            lasts: Some(Duration::from_secs(3)),
+            add: None,
+            point: None,
+            times: 1,
+        };
+        let mut records = vec![FaultRecord::planned(&fault)];
+        records[0].window_ms = Some((10_000, 13_000));
+        records[0].detail = Some("paused".into());
+        let t0 = 1_000_000_000;
+        let at = |ms: i64| t0 + ms * 1000;
+        // Order 1: cancelled at 12 s, repeated at 13.1 s (counted). Order 2:
+        // one attempt. Order 3: repeated at 20 s (outside). Order 4: two
+        // absorbed attempts at 11 s and 14 s (the second counted).
+        let cancels = [(1, at(12_000)), (2, at(12_500)), (3, at(5_000))];
+        let absorbed = [
+            (1, at(13_100)),
+            (3, at(20_000)),
+            (4, at(11_000)),
+            (4, at(14_000)),
+        ];
+        count_duplicates(&mut records, &cancels, &absorbed, t0);
+        assert_eq!(records[0].duplicates_absorbed, Some(2));
+        assert!(records[0]
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("2 repeated attempts"));
+    }
 }

@@ -19,6 +19,7 @@
 //! Logs go to stderr, which the worker inherits.
 
 use crate::model::{WorkerEvent, WorkerEventKind, WorkerReport};
+use crate::scenario::ScheduleRetry;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::process::Stdio;
@@ -26,8 +27,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 use strategies::{
-    now_us, registry, DbLocation, Micros, OrderId, OrderStore, StoreStats, StrategyCounters,
-    StrategyOptions,
+    now_us, outbox, registry, DbLocation, Micros, OrderId, OrderStore, StoreStats,
+    StrategyCounters, StrategyOptions,
 };
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
@@ -49,10 +50,18 @@ pub const SCHEDULES_IN_FLIGHT: usize = 64;
 /// database password never shows in `ps`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerSpec {
+    /// The strategy as `--strategies` names it, remedies included
+    /// (`redis-zset+outbox+fallback`, see [`registry::Variant`]).
     pub strategy: String,
     pub instance: u32,
+    /// Where the database is, as this worker reaches it (through the
+    /// harness's fault proxy when the scenario has network faults).
     pub location: DbLocation,
     pub options: StrategyOptions,
+    /// The label of its database sessions, shared by every instance of the
+    /// strategy, so `kill-db-connections` finds them.
+    pub session: String,
+    pub retry: ScheduleRetry,
 }
 
 /// One line a worker sends after `ready`.
@@ -65,6 +74,9 @@ struct Flush {
     /// `(order id, us from the order's commit to schedule() returning)`,
     /// since the previous flush.
     schedules: Vec<(OrderId, u64)>,
+    /// `(order id, when)` of the attempts absorbed since the previous flush.
+    #[serde(default)]
+    absorbed: Vec<(OrderId, Micros)>,
     /// The worker is stopping cleanly; nothing follows.
     last: bool,
     /// Sent for a `b` command: every schedule before it has returned.
@@ -79,6 +91,7 @@ struct ProcessLog {
     report: WorkerReport,
     cancel_commits: Vec<(OrderId, Micros)>,
     schedules: Vec<(OrderId, u64)>,
+    absorbed: Vec<(OrderId, Micros)>,
     /// Its last flush arrived: the counters are complete.
     stopped_cleanly: bool,
     /// Barrier flushes received.
@@ -273,6 +286,7 @@ async fn read_flushes(
                 };
                 log.cancel_commits.extend(flush.cancel_commits);
                 log.schedules.extend(flush.schedules);
+                log.absorbed.extend(flush.absorbed);
                 log.stopped_cleanly |= flush.last;
                 log.barriers += u64::from(flush.barrier);
             }
@@ -298,6 +312,8 @@ pub struct PoolRecord {
     pub cancel_commits: Vec<(OrderId, Micros)>,
     /// `(order id, us from the order's commit to schedule() returning)`.
     pub schedules: Vec<(OrderId, u64)>,
+    /// `(order id, when)` of every attempt absorbed as already decided.
+    pub absorbed: Vec<(OrderId, Micros)>,
 }
 
 /// The canceller instances of one strategy's run. A new order goes to
@@ -422,6 +438,47 @@ impl Pool {
             .iter()
             .map(|log| lock(log).report.schedule_errors)
             .sum()
+    }
+
+    /// Arms crash point `point` in instance `index`'s current process;
+    /// returns its pid, or `None` when it is down.
+    pub fn arm_crash(&self, index: usize, point: strategies::CrashPoint) -> Option<u32> {
+        self.send_to(index, format!("c {}\n", point.as_str()))
+    }
+
+    /// Arms `point` in instance `index` to stop the process there (SIGSTOP
+    /// to itself) until continued; returns its pid, or `None` when down.
+    pub fn arm_stall(&self, index: usize, point: strategies::CrashPoint) -> Option<u32> {
+        self.send_to(index, format!("p {}\n", point.as_str()))
+    }
+
+    fn send_to(&self, index: usize, command: String) -> Option<u32> {
+        self.slot(index).as_ref().and_then(|instance| {
+            (instance.alive.load(Ordering::SeqCst) && instance.commands.send(command).is_ok())
+                .then_some(instance.pid)
+        })
+    }
+
+    /// Whether the order service schedules before its commit (the
+    /// `-publish-first` teaching variant).
+    pub fn publishes_before_commit(&self) -> bool {
+        self.specs
+            .first()
+            .is_some_and(|spec| registry::publishes_before_commit(&spec.strategy))
+    }
+
+    /// Whether instance `index` has a process the pool counts as running
+    /// (a dead one stays until the pool has noted its death).
+    pub fn is_running(&self, index: usize) -> bool {
+        self.slot(index).is_some()
+    }
+
+    /// The pid of instance `index`'s live process.
+    pub fn pid_of(&self, index: usize) -> Option<u32> {
+        self.slot(index)
+            .as_ref()
+            .filter(|i| i.alive.load(Ordering::SeqCst))
+            .map(|i| i.pid)
     }
 
     /// The pids of the live instances.
@@ -579,6 +636,9 @@ impl Pool {
             record
                 .schedules
                 .append(&mut std::mem::take(&mut log.schedules));
+            record
+                .absorbed
+                .append(&mut std::mem::take(&mut log.absorbed));
         }
         Ok(record)
     }
@@ -596,8 +656,58 @@ struct Baseline {
 #[derive(Debug, Default)]
 struct WorkerState {
     schedule_errors: AtomicU64,
+    schedules_retried: AtomicU64,
+    schedules_dropped: AtomicU64,
+    relay: Arc<outbox::RelayCounters>,
     schedules: Mutex<Vec<(OrderId, u64)>>,
     baseline: Mutex<Option<Baseline>>,
+}
+
+impl WorkerState {
+    fn scheduled(&self, id: OrderId, committed_at_us: Micros) {
+        lock(&self.schedules).push((id, (now_us() - committed_at_us).max(0) as u64));
+    }
+}
+
+/// Pause before the first retry of a failed schedule; it doubles up to 1 s.
+const RETRY_FIRST_PAUSE: Duration = Duration::from_millis(100);
+
+/// Retries a schedule that just failed, from the bounded retry buffer
+/// (`slots`), until it succeeds or `give_up_after` passed since this first
+/// failure; counts it dropped otherwise.
+async fn retry_schedule(
+    canceller: Arc<dyn strategies::Canceller>,
+    state: Arc<WorkerState>,
+    slots: Arc<Semaphore>,
+    give_up_after: Duration,
+    (id, at, committed): (OrderId, Micros, Micros),
+) {
+    let Ok(_slot) = slots.try_acquire_owned() else {
+        state.schedules_dropped.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(order = id, "schedule dropped: the retry buffer is full");
+        return;
+    };
+    state.schedules_retried.fetch_add(1, Ordering::Relaxed);
+    let give_up = Instant::now() + give_up_after;
+    let mut pause = RETRY_FIRST_PAUSE;
+    loop {
+        if Instant::now() + pause > give_up {
+            state.schedules_dropped.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(
+                order = id,
+                "schedule dropped after {give_up_after:?} of retries"
+            );
+            return;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+        match canceller.schedule(id, at).await {
+            Ok(()) => return state.scheduled(id, committed),
+            Err(_) => {
+                state.schedule_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 /// The `delaybench worker` entry point: runs one instance until stdin closes.
@@ -606,11 +716,12 @@ pub async fn worker_main() -> Result<()> {
         &std::env::var(SPEC_ENV).context("`delaybench worker` is started by `delaybench run`")?,
     )
     .context("malformed worker spec")?;
-    let store = OrderStore::connect(&spec.location, 4).await?;
+    let store = OrderStore::connect_as(&spec.location, 4, Some(&spec.session)).await?;
     store.log_cancel_commits();
     // The canceller's own server-side reads, apart from the workload's
     // (PostgreSQL; a no-op elsewhere, and the report says so).
     store.measure_server_reads();
+    let variant = registry::Variant::parse(&spec.strategy)?;
     let canceller: Arc<dyn strategies::Canceller> =
         registry::build(&spec.strategy, &spec.options, store.clone())?.into();
     let shutdown = CancellationToken::new();
@@ -618,11 +729,24 @@ pub async fn worker_main() -> Result<()> {
         let (canceller, shutdown) = (canceller.clone(), shutdown.clone());
         async move { canceller.run(shutdown).await }
     });
+    let state = Arc::new(WorkerState::default());
+    // +outbox: the creating transactions wrote the schedule requests; this
+    // instance's relay hands them to the strategy.
+    let relay = variant.outbox.then(|| {
+        let state = Arc::clone(&state);
+        tokio::spawn(outbox::relay(
+            store.clone(),
+            Arc::clone(&canceller),
+            Arc::clone(&state.relay),
+            shutdown.clone(),
+            move |id, created| state.scheduled(id, created),
+        ))
+    });
     let mut out = tokio::io::stdout();
     out.write_all(b"{\"ready\":true}\n").await?;
     out.flush().await?;
 
-    let state = Arc::new(WorkerState::default());
+    let retry_slots = Arc::new(Semaphore::new(spec.retry.buffer as usize));
     let in_flight = Arc::new(Semaphore::new(SCHEDULES_IN_FLIGHT));
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut flush_timer = tokio::time::interval(FLUSH_EVERY);
@@ -639,17 +763,27 @@ pub async fn worker_main() -> Result<()> {
                         let committed = committed.parse::<Micros>()?;
                         let permit = Arc::clone(&in_flight).acquire_owned().await?;
                         let (canceller, state) = (Arc::clone(&canceller), Arc::clone(&state));
+                        let (slots, give_up) = (Arc::clone(&retry_slots), spec.retry.give_up_after);
                         tokio::spawn(async move {
-                            match canceller.schedule(id, at).await {
-                                Ok(()) => lock(&state.schedules)
-                                    .push((id, (now_us() - committed).max(0) as u64)),
+                            let result = canceller.schedule(id, at).await;
+                            // The in-flight slot frees at once: a retry
+                            // waits in the retry buffer, not ahead of new orders.
+                            drop(permit);
+                            match result {
+                                Ok(()) => state.scheduled(id, committed),
                                 Err(e) => {
                                     state.schedule_errors.fetch_add(1, Ordering::Relaxed);
-                                    tracing::warn!(order = id, error = %e, "schedule failed");
+                                    tracing::debug!(order = id, error = %e, "schedule failed; retrying");
+                                    retry_schedule(canceller, state, slots, give_up, (id, at, committed)).await;
                                 }
                             }
-                            drop(permit);
                         });
+                    }
+                    (Some("c"), Some(point), None, None) => {
+                        strategies::crash::arm(point.parse()?);
+                    }
+                    (Some("p"), Some(point), None, None) => {
+                        strategies::crash::arm_stall(point.parse()?);
                     }
                     (Some("b"), None, None, None) => {
                         // Every schedule sent before this has returned once
@@ -675,9 +809,17 @@ pub async fn worker_main() -> Result<()> {
             }
         }
     }
-    // Let the schedules in flight finish before stopping.
+    // Let the schedules in flight finish before stopping; those still
+    // waiting in the retry buffer are given up on, and counted so.
     let _ = in_flight.acquire_many(SCHEDULES_IN_FLIGHT as u32).await?;
+    let retrying = (spec.retry.buffer as usize).saturating_sub(retry_slots.available_permits());
+    state
+        .schedules_dropped
+        .fetch_add(retrying as u64, Ordering::Relaxed);
     shutdown.cancel();
+    if let Some(relay) = relay {
+        let _ = relay.await;
+    }
     let run_error = match run.await {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e.to_string()),
@@ -730,6 +872,10 @@ fn flush_of(
             counters,
             counters_measured,
             schedule_errors: state.schedule_errors.load(Ordering::Relaxed),
+            schedules_retried: state.schedules_retried.load(Ordering::Relaxed),
+            schedules_dropped: state.schedules_dropped.load(Ordering::Relaxed),
+            outbox_relayed: state.relay.relayed.load(Ordering::Relaxed),
+            outbox_failed: state.relay.failed.load(Ordering::Relaxed),
             cpu_ms: cpu_measured,
             peak_rss_kib: peak_rss_kib(),
             run_error,
@@ -737,6 +883,7 @@ fn flush_of(
             end: None,
         },
         cancel_commits: store.take_cancel_commits(),
+        absorbed: store.take_absorbed_attempts(),
         schedules: std::mem::take(&mut *lock(&state.schedules)),
         last,
         barrier: false,

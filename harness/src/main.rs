@@ -7,6 +7,7 @@ mod driver;
 mod faults;
 mod instance;
 mod model;
+mod proxy;
 mod redis_stats;
 mod report;
 mod resources;

@@ -7,7 +7,7 @@ use crate::db_stats;
 use crate::driver;
 use crate::faults;
 use crate::instance::{Pool, WorkerSpec};
-use crate::model::records::BacklogRecord;
+use crate::model::records::{BacklogRecord, OutboxRecord};
 use crate::model::run_info::{self, Machine, RunInfo};
 use crate::model::summary::{self, Cost, DatabaseInfo, Status, Summary};
 use crate::model::WorkerReport;
@@ -242,9 +242,9 @@ pub(crate) fn select(list: Option<&str>) -> Result<Vec<String>> {
     };
     let mut names = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        registry::info(name)?;
-        if !names.iter().any(|n| n == name) {
-            names.push(name.to_string());
+        let name = registry::Variant::parse(name)?.name();
+        if !names.contains(&name) {
+            names.push(name);
         }
     }
     anyhow::ensure!(
@@ -452,15 +452,35 @@ async fn measure(
     setup_store.flush_statistics().await;
     setup_store.close().await;
     let control = registry::build(name, &options, OrderStore::connect(location, 2).await?)?;
-    let capabilities = control.capabilities();
+    let mut capabilities = control.capabilities();
+    let variant = registry::Variant::parse(name)?;
+    if variant.outbox {
+        capabilities.notes.push(
+            "runs with a transactional outbox: the order's transaction writes its schedule \
+             request, and each instance's relay publishes it, retrying until it goes through"
+                .into(),
+        );
+    }
+    // The order service writes the outbox row in the creating transaction
+    // (+outbox); otherwise it calls `schedule` after the commit.
+    let store = if variant.outbox {
+        store.with_outbox()
+    } else {
+        store
+    };
 
     let rows_before = db_stats::rows_read(&store).await?;
+    let (proxies, worker_location, worker_options) =
+        faults::route(&scenario.faults, &capabilities.requires, location, &options).await?;
+    let session = strategies::store::identifier(&format!("{}_w", location.resource_prefix()));
     let specs: Vec<WorkerSpec> = (0..scenario.instances)
         .map(|instance| WorkerSpec {
             strategy: name.to_string(),
             instance,
-            location: location.clone(),
-            options: options.clone(),
+            location: worker_location.clone(),
+            options: worker_options.clone(),
+            session: session.clone(),
+            retry: scenario.schedule_retry.clone(),
         })
         .collect();
     let pool = Pool::spawn(specs.clone(), scenario.restart_dead_instances).await?;
@@ -501,9 +521,20 @@ async fn measure(
     );
     let faults = tokio::spawn(faults::inject(
         scenario.faults.clone(),
-        Arc::clone(&pool),
-        t0,
+        faults::FaultContext {
+            pool: Arc::clone(&pool),
+            proxies: proxies.clone(),
+            db: OrderStore::connect(location, 1).await?,
+            session,
+            crash_points: control.crash_points(),
+            t0,
+            give_up_at: t0 + scenario.warmup + scenario.duration,
+        },
     ));
+    let stop_sampling = tokio_util::sync::CancellationToken::new();
+    let outbox_samples = variant
+        .outbox
+        .then(|| tokio::spawn(sample_outbox(store.clone(), t0, stop_sampling.clone())));
     let generator = driver::drive(plan, &store, &pool, t0, &progress, connections).await;
 
     // Every order has had `drain` past its (actual) deadline when we stop.
@@ -513,9 +544,22 @@ async fn measure(
         + scenario.drain;
     tokio::time::sleep_until(drain_end).await;
     let faults = faults.await.context("fault injection")?;
+    let outbox = match outbox_samples {
+        Some(task) => {
+            stop_sampling.cancel();
+            let samples = task.await.unwrap_or_default();
+            Some(OutboxRecord::of(samples, store.outbox_len().await.ok()))
+        }
+        None => None,
+    };
+    for proxy in proxies.values() {
+        proxy.shutdown();
+    }
     let cpu = cpu.await.context("reading CPU use")?;
     progress.finish_and_clear();
     let record = pool.stop().await?;
+    let mut faults = faults;
+    faults::count_duplicates(&mut faults, &record.cancel_commits, &record.absorbed, t0_us);
     let redis_commands = match (&redis_url, redis_before.await.context("reading Redis")?) {
         (Some(url), Ok(Some(before))) => redis_stats::snapshot(url)
             .await
@@ -533,7 +577,8 @@ async fn measure(
     };
 
     let drain_us = scenario.drain.as_micros() as i64;
-    let verdict = checker::check(&store, drain_us, now_us()).await?;
+    let checked_at_us = now_us();
+    let verdict = checker::check(&store, drain_us, checked_at_us).await?;
     let timings = checker::cancel_timings(&store).await?;
     let paid_late = checker::paid_after_deadline_timings(&store).await?;
     let pending = checker::pending_timings(&store).await?;
@@ -608,6 +653,19 @@ async fn measure(
         t0_us,
     );
 
+    // The checker's missed cancels (PENDING past deadline + drain), each
+    // put down to the fault in effect while it lived.
+    let missed_by_fault = if faults.is_empty() {
+        Vec::new()
+    } else {
+        let ms = |us: i64| ((us - t0_us).max(0) / 1000) as u64;
+        let missed: Vec<(u64, u64)> = pending
+            .iter()
+            .filter(|t| t.expire_at_us + drain_us <= checked_at_us)
+            .map(|t| (ms(t.created_at_us), ms(t.expire_at_us)))
+            .collect();
+        crate::model::records::missed_by_fault(&missed, &faults, ms(checked_at_us))
+    };
     let cost = cost(
         &record.reports,
         &capabilities,
@@ -626,7 +684,11 @@ async fn measure(
         },
         orders: verdict.orders,
         lateness_us: summary::stats(histogram),
-        anomalies: verdict.anomalies,
+        anomalies: strategies::checker::Anomalies {
+            // Attempts on orders that never existed (see the field).
+            phantom_schedules: record.reports.iter().map(|r| r.total.missing).sum(),
+            ..verdict.anomalies
+        },
         anomaly_examples: verdict.anomaly_examples,
         cancelled_by: verdict.cancelled_by,
         payments: verdict.payments,
@@ -640,6 +702,8 @@ async fn measure(
         overdue,
         cpu,
         backlog: backlog_record,
+        missed_by_fault,
+        outbox,
         cost,
         generator,
         worker_events: record.events,
@@ -656,6 +720,28 @@ async fn measure(
     summary.warnings = summary::warnings(&summary);
     Ok(summary)
 }
+
+/// The outbox's length every [`OUTBOX_SAMPLE_EVERY`] from `t0` until
+/// `stop`: `(ms after t0, rows)`. A failed count is skipped, not zero.
+async fn sample_outbox(
+    store: OrderStore,
+    t0: Instant,
+    stop: tokio_util::sync::CancellationToken,
+) -> Vec<(u64, u64)> {
+    let mut samples = Vec::new();
+    let mut tick = tokio::time::interval(OUTBOX_SAMPLE_EVERY);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return samples,
+            _ = tick.tick() => {}
+        }
+        if let Ok(rows) = store.outbox_len().await {
+            samples.push((t0.elapsed().as_millis() as u64, rows));
+        }
+    }
+}
+
+const OUTBOX_SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
 /// Lateness at COMMIT (measured orders whose commit time a worker sent) and,
 /// per order, how much later the commit returned than the row's stamp.

@@ -4,11 +4,12 @@
 //! is the bundled example. Errors name the file, the field and the accepted
 //! values.
 
+use crate::proxy::Target;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
-use strategies::StrategyOptions;
+use strategies::{CrashPoint, StrategyOptions};
 
 /// The bundled quick scenario, used when no `--scenario` is given.
 pub const QUICK: &str = include_str!("../../scenarios/quick.toml");
@@ -50,6 +51,12 @@ pub struct Scenario {
     /// its measurements are kept.
     #[serde(default, with = "humantime_serde")]
     pub restart_dead_instances: Option<Duration>,
+    /// Share of checkouts that fail after the order row is written, so
+    /// the order's transaction rolls back (a fraud check or a coupon
+    /// failed); default 0. A correct strategy never hears of them; one that
+    /// schedules before the commit is left with phantom schedules.
+    #[serde(default)]
+    pub checkout_abort_ratio: f64,
     /// The timeout mix: each order draws one, weighted.
     pub timeouts: Vec<Timeout>,
     #[serde(default)]
@@ -63,6 +70,10 @@ pub struct Scenario {
     /// (`[[faults]]`; default none).
     #[serde(default)]
     pub faults: Vec<Fault>,
+    /// What a worker does when `schedule` fails without an outbox
+    /// (`[schedule-retry]`).
+    #[serde(default)]
+    pub schedule_retry: ScheduleRetry,
     /// How `delaybench sweep` varies `rate` (`[sweep]`; ignored by `run`).
     #[serde(default)]
     pub sweep: Sweep,
@@ -141,6 +152,31 @@ impl Default for Sweep {
     }
 }
 
+/// `[schedule-retry]`: without an outbox, the order service calls
+/// `schedule` after its commit; when that fails (the broker or Redis is
+/// away) the worker retries it from a bounded buffer, and what it finally
+/// gives up on is counted as dropped: those orders are then cancelled only
+/// by a fallback, or never.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ScheduleRetry {
+    /// Give up on a schedule this long after its first failure (default 2s).
+    #[serde(with = "humantime_serde")]
+    pub give_up_after: Duration,
+    /// Failed schedules held for retry at once per instance; one that fails
+    /// while the buffer is full is dropped at once (default 1000).
+    pub buffer: u32,
+}
+
+impl Default for ScheduleRetry {
+    fn default() -> Self {
+        ScheduleRetry {
+            give_up_after: Duration::from_secs(2),
+            buffer: 1000,
+        }
+    }
+}
+
 /// `[[faults]]`: something that goes wrong during the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -149,17 +185,37 @@ pub struct Fault {
     /// When, counted from the first order (warm-up included).
     #[serde(with = "humantime_serde")]
     pub at: Duration,
-    /// Which canceller instance, 0-based (default 0).
+    /// Which canceller instance, 0-based (default 0): `kill-instance`,
+    /// `pause-instance`, `crash-at`.
     #[serde(default)]
     pub instance: u32,
-    /// Start a fresh process for the instance this long after the kill;
-    /// omitted, it stays down for the rest of the run.
+    /// `kill-instance` and `crash-at`: start a fresh process for the
+    /// instance this long after it died; omitted, `kill-instance` leaves
+    /// it down for the rest of the run and `crash-at` restarts it after 1s.
     #[serde(default, with = "humantime_serde")]
     pub restart_after: Option<Duration>,
     /// `run-command` only: the program and its arguments, run without a
     /// shell (use `["sh", "-c", "..."]` for one), e.g. a service restart.
     #[serde(default)]
     pub command: Vec<String>,
+    /// `partition` and `latency`: which link of the strategy's instances.
+    #[serde(default)]
+    pub target: Option<Target>,
+    /// `partition`, `latency`, `pause-instance`: how long it lasts.
+    #[serde(default, rename = "for", with = "humantime_serde")]
+    pub lasts: Option<Duration>,
+    /// `latency`: added to every chunk forwarded in either direction.
+    #[serde(default, with = "humantime_serde")]
+    pub add: Option<Duration>,
+    /// `crash-at`: where in its path the instance aborts.
+    /// `pause-instance` (optional): where in its path it stops itself, so
+    /// the pause lands while it holds claimed work; omitted, it is stopped
+    /// wherever it is.
+    #[serde(default)]
+    pub point: Option<CrashPoint>,
+    /// `crash-at`: how many crashes, one per fresh process (default 1).
+    #[serde(default = "one")]
+    pub times: u32,
 }
 
 /// What a fault does.
@@ -173,6 +229,199 @@ pub enum FaultKind {
     /// runs it) and record its exit status and duration. The strategies
     /// keep running meanwhile.
     RunCommand,
+    /// Cut the link between the strategy's instances and `target` for
+    /// `for`: open connections are dropped, new ones refused (each
+    /// instance's connections go through the harness's TCP proxy).
+    Partition,
+    /// Add `add` to the link to `target` for `for`.
+    Latency,
+    /// SIGSTOP the instance for `for`, then SIGCONT: a GC pause or a
+    /// stalled VM. Its leases and visibility timeouts expire while it
+    /// still holds the work, so others take the work again.
+    PauseInstance,
+    /// Terminate the strategy's database sessions (every instance's), as
+    /// an operator or a failover does; the pools reconnect.
+    KillDbConnections,
+    /// Arm `point` in the instance: it aborts the next time its path gets
+    /// there, `times` times over fresh processes.
+    CrashAt,
+}
+
+impl FaultKind {
+    /// The scenario name, e.g. `pause-instance`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::KillInstance => "kill-instance",
+            FaultKind::RunCommand => "run-command",
+            FaultKind::Partition => "partition",
+            FaultKind::Latency => "latency",
+            FaultKind::PauseInstance => "pause-instance",
+            FaultKind::KillDbConnections => "kill-db-connections",
+            FaultKind::CrashAt => "crash-at",
+        }
+    }
+}
+
+impl Fault {
+    /// How long the fault itself lasts (0 for the instantaneous ones).
+    pub fn window(&self) -> Duration {
+        self.lasts.unwrap_or_default()
+    }
+
+    /// The fault in a few words, e.g. `partition redis 4s at 10s`.
+    pub fn label(&self) -> String {
+        let at = humantime::format_duration(self.at);
+        let d = |d: Option<Duration>| humantime::format_duration(d.unwrap_or_default()).to_string();
+        match self.kind {
+            FaultKind::RunCommand => format!("run `{}` at {at}", self.command.join(" ")),
+            FaultKind::KillInstance => format!(
+                "kill instance {} at {at}, {}",
+                self.instance,
+                match self.restart_after {
+                    Some(r) => format!("restart {} later", humantime::format_duration(r)),
+                    None => "no restart".to_string(),
+                }
+            ),
+            FaultKind::Partition => format!(
+                "partition {} for {} at {at}",
+                self.target.map(Target::as_str).unwrap_or("?"),
+                d(self.lasts)
+            ),
+            FaultKind::Latency => format!(
+                "+{} latency to {} for {} at {at}",
+                d(self.add),
+                self.target.map(Target::as_str).unwrap_or("?"),
+                d(self.lasts)
+            ),
+            FaultKind::PauseInstance => format!(
+                "pause instance {} for {}{} from {at}",
+                self.instance,
+                d(self.lasts),
+                self.point
+                    .map(|p| format!(" at {}", p.as_str()))
+                    .unwrap_or_default()
+            ),
+            FaultKind::KillDbConnections => format!("kill database sessions at {at}"),
+            FaultKind::CrashAt => format!(
+                "crash instance {} at {} x{} from {at}",
+                self.instance,
+                self.point.map(CrashPoint::as_str).unwrap_or("?"),
+                self.times
+            ),
+        }
+    }
+
+    /// Checks the fields `kind` needs and refuses the ones it ignores;
+    /// messages name the field.
+    fn validate(&self, i: usize) -> Result<()> {
+        let field = |name: &str| format!("field `faults[{i}].{name}`");
+        let kind = self.kind.as_str();
+        let needs = |present: bool, name: &str, example: &str| -> Result<()> {
+            if present {
+                Ok(())
+            } else {
+                bail!(
+                    "{} is missing; kind = \"{kind}\" needs it, e.g. {name} = {example}",
+                    field(name)
+                )
+            }
+        };
+        let ignores = |present: bool, name: &str, applies: &str| -> Result<()> {
+            if present {
+                bail!("{} applies to {applies} only", field(name))
+            } else {
+                Ok(())
+            }
+        };
+        let k = self.kind;
+        use FaultKind::*;
+        ignores(
+            !self.command.is_empty() && k != RunCommand,
+            "command",
+            "kind = \"run-command\"",
+        )?;
+        ignores(
+            self.restart_after.is_some() && !matches!(k, KillInstance | CrashAt),
+            "restart-after",
+            "kind = \"kill-instance\" and \"crash-at\"",
+        )?;
+        ignores(
+            self.target.is_some() && !matches!(k, Partition | Latency),
+            "target",
+            "kind = \"partition\" and \"latency\"",
+        )?;
+        ignores(
+            self.lasts.is_some() && !matches!(k, Partition | Latency | PauseInstance),
+            "for",
+            "kind = \"partition\", \"latency\" and \"pause-instance\"",
+        )?;
+        ignores(
+            self.add.is_some() && k != Latency,
+            "add",
+            "kind = \"latency\"",
+        )?;
+        ignores(
+            self.point.is_some() && !matches!(k, CrashAt | PauseInstance),
+            "point",
+            "kind = \"crash-at\" and \"pause-instance\"",
+        )?;
+        ignores(
+            self.times != 1 && k != CrashAt,
+            "times",
+            "kind = \"crash-at\"",
+        )?;
+        match k {
+            RunCommand => needs(
+                !self.command.is_empty(),
+                "command",
+                "[\"sh\", \"-c\", \"rabbitmqctl stop_app && rabbitmqctl start_app\"]",
+            )?,
+            Partition | Latency => {
+                needs(
+                    self.target.is_some(),
+                    "target",
+                    "\"rabbitmq\" (or \"redis\", \"database\")",
+                )?;
+                needs(self.lasts.is_some(), "for", "\"3s\"")?;
+                if k == Latency {
+                    needs(self.add.is_some(), "add", "\"50ms\"")?;
+                }
+            }
+            PauseInstance => needs(self.lasts.is_some(), "for", "\"6s\"")?,
+            CrashAt => {
+                needs(
+                    self.point.is_some(),
+                    "point",
+                    "\"after-claim\" (or \"after-commit-before-ack\")",
+                )?;
+                if !(1..=100).contains(&self.times) {
+                    bail!(
+                        "{} = {} is out of range; accepted values: 1 to 100",
+                        field("times"),
+                        self.times
+                    );
+                }
+            }
+            KillInstance | KillDbConnections => {}
+        }
+        let hour = Duration::from_secs(3600);
+        if self.lasts.is_some_and(|d| d.is_zero() || d > hour) {
+            bail!(
+                "{} is out of range; accepted values: 1ms to 1h",
+                field("for")
+            );
+        }
+        if self
+            .add
+            .is_some_and(|d| d.is_zero() || d > Duration::from_secs(60))
+        {
+            bail!(
+                "{} is out of range; accepted values: 1ms to 60s",
+                field("add")
+            );
+        }
+        Ok(())
+    }
 }
 
 fn one() -> u32 {
@@ -418,19 +667,20 @@ impl Scenario {
                     "field `faults[{i}].restart-after` is out of range; accepted values: 0s to 24h"
                 );
             }
-            match f.kind {
-                FaultKind::KillInstance if !f.command.is_empty() => bail!(
-                    "field `faults[{i}].command` applies to kind = \"run-command\" only"
-                ),
-                FaultKind::RunCommand if f.command.is_empty() => bail!(
-                    "field `faults[{i}].command` is missing or empty; accepted values: a program \
-                     and its arguments, e.g. [\"sh\", \"-c\", \"rabbitmqctl stop_app && rabbitmqctl start_app\"]"
-                ),
-                FaultKind::RunCommand if f.restart_after.is_some() => bail!(
-                    "field `faults[{i}].restart-after` applies to kind = \"kill-instance\" only"
-                ),
-                _ => {}
-            }
+            f.validate(i)?;
+        }
+        if !(0.0..=0.5).contains(&self.checkout_abort_ratio) {
+            bail!(
+                "field `checkout-abort-ratio` = {} is out of range; accepted values: 0.0 to 0.5",
+                self.checkout_abort_ratio
+            );
+        }
+        let r = &self.schedule_retry;
+        if r.give_up_after > day || r.buffer > 10_000_000 {
+            bail!(
+                "field `schedule-retry.give-up-after` or `schedule-retry.buffer` is out of range; \
+                 accepted values: 0s to 24h, and 0 to 10000000 schedules"
+            );
         }
         self.sweep.validate()?;
         if let Some(b) = &self.backlog {
@@ -501,27 +751,7 @@ impl Scenario {
         (!self.faults.is_empty()).then(|| {
             self.faults
                 .iter()
-                .map(|f| {
-                    if f.kind == FaultKind::RunCommand {
-                        return format!(
-                            "run `{}` at {}",
-                            f.command.join(" "),
-                            humantime::format_duration(f.at)
-                        );
-                    }
-                    let mut text = format!(
-                        "kill instance {} at {}",
-                        f.instance,
-                        humantime::format_duration(f.at)
-                    );
-                    match f.restart_after {
-                        Some(d) => {
-                            text += &format!(", restart {} later", humantime::format_duration(d))
-                        }
-                        None => text += ", no restart",
-                    }
-                    text
-                })
+                .map(Fault::label)
                 .collect::<Vec<_>>()
                 .join("; ")
         })
@@ -592,6 +822,11 @@ mod tests {
                 instance: 1,
                 restart_after: Some(Duration::from_secs(3)),
                 command: Vec::new(),
+                target: None,
+                lasts: None,
+                add: None,
+                point: None,
+                times: 1,
             }]
         );
         let s = Scenario::parse(&with("kind = \"kill-instance\"\nat = \"8s\""), "f.toml").unwrap();
@@ -624,6 +859,67 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.faults_label().unwrap(), "run `true` at 1s");
+        // The new kinds: each names what it misses or what it does not take.
+        for (fault, field, says) in [
+            (
+                "kind = \"partition\"\nat = \"1s\"\nfor = \"3s\"",
+                "target",
+                "rabbitmq",
+            ),
+            (
+                "kind = \"partition\"\nat = \"1s\"\ntarget = \"redis\"",
+                "for",
+                "3s",
+            ),
+            (
+                "kind = \"latency\"\nat = \"1s\"\ntarget = \"redis\"\nfor = \"1s\"",
+                "add",
+                "50ms",
+            ),
+            ("kind = \"pause-instance\"\nat = \"1s\"", "for", "6s"),
+            ("kind = \"crash-at\"\nat = \"1s\"", "point", "after-claim"),
+            (
+                "kind = \"crash-at\"\nat = \"1s\"\npoint = \"after-claim\"\ntimes = 0",
+                "times",
+                "1 to 100",
+            ),
+            (
+                "kind = \"kill-db-connections\"\nat = \"1s\"\nfor = \"1s\"",
+                "for",
+                "only",
+            ),
+            (
+                "kind = \"kill-instance\"\nat = \"1s\"\ntarget = \"redis\"",
+                "target",
+                "only",
+            ),
+            (
+                "kind = \"partition\"\nat = \"1s\"\ntarget = \"redis\"\nfor = \"0s\"",
+                "for",
+                "1ms to 1h",
+            ),
+        ] {
+            let msg = err(fault);
+            assert!(
+                msg.contains(&format!("faults[0].{field}")) && msg.contains(says),
+                "{fault}: {msg}"
+            );
+        }
+        let msg = err("kind = \"crash-at\"\nat = \"1s\"\npoint = \"after-ack\"");
+        assert!(
+            msg.contains("after-ack") && msg.contains("after-commit-before-ack"),
+            "{msg}"
+        );
+        let s = Scenario::parse(
+            &with("kind = \"latency\"\nat = \"1s\"\ntarget = \"database\"\nadd = \"50ms\"\nfor = \"2s\""),
+            "f.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            s.faults_label().unwrap(),
+            "+50ms latency to database for 2s at 1s"
+        );
+        assert_eq!(s.faults[0].window(), Duration::from_secs(2));
         let msg = err("kind = \"pull-the-plug\"\nat = \"1s\"");
         assert!(
             msg.contains("pull-the-plug") && msg.contains("kill-instance"),

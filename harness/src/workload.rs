@@ -23,6 +23,9 @@ pub enum Action {
         sku: i64,
         qty: i32,
         timeout_us: i64,
+        /// The checkout fails after the order is written: its transaction
+        /// rolls back (`checkout-abort-ratio`), and nothing may act on it.
+        abort: bool,
     },
     /// Deliver payment callback `callback_id` for order `id`.
     Pay { id: OrderId, callback_id: String },
@@ -44,7 +47,9 @@ impl Plan {
     /// The orders created after the warm-up: the ones every figure counts.
     pub fn measured_order_ids(&self) -> impl Iterator<Item = OrderId> + '_ {
         self.events.iter().filter_map(|e| match e.action {
-            Action::Create { id, .. } if e.at_us >= self.measured_from_us => Some(id),
+            Action::Create {
+                id, abort: false, ..
+            } if e.at_us >= self.measured_from_us => Some(id),
             _ => None,
         })
     }
@@ -54,6 +59,9 @@ impl Plan {
 /// order, so the plan depends on the seed and the scenario only.
 pub fn plan(scenario: &Scenario) -> Plan {
     let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
+    // A stream of its own, drawn only when aborts are on, so scenarios
+    // without them keep the plans (and reference runs) they always had.
+    let mut aborts = ChaCha8Rng::seed_from_u64(scenario.seed ^ 0xab0a7);
     let arrival_us = (scenario.warmup + scenario.duration).as_micros() as f64;
     let count = (arrival_us / 1e6 * scenario.rate).floor() as u64;
     let total_weight: u32 = scenario.timeouts.iter().map(|t| t.weight).sum();
@@ -80,6 +88,8 @@ pub fn plan(scenario: &Scenario) -> Plan {
         let qty = rng.gen_range(1..=scenario.stock.max_qty) as i32;
         let deadline = created + timeout_us;
         last_deadline_us = last_deadline_us.max(deadline);
+        let abort =
+            scenario.checkout_abort_ratio > 0.0 && aborts.gen_bool(scenario.checkout_abort_ratio);
         events.push(Event {
             at_us: created,
             action: Action::Create {
@@ -87,6 +97,7 @@ pub fn plan(scenario: &Scenario) -> Plan {
                 sku,
                 qty,
                 timeout_us,
+                abort,
             },
         });
 
@@ -98,7 +109,7 @@ pub fn plan(scenario: &Scenario) -> Plan {
         let near: f64 = rng.gen_range(-1.0..=1.0);
         let late: f64 = rng.gen_range(0.5..=1.0);
         let duplicated = rng.gen_bool(p.duplicate_ratio);
-        if !pays {
+        if !pays || abort {
             continue;
         }
         let paid_at = if kind < p.near_deadline_share {

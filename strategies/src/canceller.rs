@@ -34,6 +34,7 @@
 //!
 //! [`OrderStore::cancel_if_due`]: crate::store::OrderStore::cancel_if_due
 
+use crate::crash::CrashPoint;
 use crate::domain::{Micros, OrderId};
 use crate::error::Result;
 use crate::store::StoreStats;
@@ -179,5 +180,13 @@ pub trait Canceller: Send + Sync + std::fmt::Debug {
     /// Strategy-specific counters of this instance.
     fn counters(&self) -> StrategyCounters {
         StrategyCounters::new()
+    }
+
+    /// The [`CrashPoint`]s this strategy's path has: where it calls
+    /// [`crate::crash::reached`]. The harness refuses to arm a point a
+    /// strategy does not declare, and says so in the report. Declare only a
+    /// point the path really passes through, at the place the point names.
+    fn crash_points(&self) -> &'static [CrashPoint] {
+        &[]
     }
 }

@@ -24,6 +24,7 @@
 //! selected by default; `delaybench sweep` runs it first.
 
 use crate::canceller::{Canceller, Capabilities, StrategyCounters};
+use crate::crash::CrashPoint;
 use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
 use crate::error::Result;
 use crate::store::{OrderStore, StoreStats};
@@ -243,5 +244,12 @@ impl Canceller for Ceiling {
 
     fn counters(&self) -> StrategyCounters {
         self.inner.counters.snapshot()
+    }
+
+    /// None: the ceiling is a yardstick for the others' rates, not a design
+    /// whose crash behaviour a scenario compares. (It keeps its schedule in
+    /// memory and reloads nothing, so any crash loses every order it held.)
+    fn crash_points(&self) -> &'static [CrashPoint] {
+        &[]
     }
 }

@@ -68,6 +68,12 @@ pub struct Anomalies {
     pub unreleased_cancels: u64,
     /// RELEASE moves for orders that are not cancelled.
     pub orphan_releases: u64,
+    /// Cancel attempts on orders that did not exist: scheduled by a
+    /// transaction that then rolled back, or delivered before its commit.
+    /// Not in the database, so the checker cannot see them: the harness
+    /// fills this in from the instances' `missing` outcomes.
+    #[serde(default)]
+    pub phantom_schedules: u64,
 }
 
 impl Anomalies {
@@ -84,6 +90,7 @@ impl Anomalies {
             stock_mismatches: self.stock_mismatches.max(other.stock_mismatches),
             unreleased_cancels: self.unreleased_cancels.max(other.unreleased_cancels),
             orphan_releases: self.orphan_releases.max(other.orphan_releases),
+            phantom_schedules: self.phantom_schedules.max(other.phantom_schedules),
         }
     }
 
@@ -96,6 +103,7 @@ impl Anomalies {
             + self.stock_mismatches
             + self.unreleased_cancels
             + self.orphan_releases
+            + self.phantom_schedules
     }
 }
 

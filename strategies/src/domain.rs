@@ -117,4 +117,7 @@ pub enum CreateOutcome {
     Created,
     /// Refused: not enough stock available for the SKU. Nothing was written.
     OutOfStock,
+    /// Written, then rolled back on purpose (the checkout failed after the
+    /// order was written): the order never existed for anyone else.
+    RolledBack,
 }

@@ -11,9 +11,11 @@ pub mod canceller;
 pub mod ceiling;
 pub mod checker;
 pub mod conformance;
+pub mod crash;
 pub mod db_scan;
 pub mod domain;
 pub mod error;
+pub mod outbox;
 pub mod rabbit;
 pub mod redis_zset;
 pub mod registry;
@@ -21,6 +23,7 @@ pub mod store;
 pub mod timing_wheel;
 
 pub use canceller::{Canceller, Capabilities, Service, StrategyCounters};
+pub use crash::CrashPoint;
 pub use domain::{
     now_us, CancelOutcome, CreateOutcome, Micros, NewOrder, OrderId, OrderStatus, PaymentOutcome,
 };

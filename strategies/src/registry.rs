@@ -121,6 +121,13 @@ pub const STRATEGIES: &[StrategyInfo] = &[
         role: Role::Teaching,
     },
     StrategyInfo {
+        name: "redis-zset-publish-first",
+        summary: "TEACHING: redis-zset scheduled before the order's transaction commits (a \
+                  rolled-back checkout leaves a phantom schedule; the outbox is the fix)",
+        requires: &[Service::Redis],
+        role: Role::Teaching,
+    },
+    StrategyInfo {
         name: "ceiling",
         summary: "BASELINE: each order cancelled at its exact deadline from an in-process \
                   list, no delay mechanism: what the database and harness allow",
@@ -129,19 +136,101 @@ pub const STRATEGIES: &[StrategyInfo] = &[
     },
 ];
 
-/// Looks a strategy up; the error lists the known names.
+/// Looks a strategy up, by its name or a [`Variant`]'s (`redis-zset+fallback`
+/// gives `redis-zset`'s entry); the error lists the known names.
 pub fn info(name: &str) -> Result<&'static StrategyInfo> {
+    Ok(Variant::parse(name)?.info)
+}
+
+fn entry(name: &str) -> Result<&'static StrategyInfo> {
     STRATEGIES
         .iter()
         .find(|s| s.name == name)
         .ok_or_else(|| Error::UnknownStrategy {
             name: name.to_string(),
-            known: STRATEGIES
-                .iter()
-                .map(|s| s.name)
-                .collect::<Vec<_>>()
-                .join(", "),
+            known: format!(
+                "{}; add +outbox and/or +fallback for the remedies, e.g. redis-zset+outbox+fallback",
+                STRATEGIES
+                    .iter()
+                    .map(|s| s.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         })
+}
+
+/// A strategy as `--strategies` names it: a registry entry plus the
+/// remedies the seeds prescribe, so one run compares `redis-zset`,
+/// `redis-zset+fallback`, `redis-zset+outbox` and `redis-zset+outbox+fallback`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variant {
+    pub info: &'static StrategyInfo,
+    /// `+outbox`: the creating transaction writes the schedule request to
+    /// the outbox table and each instance relays it ([`crate::outbox`]),
+    /// instead of the order service calling `schedule` after its commit.
+    /// Only for strategies whose schedule leaves the database.
+    pub outbox: bool,
+    /// `+fallback`: a slow db-scan runs beside the strategy in each
+    /// instance (`[strategies.fallback-scan]` sets its pace). Not for the
+    /// db-scans, which are their own fallback, nor the ceiling.
+    pub fallback: bool,
+}
+
+impl Variant {
+    /// Parses `base[+outbox][+fallback]` (suffixes in either order).
+    pub fn parse(name: &str) -> Result<Variant> {
+        let mut parts = name.split('+').map(str::trim);
+        let base = parts.next().unwrap_or_default();
+        let info = entry(base)?;
+        let mut variant = Variant {
+            info,
+            outbox: false,
+            fallback: false,
+        };
+        for suffix in parts {
+            match suffix {
+                "outbox" if !variant.outbox => variant.outbox = true,
+                "fallback" if !variant.fallback => variant.fallback = true,
+                _ => {
+                    return Err(Error::Config(format!(
+                        "strategy `{name}`: unknown or repeated suffix `+{suffix}`; accepted: \
+                         +outbox, +fallback (e.g. {base}+outbox+fallback)"
+                    )))
+                }
+            }
+        }
+        if variant.outbox && info.requires.is_empty() {
+            return Err(Error::Config(format!(
+                "strategy `{name}`: +outbox applies to strategies that schedule in a broker or \
+                 Redis (rabbit-ttl, rabbit-delayed, redis-zset, ...); `{base}` keeps its \
+                 schedule in the database or in process"
+            )));
+        }
+        if variant.fallback && (base.starts_with("db-scan") || info.role == Role::Baseline) {
+            return Err(Error::Config(format!(
+                "strategy `{name}`: +fallback adds a db-scan beside the strategy; `{base}` \
+                 needs none"
+            )));
+        }
+        Ok(variant)
+    }
+
+    /// The canonical name: `base`, then `+outbox`, then `+fallback`.
+    pub fn name(&self) -> String {
+        let mut name = self.info.name.to_string();
+        if self.outbox {
+            name += "+outbox";
+        }
+        if self.fallback {
+            name += "+fallback";
+        }
+        name
+    }
+
+    /// Whether a remedy was added.
+    pub fn is_remedied(&self) -> bool {
+        self.outbox || self.fallback
+    }
 }
 
 /// `[strategies]` in a scenario file: every strategy's options.
@@ -182,8 +271,8 @@ pub fn build(
     options: &StrategyOptions,
     store: OrderStore,
 ) -> Result<Box<dyn Canceller>> {
-    info(name)?;
-    let strategy: Box<dyn Canceller> = match name {
+    let variant = Variant::parse(name)?;
+    let strategy: Box<dyn Canceller> = match variant.info.name {
         "db-scan" => Box::new(DbScan::new(store.clone(), &options.db_scan)),
         "db-scan-noindex" => Box::new(DbScan::without_index(store.clone(), &options.db_scan)),
         "timing-wheel" => Box::new(TimingWheelStrategy::new(
@@ -227,6 +316,11 @@ pub fn build(
             &options.redis_zset,
             ClaimMode::Nonatomic,
         )?),
+        "redis-zset-publish-first" => Box::new(PublishFirst(Box::new(RedisZset::new(
+            store.clone(),
+            &options.redis_zset,
+            ClaimMode::Atomic,
+        )?))),
         "ceiling" => Box::new(Ceiling::new(store.clone())),
         "redis-keyspace-expiry" => Box::new(RedisKeyspaceExpiry::new(
             store.clone(),
@@ -235,13 +329,78 @@ pub fn build(
         other => unreachable!("registry entry `{other}` is available but has no constructor"),
     };
     // A fallback db-scan beside db-scan itself would only add load.
-    if options.fallback_scan.enabled && !name.starts_with("db-scan") {
+    let fallback = variant.fallback
+        || (options.fallback_scan.enabled
+            && !variant.info.name.starts_with("db-scan")
+            && variant.info.role != Role::Baseline);
+    if fallback {
         return Ok(Box::new(WithFallback {
             fallback: DbScan::fallback(store, &options.fallback_scan),
             strategy,
         }));
     }
     Ok(strategy)
+}
+
+/// Whether the order service schedules `name`'s orders *before* their
+/// creating transaction commits (the `-publish-first` teaching variant);
+/// every other strategy is scheduled after the commit, or by the outbox.
+pub fn publishes_before_commit(name: &str) -> bool {
+    Variant::parse(name).is_ok_and(|v| v.info.name == "redis-zset-publish-first")
+}
+
+/// `redis-zset-publish-first`: redis-zset itself, correct in every step of
+/// its own; the mistake is the order service's, which calls `schedule`
+/// inside the creating transaction ([`publishes_before_commit`]). A
+/// checkout that then fails rolls the order back, and its schedule stays:
+/// a phantom, which fires at the deadline on an order that never existed
+/// (counted as `missing` attempts, reported as phantom schedules).
+#[derive(Debug)]
+struct PublishFirst(Box<dyn Canceller>);
+
+#[async_trait]
+impl Canceller for PublishFirst {
+    fn name(&self) -> &str {
+        "redis-zset-publish-first"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = self.0.capabilities();
+        caps.notes.push(
+            "TEACHING VARIANT: scheduled before the order's transaction commits; a rolled-back \
+             checkout leaves a phantom schedule behind (run with `checkout-abort-ratio` > 0)"
+                .into(),
+        );
+        caps
+    }
+
+    async fn setup(&self) -> Result<()> {
+        self.0.setup().await
+    }
+
+    async fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> Result<()> {
+        self.0.schedule(order_id, expire_at_us).await
+    }
+
+    async fn run(&self, shutdown: CancellationToken) -> Result<()> {
+        self.0.run(shutdown).await
+    }
+
+    async fn teardown(&self) -> Result<()> {
+        self.0.teardown().await
+    }
+
+    fn crash_points(&self) -> &'static [crate::crash::CrashPoint] {
+        self.0.crash_points()
+    }
+
+    fn store_stats(&self) -> StoreStats {
+        self.0.store_stats()
+    }
+
+    fn counters(&self) -> StrategyCounters {
+        self.0.counters()
+    }
 }
 
 /// A strategy with a `fallback-scan` running beside it in the same instance.
@@ -266,6 +425,10 @@ impl Canceller for WithFallback {
 
     async fn setup(&self) -> Result<()> {
         self.strategy.setup().await
+    }
+
+    fn crash_points(&self) -> &'static [crate::crash::CrashPoint] {
+        self.strategy.crash_points()
     }
 
     async fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> Result<()> {
@@ -301,6 +464,28 @@ impl Canceller for WithFallback {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn variants_parse_to_their_canonical_name() {
+        let v = Variant::parse("redis-zset+fallback+outbox").unwrap();
+        assert_eq!(
+            (v.info.name, v.outbox, v.fallback),
+            ("redis-zset", true, true)
+        );
+        assert_eq!(v.name(), "redis-zset+outbox+fallback");
+        assert_eq!(Variant::parse("db-scan").unwrap().name(), "db-scan");
+        for bad in [
+            "db-scan+fallback",
+            "timing-wheel+outbox",
+            "ceiling+fallback",
+            "redis-zset+outbox+outbox",
+            "redis-zset+retry",
+        ] {
+            let msg = Variant::parse(bad).unwrap_err().to_string();
+            assert!(msg.contains(bad), "{msg}");
+        }
+        assert!(Variant::parse("timing-wheel+fallback").unwrap().fallback);
+    }
 
     #[test]
     fn unknown_strategy_lists_known_ones() {

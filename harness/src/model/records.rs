@@ -3,7 +3,7 @@
 //! workers that died.
 
 use super::summary::LatenessStats;
-use crate::scenario::FaultKind;
+use crate::scenario::{Fault, FaultKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use strategies::{StoreStats, StrategyCounters};
@@ -23,7 +23,22 @@ pub struct WorkerReport {
     /// Strategy counters after the warm-up (the cost window).
     #[serde(default)]
     pub counters_measured: StrategyCounters,
+    /// `schedule` calls that failed (each retry's failure counts).
     pub schedule_errors: u64,
+    /// Failed schedules taken back into the retry buffer.
+    #[serde(default)]
+    pub schedules_retried: u64,
+    /// Schedules given up on (the retry buffer was full, or
+    /// `schedule-retry.give-up-after` passed): those orders reach the
+    /// strategy never, so only a fallback cancels them.
+    #[serde(default)]
+    pub schedules_dropped: u64,
+    /// `+outbox`: schedules the relay made (rows it deleted), and schedule
+    /// calls it saw fail (retried after the row's lease).
+    #[serde(default)]
+    pub outbox_relayed: u64,
+    #[serde(default)]
+    pub outbox_failed: u64,
     /// User + system CPU time of the process over the measured window, ms
     /// (from /proc/self/stat, 10 ms resolution).
     pub cpu_ms: u64,
@@ -100,6 +115,9 @@ pub struct GeneratorHealth {
     /// scheduled; only a strategy that finds orders by itself cancels them.
     #[serde(default)]
     pub unscheduled: u64,
+    /// Checkouts rolled back after writing the order (`checkout-abort-ratio`).
+    #[serde(default)]
+    pub rolled_back: u64,
     pub callbacks_delivered: u64,
     pub payment_outcomes: BTreeMap<String, u64>,
     pub payment_errors: u64,
@@ -144,11 +162,160 @@ pub struct FaultRecord {
     pub finished_at_ms: Option<u64>,
     /// What went wrong injecting it, if anything.
     pub error: Option<String>,
+    /// The fault as the scenario gave it, in a few words.
+    #[serde(default)]
+    pub label: String,
+    /// When the fault took effect and when it ended (a pause's SIGCONT, a
+    /// partition healed); the same instant for an instantaneous one.
+    #[serde(default)]
+    pub window_ms: Option<(u64, u64)>,
+    /// What it did, in words: sessions terminated, connections dropped,
+    /// crashes that happened.
+    #[serde(default)]
+    pub detail: Option<String>,
+    /// `pause-instance`: cancel attempts absorbed as already cancelled
+    /// from the pause until shortly after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicates_absorbed: Option<u64>,
+}
+
+impl FaultRecord {
+    /// A record of `fault`, not yet injected.
+    pub fn planned(fault: &Fault) -> FaultRecord {
+        FaultRecord {
+            kind: fault.kind,
+            instance: fault.instance,
+            planned_at_ms: fault.at.as_millis() as u64,
+            killed_at_ms: None,
+            killed_pid: None,
+            restarted_at_ms: None,
+            restarted_pid: None,
+            command: fault.command.clone(),
+            exit_status: None,
+            finished_at_ms: None,
+            error: None,
+            label: fault.label(),
+            window_ms: None,
+            detail: None,
+            duplicates_absorbed: None,
+        }
+    }
+}
+
+impl FaultRecord {
+    /// When the fault was in effect, ms after the first order: its window
+    /// where recorded, a kill until the restart (or `run_end_ms`), a
+    /// command while it ran, otherwise the planned instant.
+    pub fn span_ms(&self, run_end_ms: u64) -> (u64, u64) {
+        if let Some(window) = self.window_ms {
+            return window;
+        }
+        match self.kind {
+            FaultKind::KillInstance => {
+                let from = self.killed_at_ms.unwrap_or(self.planned_at_ms);
+                (from, self.restarted_at_ms.unwrap_or(run_end_ms))
+            }
+            FaultKind::RunCommand => (
+                self.planned_at_ms,
+                self.finished_at_ms.unwrap_or(self.planned_at_ms),
+            ),
+            _ => (self.planned_at_ms, self.planned_at_ms),
+        }
+    }
+}
+
+/// Missed cancels put down to one fault, to several at once, or to none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultLoss {
+    /// The fault's position in the scenario's `[[faults]]` when exactly one
+    /// was in effect during the lost orders' lives.
+    pub fault: Option<usize>,
+    /// When several were (the row cannot tell which): their positions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub several: Vec<usize>,
+    pub label: String,
+    pub missed: u64,
+}
+
+/// After its deadline, how long an order's cancel is still the strategy's
+/// business (a claim in progress, a retry) when attributing a loss.
+const LOSS_SLACK_MS: u64 = 1_000;
+
+/// Attributes each missed order (`(created, deadline)`, ms after the first
+/// order) to the faults in effect during its life, from creation to its
+/// deadline plus a second. One fault: that fault's loss. Several: a row of
+/// their own, since the run cannot tell which one lost it (space the faults
+/// further apart than an order lives to avoid it). None: a loss the faults
+/// do not explain, which a correct strategy should never have.
+pub fn missed_by_fault(
+    missed: &[(u64, u64)],
+    faults: &[FaultRecord],
+    run_end_ms: u64,
+) -> Vec<FaultLoss> {
+    let spans: Vec<(u64, u64)> = faults.iter().map(|f| f.span_ms(run_end_ms)).collect();
+    let mut by_cause: BTreeMap<Vec<usize>, u64> = BTreeMap::new();
+    for &(created, deadline) in missed {
+        let life_end = deadline + LOSS_SLACK_MS;
+        let in_effect: Vec<usize> = spans
+            .iter()
+            .enumerate()
+            .filter(|(_, (from, to))| *from <= life_end && *to >= created)
+            .map(|(i, _)| i)
+            .collect();
+        *by_cause.entry(in_effect).or_default() += 1;
+    }
+    let mut losses: Vec<FaultLoss> = faults
+        .iter()
+        .enumerate()
+        .map(|(i, f)| FaultLoss {
+            fault: Some(i),
+            several: Vec::new(),
+            label: f.label.clone(),
+            missed: by_cause.get(&vec![i]).copied().unwrap_or(0),
+        })
+        .collect();
+    for (cause, missed) in by_cause.into_iter().filter(|(c, _)| c.len() != 1) {
+        losses.push(FaultLoss {
+            fault: None,
+            label: if cause.is_empty() {
+                "no fault in effect".into()
+            } else {
+                format!(
+                    "several faults in effect ({})",
+                    cause
+                        .iter()
+                        .map(|i| format!("#{}", i + 1))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            several: cause,
+            missed,
+        });
+    }
+    losses
 }
 
 /// One line per fault for the reports.
 pub fn describe_fault(record: &FaultRecord) -> String {
     let secs = |ms: u64| format!("{:.1} s", ms as f64 / 1000.0);
+    if !matches!(record.kind, FaultKind::RunCommand | FaultKind::KillInstance) {
+        let mut text = record.label.clone();
+        if let Some((from, to)) = record.window_ms {
+            text += &if from == to {
+                format!(" (at {})", secs(from))
+            } else {
+                format!(" ({} to {})", secs(from), secs(to))
+            };
+        }
+        if let Some(detail) = &record.detail {
+            text += &format!(": {detail}");
+        }
+        if let Some(e) = &record.error {
+            text += &format!("; error: {e}");
+        }
+        return text;
+    }
     if record.kind == FaultKind::RunCommand {
         let mut text = format!(
             "ran `{}` at {}",
@@ -250,4 +417,101 @@ pub struct Recovery {
     /// What went wrong, in words (a failed command, a lost backlog, ...).
     #[serde(default)]
     pub notes: Vec<String>,
+}
+
+/// `+outbox`: how long the outbox got, from the harness's count of its
+/// rows every 250 ms. A row stays until its schedule went through, so the
+/// length is the schedules not yet made: it grows while the broker or
+/// Redis is away and drains when it is back.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OutboxRecord {
+    /// `(ms after the first order, rows)`.
+    pub samples: Vec<(u64, u64)>,
+    pub max_rows: u64,
+    /// When it was longest, ms after the first order.
+    pub max_at_ms: u64,
+    /// Rows left when the run stopped (schedules never made); `None` if the
+    /// count failed.
+    pub left_at_end: Option<u64>,
+}
+
+impl OutboxRecord {
+    pub fn of(samples: Vec<(u64, u64)>, left_at_end: Option<u64>) -> OutboxRecord {
+        let (max_at_ms, max_rows) = samples
+            .iter()
+            .copied()
+            .max_by_key(|(at, rows)| (*rows, std::cmp::Reverse(*at)))
+            .unwrap_or_default();
+        OutboxRecord {
+            samples,
+            max_rows,
+            max_at_ms,
+            left_at_end,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Fault;
+    use std::time::Duration;
+
+    fn fault(kind: FaultKind, at_s: u64, lasts_s: u64) -> FaultRecord {
+        let mut f = FaultRecord::planned(&Fault {
+            kind,
+            at: Duration::from_secs(at_s),
+            instance: 0,
+            restart_after: None,
+            command: vec![],
+            target: None,
+            lasts: None,
+            add: None,
+            point: None,
+            times: 1,
+        });
+        f.window_ms = Some((at_s * 1000, (at_s + lasts_s) * 1000));
+        f
+    }
+
+    #[test]
+    fn a_loss_goes_to_the_fault_in_effect_during_the_orders_life() {
+        let faults = [
+            fault(FaultKind::Partition, 3, 4),
+            fault(FaultKind::PauseInstance, 10, 3),
+        ];
+        let missed = [
+            (4_000, 6_000),   // created during the partition
+            (1_500, 3_500),   // due during it
+            (9_000, 11_000),  // during the pause
+            (20_000, 22_000), // nothing in effect
+        ];
+        let losses = missed_by_fault(&missed, &faults, 30_000);
+        let counts: Vec<(Option<usize>, u64)> =
+            losses.iter().map(|l| (l.fault, l.missed)).collect();
+        assert_eq!(counts, vec![(Some(0), 2), (Some(1), 1), (None, 1)]);
+        assert_eq!(losses[2].label, "no fault in effect");
+    }
+
+    #[test]
+    fn an_order_spanning_two_faults_is_put_down_to_neither() {
+        let faults = [
+            fault(FaultKind::Partition, 3, 1),
+            fault(FaultKind::KillDbConnections, 5, 0),
+        ];
+        let losses = missed_by_fault(&[(3_500, 5_500), (6_000, 8_000)], &faults, 30_000);
+        assert_eq!((losses[0].missed, losses[1].missed), (0, 0));
+        let row = |several: &[usize]| {
+            losses
+                .iter()
+                .find(|l| l.fault.is_none() && l.several == several)
+                .map(|l| (l.label.clone(), l.missed))
+        };
+        assert_eq!(
+            row(&[0, 1]),
+            Some(("several faults in effect (#1, #2)".to_string(), 1))
+        );
+        assert_eq!(row(&[]), Some(("no fault in effect".to_string(), 1)));
+        assert_eq!(losses.len(), 4);
+    }
 }

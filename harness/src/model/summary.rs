@@ -222,6 +222,13 @@ pub struct Summary {
     /// The `[backlog]` the strategy held while it ran, and its restarts.
     #[serde(default)]
     pub backlog: Option<super::records::BacklogRecord>,
+    /// With faults: the missed cancels, by the fault in effect during each
+    /// lost order's life (a last row for losses no fault explains).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missed_by_fault: Vec<super::records::FaultLoss>,
+    /// `+outbox`: the outbox's length over the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outbox: Option<super::records::OutboxRecord>,
     pub cost: Cost,
     pub generator: GeneratorHealth,
     /// Worker processes that died without being asked, and restarts.
@@ -459,6 +466,8 @@ impl Summary {
             overdue: None,
             cpu: None,
             backlog: None,
+            missed_by_fault: Vec::new(),
+            outbox: None,
             cost: Cost::default(),
             generator: GeneratorHealth::default(),
             worker_events: Vec::new(),
@@ -547,8 +556,13 @@ pub fn warnings(s: &Summary) -> Vec<String> {
         ));
     }
     let schedule_errors: u64 = s.cost.instances.iter().map(|i| i.schedule_errors).sum();
-    if schedule_errors > 0 {
-        w.push(format!("{schedule_errors} schedule calls failed"));
+    let dropped: u64 = s.cost.instances.iter().map(|i| i.schedules_dropped).sum();
+    if dropped > 0 {
+        w.push(format!("{dropped} schedules dropped after retries"));
+    } else if schedule_errors > 0 {
+        w.push(format!(
+            "{schedule_errors} schedule calls failed, all retried"
+        ));
     }
     if let Some(p) = &s.schedule_path_us {
         if p.count > 0 && p.p99 > SCHEDULE_PATH_BOUND_US {

@@ -70,6 +70,14 @@ pub fn html(run_dir: &Path, info: &RunInfo, summaries: &[Summary]) -> Result<Str
             (tradeoffs[0][col] == "anomalies" && cell != "0") || warned(&tradeoffs[0], col, cell)
         });
         let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(TRADEOFF_NOTES));
+        if let Some(faults) = super::fault_rows(summaries) {
+            let _ = writeln!(out, "<h2>Faults: what each strategy lost, and where</h2>");
+            let last = faults[0].len() - 1;
+            table(&mut out, &faults, |col, cell| {
+                col > 0 && col != last - 1 && cell != "0" && cell != "n/a" && cell != "-"
+            });
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(super::FAULT_NOTES));
+        }
         warnings(&mut out, &ran);
         anomalies(&mut out, &ran);
         plots_section(&mut out, run_dir, &ran)?;

@@ -42,6 +42,11 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
         table(&mut out, &tradeoffs);
         let _ = writeln!(out, "{TRADEOFF_NOTES}");
     }
+    if let Some(faults) = super::fault_rows(summaries) {
+        let _ = writeln!(out, "\n## Faults: what each strategy lost, and where\n");
+        table(&mut out, &faults);
+        let _ = writeln!(out, "\n{}", super::FAULT_NOTES);
+    }
     for s in summaries.iter().filter(|s| s.status == Status::Ok) {
         let _ = writeln!(out, "\n### {}\n", s.strategy);
         let _ = writeln!(
@@ -209,13 +214,39 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
              `generator_lag.hgrm`)",
             Some(&g.lag_us).filter(|l| l.count > 0),
         );
-        let schedule_errors: u64 = s.cost.instances.iter().map(|i| i.schedule_errors).sum();
-        if schedule_errors > 0 {
+        let sum = |f: fn(&crate::model::WorkerReport) -> u64| -> u64 {
+            s.cost.instances.iter().map(f).sum()
+        };
+        let (errors, retried, dropped) = (
+            sum(|i| i.schedule_errors),
+            sum(|i| i.schedules_retried),
+            sum(|i| i.schedules_dropped),
+        );
+        if errors > 0 {
             let _ = writeln!(
                 out,
-                "- **{schedule_errors} schedule calls failed**: those orders were committed but \
-                 never scheduled, so only a fallback scan cancels them (each unpaid one is a \
-                 missed cancel otherwise)"
+                "- **{errors} schedule calls failed**; {retried} orders went to the retry buffer \
+                 and **{dropped} were dropped** (committed but never scheduled: only a fallback \
+                 scan cancels them, each unpaid one is a missed cancel otherwise)"
+            );
+        }
+        if let Some(o) = &s.outbox {
+            let _ = writeln!(
+                out,
+                "- outbox: {} schedules relayed ({} relay calls failed and were retried); longest \
+                 {} rows at {:.1} s; {} left when the run stopped",
+                sum(|i| i.outbox_relayed),
+                sum(|i| i.outbox_failed),
+                o.max_rows,
+                o.max_at_ms as f64 / 1000.0,
+                o.left_at_end.map_or("unknown".into(), |n| n.to_string())
+            );
+        }
+        for loss in s.missed_by_fault.iter().filter(|l| l.missed > 0) {
+            let _ = writeln!(
+                out,
+                "- **{} missed cancels** during: {}",
+                loss.missed, loss.label
             );
         }
         if let Some(e) = &s.teardown_error {
@@ -333,7 +364,9 @@ const GLOSSARY: &str = "
   `duplicate-releases` stock released more than once; `missed` still PENDING `drain` after its
   deadline; `refund-errors` a captured payment not applied-or-refunded exactly once;
   `stock-mismatches` SKUs whose stock is not initial minus what live orders hold;
-  `unreleased` cancelled without a release; `orphan-releases` released but not cancelled.
+  `unreleased` cancelled without a release; `orphan-releases` released but not cancelled;
+  `phantom-schedules` (from the instances, not the database) cancel attempts on orders that
+  never existed: scheduled inside a transaction that rolled back, or delivered before its commit.
 - **stmts/cancel**: SQL statements the canceller instances sent (BEGIN/COMMIT included) per order
   they cancelled, app-side, after the warm-up. **attempts/cancel**: `cancel_if_due` calls per
   effective cancel; above 1 means some attempts changed nothing because the order was already

@@ -154,6 +154,96 @@ fn is_teaching(name: &str) -> bool {
     strategies::registry::info(name).is_ok_and(|i| i.is_teaching())
 }
 
+/// The faults table (`None` when the run had none): one row per strategy,
+/// each followed by its remedied variants (`+fallback`, `+outbox`, ...), so
+/// a strategy and its remedy read side by side; one column per fault with
+/// the missed cancels it explains, then what the faults did besides.
+pub(crate) fn fault_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
+    let ran: Vec<&Summary> = summaries
+        .iter()
+        .filter(|s| s.status == Status::Ok && !s.faults.is_empty())
+        .collect();
+    let first = ran.first()?;
+    let mut ordered = ran.clone();
+    let base_of = |s: &Summary| {
+        strategies::registry::Variant::parse(&s.strategy)
+            .map(|v| (v.info.name, u8::from(v.outbox) * 2 + u8::from(v.fallback)))
+            .unwrap_or(("", 0))
+    };
+    let first_seen = |base: &str| ran.iter().position(|s| base_of(s).0 == base).unwrap_or(0);
+    ordered.sort_by_key(|s| {
+        let (base, remedies) = base_of(s);
+        (first_seen(base), remedies)
+    });
+    let mut header = vec!["strategy".to_string()];
+    header.extend(
+        first
+            .faults
+            .iter()
+            .enumerate()
+            .map(|(i, f)| format!("#{} {}", i + 1, f.label)),
+    );
+    header.extend(
+        [
+            "missed, several faults in effect",
+            "missed, no fault in effect",
+            "missed (all)",
+            "schedules dropped",
+            "duplicates absorbed after pause",
+            "other anomalies",
+        ]
+        .map(String::from),
+    );
+    let mut out = vec![header];
+    for s in ordered {
+        let missed = |fault: Option<usize>, several: bool| -> u64 {
+            s.missed_by_fault
+                .iter()
+                .filter(|l| l.fault == fault && l.several.is_empty() != several)
+                .map(|l| l.missed)
+                .sum()
+        };
+        let mut row = vec![s.strategy.clone()];
+        for (i, f) in s.faults.iter().enumerate() {
+            let applies = f
+                .detail
+                .as_deref()
+                .is_none_or(|d| !d.starts_with("not applicable"));
+            row.push(match (missed(Some(i), false), applies) {
+                (0, false) => "n/a".into(),
+                (n, _) => n.to_string(),
+            });
+        }
+        let dropped: u64 = s.cost.instances.iter().map(|i| i.schedules_dropped).sum();
+        let duplicates: Option<u64> = s
+            .faults
+            .iter()
+            .filter_map(|f| f.duplicates_absorbed)
+            .reduce(|a, b| a + b);
+        let others = s.anomalies.total() - s.anomalies.missed_cancels;
+        row.extend([
+            missed(None, true).to_string(),
+            missed(None, false).to_string(),
+            s.anomalies.missed_cancels.to_string(),
+            dropped.to_string(),
+            duplicates.map_or("-".into(), |d| d.to_string()),
+            others.to_string(),
+        ]);
+        out.push(row);
+    }
+    Some(out)
+}
+
+/// What the faults table means, under it.
+pub(crate) const FAULT_NOTES: &str = "Each missed cancel (an order still PENDING `drain` after its \
+     deadline) is put down to the fault in effect during the order's life, from its creation to a \
+     second past its deadline; when several were, the run cannot tell which and counts it apart. `n/a`: the fault does not touch this strategy \
+     (a link it does not use, a crash point its path does not have). `schedules dropped`: \
+     schedule calls given up on after `[schedule-retry]`; only a fallback cancels those orders. \
+     `duplicates absorbed`: cancel attempts that found the order already cancelled, from each \
+     pause until 2 s after it; `other anomalies` at 0 proves they had no effect (no double \
+     release).";
+
 /// The strategies that are real options, then the deliberately wrong ones.
 fn split_teaching(summaries: &[Summary]) -> (Vec<Summary>, Vec<Summary>) {
     summaries
@@ -177,7 +267,7 @@ fn ratio(v: Option<f64>) -> String {
 
 /// Every anomaly the checker counts, with the name the reports use, in one
 /// order everywhere.
-pub fn anomaly_counts(a: &Anomalies) -> [(&'static str, u64); 8] {
+pub fn anomaly_counts(a: &Anomalies) -> [(&'static str, u64); 9] {
     [
         ("early", a.early_cancels),
         ("paid-then-cancelled", a.paid_then_cancelled),
@@ -187,6 +277,7 @@ pub fn anomaly_counts(a: &Anomalies) -> [(&'static str, u64); 8] {
         ("stock-mismatches", a.stock_mismatches),
         ("unreleased", a.unreleased_cancels),
         ("orphan-releases", a.orphan_releases),
+        ("phantom-schedules", a.phantom_schedules),
     ]
 }
 

@@ -14,6 +14,7 @@ mod config;
 pub use config::{DbScanConfig, FallbackScanConfig, ScanIndex};
 
 use crate::canceller::{Canceller, Capabilities, StrategyCounters};
+use crate::crash::CrashPoint;
 use crate::domain::{Micros, OrderId};
 use crate::error::Result;
 use crate::store::{OrderStore, StoreStats};
@@ -206,5 +207,16 @@ impl Canceller for DbScan {
             ("batches".to_string(), get(&self.batches)),
             ("errors".to_string(), get(&self.errors)),
         ])
+    }
+
+    /// None. The claim (`SELECT ... FOR UPDATE SKIP LOCKED`) and the cancel
+    /// happen inside one transaction in one store call
+    /// ([`OrderStore::scan_and_cancel_due`]), so there is no place in this
+    /// strategy's own path between them: a crash mid-transaction only rolls
+    /// it back and drops the row locks, which the next scan takes again.
+    /// After the commit there is nothing to acknowledge (the orders table is
+    /// the schedule), so `after-commit-before-ack` does not exist here.
+    fn crash_points(&self) -> &'static [CrashPoint] {
+        &[]
     }
 }

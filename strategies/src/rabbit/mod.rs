@@ -24,6 +24,7 @@ pub use message::CancelMessage;
 pub use topology::DELAYED_EXCHANGE_TYPE;
 
 use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
+use crate::crash::{self, CrashPoint};
 use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
 use crate::error::{Error, Result};
 use crate::store::{redact_url, OrderStore, StoreStats};
@@ -279,12 +280,18 @@ impl RabbitStrategy {
         let outcome = if message.expire_at_us > now {
             None
         } else {
+            // Received, due and unacked: the broker holds it for this consumer only.
+            crash::reached(CrashPoint::AfterClaim);
             match self
                 .store
                 .cancel_if_due(message.order_id, self.mode.name())
                 .await
             {
-                Ok(outcome) => Some(outcome),
+                Ok(outcome) => {
+                    // The cancel committed; the delivery is not acked yet.
+                    crash::reached(CrashPoint::AfterCommitBeforeAck);
+                    Some(outcome)
+                }
                 Err(e) => {
                     self.counters.errors.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(order = message.order_id, error = %e, "cancel failed; requeueing");
@@ -422,5 +429,12 @@ impl Canceller for RabbitStrategy {
 
     fn counters(&self) -> StrategyCounters {
         self.counters.snapshot()
+    }
+
+    /// Both, in `handle`, for every mode: `after-claim` once a due delivery
+    /// is parsed and before `cancel_if_due`; `after-commit-before-ack` once
+    /// `cancel_if_due` returned and before the delivery is acked.
+    fn crash_points(&self) -> &'static [CrashPoint] {
+        &[CrashPoint::AfterClaim, CrashPoint::AfterCommitBeforeAck]
     }
 }

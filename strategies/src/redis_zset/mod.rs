@@ -38,6 +38,7 @@ mod worker;
 pub use config::RedisZsetConfig;
 
 use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
+use crate::crash::CrashPoint;
 use crate::domain::{Micros, OrderId};
 use crate::error::Result;
 use crate::store::{OrderStore, StoreStats};
@@ -344,5 +345,21 @@ impl Canceller for RedisZset {
         let mut counters = self.counters.snapshot();
         counters.insert("redis_commands".to_string(), self.redis.commands());
         counters
+    }
+
+    /// `redis-zset`: both, in `claim_and_cancel` (`worker.rs`):
+    /// `after-claim` once the claim script moved members to processing,
+    /// `after-commit-before-ack` once their cancels committed and before
+    /// the ZREM from processing.
+    ///
+    /// `redis-zset-nonatomic`: only `after-commit-before-ack` (in
+    /// `read_and_cancel`, before the ZREM from the delay set). Its
+    /// ZRANGEBYSCORE takes nothing out of shared reach (the members stay in
+    /// the delay set for every instance), so it has no `after-claim`.
+    fn crash_points(&self) -> &'static [CrashPoint] {
+        match self.mode {
+            ClaimMode::Atomic => &[CrashPoint::AfterClaim, CrashPoint::AfterCommitBeforeAck],
+            ClaimMode::Nonatomic => &[CrashPoint::AfterCommitBeforeAck],
+        }
     }
 }

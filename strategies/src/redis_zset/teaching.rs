@@ -16,6 +16,7 @@
 use super::conn::{Event, Redis, MIN_BACKOFF};
 use super::RedisZsetConfig;
 use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
+use crate::crash::{self, CrashPoint};
 use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
 use crate::error::Result;
 use crate::store::{OrderStore, StoreStats};
@@ -98,6 +99,8 @@ impl RedisKeyspaceExpiry {
                     None => return,
                 },
             };
+            // The key is gone from Redis; this event is all that is left of it here.
+            crash::reached(CrashPoint::AfterClaim);
             let retry_at = match self.store.cancel_if_due(id, NAME).await {
                 Ok(CancelOutcome::NotDue) => now_us() + MIN_BACKOFF.as_micros() as i64,
                 Ok(_) => continue,
@@ -261,6 +264,15 @@ impl Canceller for RedisKeyspaceExpiry {
         let mut counters = self.counters.snapshot();
         counters.insert("redis_commands".to_string(), self.redis.commands());
         counters
+    }
+
+    /// `after-claim`, in `consume`: the expired event was received (Redis
+    /// already deleted the key) and the cancel has not run. Every instance
+    /// receives its own copy of the event, so such a crash loses the cancel
+    /// only where no other instance listens. Nothing is acked, so no
+    /// `after-commit-before-ack`.
+    fn crash_points(&self) -> &'static [CrashPoint] {
+        &[CrashPoint::AfterClaim]
     }
 }
 

@@ -5,6 +5,7 @@
 use super::conn::{shard_of, MAX_BACKOFF, MIN_BACKOFF};
 use super::{ClaimMode, Pass, RedisZset, Shard, NOT_DUE_RETRY};
 use crate::canceller::Canceller;
+use crate::crash::{self, CrashPoint};
 use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
 use crate::error::Result;
 use std::sync::atomic::Ordering;
@@ -83,6 +84,8 @@ impl RedisZset {
         if members.is_empty() {
             return Ok((0, next));
         }
+        // Moved to processing by the claim script, not cancelled yet.
+        crash::reached(CrashPoint::AfterClaim);
         let ids = self
             .bury_malformed(&shard.processing, shard, &members)
             .await?;
@@ -98,6 +101,8 @@ impl RedisZset {
                 return Err(e);
             }
         };
+        // Cancels committed; the members are still in processing.
+        crash::reached(CrashPoint::AfterCommitBeforeAck);
         let (not_due, done) = split_not_due(&outcomes);
         if !not_due.is_empty() {
             let retry_at = now_us() + NOT_DUE_RETRY.as_micros() as i64;
@@ -141,6 +146,8 @@ impl RedisZset {
             let ids = self.bury_malformed(&shard.delay, shard, &members).await?;
             // On a database error the members simply stay in the delay set.
             let outcomes = self.store.cancel_batch_if_due(&ids, self.name()).await?;
+            // Cancels committed; the members are still in the delay set.
+            crash::reached(CrashPoint::AfterCommitBeforeAck);
             let (not_due, done) = split_not_due(&outcomes);
             if !not_due.is_empty() {
                 let retry_at = now_us() + NOT_DUE_RETRY.as_micros() as i64;

@@ -8,11 +8,13 @@
 mod anti_patterns;
 mod location;
 mod orders;
+mod outbox;
 mod sql;
 
 pub use anti_patterns::AntiPattern;
 pub use location::{identifier, redact_url, DbKind, DbLocation, DbServer};
 pub use orders::{OrderRow, ScanBatch};
+pub use outbox::OutboxRow;
 
 use crate::domain::{CancelOutcome, Micros, OrderId};
 use crate::error::{DbContext, Error, Result};
@@ -23,6 +25,11 @@ use sqlx::{AnyConnection, AnyPool, Connection, Executor, Row};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// MariaDB's stand-in for `application_name`: which labelled store opened
+/// each connection (see [`OrderStore::connect_as`]).
+const SESSIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS dlb_sessions \
+     (connection_id BIGINT PRIMARY KEY, label VARCHAR(64) NOT NULL)";
 
 /// How long to wait for a connection before reporting the server unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -39,6 +46,8 @@ pub struct OrderStore {
     /// Whether each transaction reads its own server-side row counts
     /// before COMMIT (see [`OrderStore::measure_server_reads`]).
     server_reads_probe: Arc<std::sync::atomic::AtomicBool>,
+    /// `create_order` also writes the outbox row (see [`OrderStore::with_outbox`]).
+    writes_outbox: bool,
 }
 
 /// When the COMMIT of each effective cancel returned, kept only for an
@@ -49,6 +58,11 @@ pub struct OrderStore {
 struct CommitLog {
     enabled: std::sync::atomic::AtomicBool,
     entries: std::sync::Mutex<Vec<(OrderId, Micros)>>,
+    /// Attempts that changed nothing because the order was already decided
+    /// (already cancelled, already paid) or never existed: with the
+    /// cancels, every attempt on an order, so a second attempt by another
+    /// process (a duplicate) can be counted.
+    absorbed: std::sync::Mutex<Vec<(OrderId, Micros)>>,
 }
 
 impl CommitLog {
@@ -64,6 +78,14 @@ impl CommitLog {
             outcomes
                 .iter()
                 .filter(|(_, o)| *o == CancelOutcome::Cancelled)
+                .map(|(id, _)| (*id, at)),
+        );
+        drop(entries);
+        let mut absorbed = self.absorbed.lock().unwrap_or_else(|p| p.into_inner());
+        absorbed.extend(
+            outcomes
+                .iter()
+                .filter(|(_, o)| !matches!(o, CancelOutcome::Cancelled | CancelOutcome::NotDue))
                 .map(|(id, _)| (*id, at)),
         );
     }
@@ -196,11 +218,39 @@ impl OrderStore {
     /// locking read sees the latest commit; SQLite uses WAL with a busy
     /// timeout so several processes can share the file.
     pub async fn connect(location: &DbLocation, max_connections: u32) -> Result<OrderStore> {
+        Self::connect_as(location, max_connections, None).await
+    }
+
+    /// [`OrderStore::connect`], with every connection labelled `session`
+    /// on the server, so [`OrderStore::kill_sessions`] can find them: the
+    /// PostgreSQL `application_name`; on MariaDB, which has no such
+    /// label, a row `(CONNECTION_ID(), session)` in `dlb_sessions`.
+    /// `session` is an identifier (`[a-z0-9_]`, see [`identifier`]).
+    pub async fn connect_as(
+        location: &DbLocation,
+        max_connections: u32,
+        session: Option<&str>,
+    ) -> Result<OrderStore> {
         sqlx::any::install_default_drivers();
+        let label = session.map(|s| identifier(s).chars().take(63).collect::<String>());
         let init: Arc<Vec<String>> = Arc::new(match location.kind {
-            DbKind::Postgres => vec![format!("SET search_path TO \"{}\"", location.namespace)],
+            DbKind::Postgres => {
+                let mut init = vec![format!("SET search_path TO \"{}\"", location.namespace)];
+                if let Some(label) = &label {
+                    init.push(format!("SET application_name TO '{label}'"));
+                }
+                init
+            }
             DbKind::Mysql => {
-                vec!["SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string()]
+                let mut init =
+                    vec!["SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string()];
+                if let Some(label) = &label {
+                    init.push(SESSIONS_DDL.to_string());
+                    init.push(format!(
+                        "REPLACE INTO dlb_sessions (connection_id, label) VALUES (CONNECTION_ID(), '{label}')"
+                    ));
+                }
+                init
             }
             DbKind::Sqlite => vec![
                 "PRAGMA busy_timeout = 10000".to_string(),
@@ -235,6 +285,7 @@ impl OrderStore {
             counters: Arc::default(),
             commit_log: Arc::default(),
             server_reads_probe: Arc::default(),
+            writes_outbox: false,
         })
     }
 
@@ -290,6 +341,19 @@ impl OrderStore {
         supported
     }
 
+    /// The `(order id, when)` of every attempt noted since the last call
+    /// that changed nothing but was not early (already cancelled, already
+    /// paid, missing): with [`OrderStore::take_cancel_commits`], every
+    /// decided attempt.
+    pub fn take_absorbed_attempts(&self) -> Vec<(OrderId, Micros)> {
+        let mut entries = self
+            .commit_log
+            .absorbed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *entries)
+    }
+
     /// The `(order id, commit returned at)` pairs noted since the last call.
     pub fn take_cancel_commits(&self) -> Vec<(OrderId, Micros)> {
         let mut entries = self
@@ -321,6 +385,67 @@ impl OrderStore {
         }
         tx.commit().await.ctx("filling stock")?;
         Ok(())
+    }
+
+    /// Terminates every server session labelled `session` (see
+    /// [`OrderStore::connect_as`]) from this store's own connection, the
+    /// way an operator or a failover does: `pg_terminate_backend` on
+    /// PostgreSQL, `KILL CONNECTION` on MariaDB. Returns how many it ended.
+    /// SQLite has no server sessions: an error that says so.
+    pub async fn kill_sessions(&self, session: &str) -> Result<u64> {
+        let label: String = identifier(session).chars().take(63).collect();
+        match self.location.kind {
+            DbKind::Postgres => {
+                let rows = sqlx::query(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                     WHERE application_name = $1 AND pid <> pg_backend_pid()",
+                )
+                .bind(&label)
+                .fetch_all(&self.pool)
+                .await
+                .ctx("terminating sessions")?;
+                Ok(rows
+                    .iter()
+                    .filter(|r| r.try_get::<bool, _>(0).unwrap_or(false))
+                    .count() as u64)
+            }
+            DbKind::Mysql => {
+                self.pool
+                    .execute(SESSIONS_DDL)
+                    .await
+                    .ctx("reading labelled sessions")?;
+                let ids: Vec<i64> = sqlx::query(
+                    "SELECT CAST(s.connection_id AS SIGNED) FROM dlb_sessions s \
+                     JOIN information_schema.PROCESSLIST p ON p.ID = s.connection_id \
+                     WHERE s.label = ? AND p.ID <> CONNECTION_ID()",
+                )
+                .bind(&label)
+                .fetch_all(&self.pool)
+                .await
+                .ctx("reading labelled sessions")?
+                .iter()
+                .filter_map(|r| r.try_get::<i64, _>(0).ok())
+                .collect();
+                let mut killed = 0;
+                for id in ids {
+                    // Gone meanwhile is fine: it ended by itself.
+                    if self
+                        .pool
+                        .execute(format!("KILL CONNECTION {id}").as_str())
+                        .await
+                        .is_ok()
+                    {
+                        killed += 1;
+                    }
+                }
+                Ok(killed)
+            }
+            DbKind::Sqlite => Err(Error::Config(
+                "kill-db-connections needs a database server; SQLite has no server sessions \
+                 (run with --db postgres://... or mysql://...)"
+                    .into(),
+            )),
+        }
     }
 
     /// Closes the pool, waiting for connections to be returned.

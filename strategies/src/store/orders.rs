@@ -105,43 +105,95 @@ impl OrderStore {
         Ok(Some(read.max(0) as u64))
     }
 
-    /// Creates a PENDING order and reserves its stock, in one transaction.
+    /// Creates a PENDING order and reserves its stock, in one transaction
+    /// (with its outbox row, on a store made [`OrderStore::with_outbox`]).
     /// Refused (nothing written) when the SKU has fewer than `qty` units.
     pub async fn create_order(&self, order: &NewOrder) -> Result<CreateOutcome> {
-        in_tx!(self, "creating an order", |conn| async {
+        in_tx!(self, "creating an order", |conn| self
+            .write_order(conn, order))
+    }
+
+    /// [`OrderStore::create_order`] with a step between writing the order
+    /// and committing: `before_commit` runs inside the open transaction
+    /// (what a service that publishes before it commits does), then the
+    /// transaction commits, or rolls back when `roll_back` (the checkout
+    /// failed after the order was written). Not retried: a retry would
+    /// run `before_commit` again.
+    pub async fn create_order_with<F>(
+        &self,
+        order: &NewOrder,
+        roll_back: bool,
+        before_commit: F,
+    ) -> Result<CreateOutcome>
+    where
+        F: std::future::Future<Output = ()>,
+    {
+        let mut tx = self.pool.begin().await.ctx("creating an order")?;
+        self.count(&self.counters.transactions, 1);
+        self.count(&self.counters.statements, 2);
+        let outcome = self.write_order(&mut tx, order).await?;
+        if outcome != CreateOutcome::Created {
+            tx.rollback().await.ctx("creating an order")?;
+            return Ok(outcome);
+        }
+        before_commit.await;
+        if roll_back {
+            tx.rollback().await.ctx("rolling back an order")?;
+            return Ok(CreateOutcome::RolledBack);
+        }
+        tx.commit().await.ctx("creating an order")?;
+        Ok(CreateOutcome::Created)
+    }
+
+    /// The creating transaction's statements: reserve, insert, record the
+    /// move, and the outbox row where the store writes one.
+    async fn write_order(
+        &self,
+        conn: &mut AnyConnection,
+        order: &NewOrder,
+    ) -> Result<CreateOutcome> {
+        self.count(&self.counters.statements, 1);
+        let reserved = sqlx::query(&self.sql.reserve_stock)
+            .bind(i64::from(order.qty))
+            .bind(order.sku)
+            .bind(i64::from(order.qty))
+            .execute(&mut *conn)
+            .await
+            .ctx("reserving stock")?
+            .rows_affected();
+        if reserved == 0 {
+            return Ok(CreateOutcome::OutOfStock);
+        }
+        self.count(&self.counters.statements, 2);
+        sqlx::query(&self.sql.insert_order)
+            .bind(order.id)
+            .bind(order.sku)
+            .bind(order.qty)
+            .bind(order.created_at_us)
+            .bind(order.expire_at_us)
+            .execute(&mut *conn)
+            .await
+            .ctx("inserting an order")?;
+        sqlx::query(&self.sql.insert_move)
+            .bind(order.id)
+            .bind("RESERVE")
+            .bind(order.qty)
+            .bind(order.created_at_us)
+            .bind("order-service")
+            .execute(&mut *conn)
+            .await
+            .ctx("recording a stock reservation")?;
+        if self.writes_outbox {
             self.count(&self.counters.statements, 1);
-            let reserved = sqlx::query(&self.sql.reserve_stock)
-                .bind(i64::from(order.qty))
-                .bind(order.sku)
-                .bind(i64::from(order.qty))
-                .execute(&mut *conn)
-                .await
-                .ctx("reserving stock")?
-                .rows_affected();
-            if reserved == 0 {
-                return Ok::<_, Error>(CreateOutcome::OutOfStock);
-            }
-            self.count(&self.counters.statements, 2);
-            sqlx::query(&self.sql.insert_order)
+            sqlx::query(&self.sql.insert_outbox)
                 .bind(order.id)
-                .bind(order.sku)
-                .bind(order.qty)
-                .bind(order.created_at_us)
                 .bind(order.expire_at_us)
-                .execute(&mut *conn)
-                .await
-                .ctx("inserting an order")?;
-            sqlx::query(&self.sql.insert_move)
-                .bind(order.id)
-                .bind("RESERVE")
-                .bind(order.qty)
                 .bind(order.created_at_us)
-                .bind("order-service")
                 .execute(&mut *conn)
                 .await
-                .ctx("recording a stock reservation")?;
-            Ok(CreateOutcome::Created)
-        })
+                .ctx("writing the order's outbox row")?;
+        }
+        Ok(CreateOutcome::Created)
     }
 
     /// Preloads a backlog: `count` PENDING orders with ids from `first_id`,

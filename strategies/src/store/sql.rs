@@ -12,6 +12,7 @@ pub(crate) struct Sql {
     pub reserve_stock: String,
     pub insert_order: String,
     pub insert_move: String,
+    pub insert_outbox: String,
     pub cancel_update: String,
     pub select_sku_qty: String,
     pub release_stock: String,
@@ -50,6 +51,7 @@ impl Sql {
             insert_move: r(
                 "INSERT INTO stock_moves (order_id, kind, qty, at_us, {by}) VALUES (?, ?, ?, ?, ?)",
             ),
+            insert_outbox: r(super::outbox::INSERT_OUTBOX),
             cancel_update: r("UPDATE orders SET status = 'CANCELLED', cancelled_at_us = ?, cancelled_by = ? \
                  WHERE id = ? AND status = 'PENDING' AND expire_at_us <= ?"),
             select_sku_qty: r("SELECT sku, qty FROM orders WHERE id = ?"),
@@ -141,6 +143,7 @@ fn schema(kind: DbKind) -> Vec<String> {
         ),
         "CREATE INDEX payments_callback ON payments (callback_id)".to_string(),
         "CREATE INDEX payments_order ON payments (order_id)".to_string(),
+        super::outbox::OUTBOX_DDL.to_string(),
     ]
 }
 

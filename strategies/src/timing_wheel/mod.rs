@@ -19,6 +19,7 @@ pub mod wheel;
 pub use config::TimingWheelConfig;
 
 use crate::canceller::{Canceller, Capabilities, StrategyCounters};
+use crate::crash::{self, CrashPoint};
 use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
 use crate::error::Result;
 use crate::store::{AntiPattern, OrderStore, StoreStats};
@@ -289,6 +290,8 @@ impl Canceller for TimingWheelStrategy {
         loop {
             let (due, next_tick) = self.take_due();
             if !due.is_empty() {
+                // Popped off the wheel (only this process held them), not cancelled yet.
+                crash::reached(CrashPoint::AfterClaim);
                 self.cancel_fired(due).await;
                 continue;
             }
@@ -323,5 +326,12 @@ impl Canceller for TimingWheelStrategy {
         let mut counters = self.counters.snapshot();
         counters.insert("pending_at_stop".to_string(), pending);
         counters
+    }
+
+    /// `after-claim`: entries popped off the wheel, before their cancel
+    /// (teaching variants too: same path). There is no queue to ack, so no
+    /// `after-commit-before-ack`.
+    fn crash_points(&self) -> &'static [CrashPoint] {
+        &[CrashPoint::AfterClaim]
     }
 }

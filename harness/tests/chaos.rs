@@ -1,0 +1,154 @@
+//! Every fault kind against the real services (PostgreSQL, Redis), through
+//! `delaybench run --scenario scenarios/chaos-short.toml`: the faults take
+//! effect, each loss is put down to the fault that caused it and to no
+//! other, the remedies lose nothing, the teaching variant shows its damage,
+//! and the pause's duplicate attempts are counted with no duplicate effect.
+
+mod common;
+
+use common::{delaybench, pg, run_dir_of, stderr};
+use serde_json::Value;
+
+fn summary(dir: &std::path::Path, strategy: &str) -> Value {
+    let path = dir.join(strategy).join("summary.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn u(v: &Value, pointer: &str) -> u64 {
+    v.pointer(pointer)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{pointer} missing in {v:#}"))
+}
+
+fn other_anomalies(s: &Value) -> u64 {
+    let a = s["anomalies"].as_object().unwrap();
+    a.iter()
+        .filter(|(k, _)| *k != "missed_cancels")
+        .map(|(_, v)| v.as_u64().unwrap())
+        .sum()
+}
+
+/// The missed cancels the summary puts down to fault `i`, to several
+/// faults, and to none.
+fn losses(s: &Value) -> (Vec<u64>, u64, u64) {
+    let (mut by_fault, mut several, mut none) = (vec![0; 6], 0, 0);
+    for l in s["missed_by_fault"].as_array().into_iter().flatten() {
+        let missed = l["missed"].as_u64().unwrap();
+        match l["fault"].as_u64() {
+            Some(i) => by_fault[i as usize] += missed,
+            None if l["several"].as_array().is_some_and(|a| !a.is_empty()) => several += missed,
+            None => none += missed,
+        }
+    }
+    (by_fault, several, none)
+}
+
+#[test]
+fn chaos_short_applies_every_fault_kind_and_attributes_every_loss() {
+    let out = tempfile::tempdir().unwrap();
+    let run = delaybench(&[
+        "run",
+        "--scenario",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/chaos-short.toml"),
+        "--db",
+        &pg(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--allow-anomalies",
+        "--strategies",
+        "redis-zset,redis-zset+fallback,redis-zset+outbox,redis-zset-publish-first",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let dir = run_dir_of(&run);
+
+    let plain = summary(&dir, "redis-zset");
+    // Every fault took effect, without an error.
+    let faults = plain["faults"].as_array().unwrap();
+    let kinds: Vec<&str> = faults.iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "partition",
+            "latency",
+            "pause-instance",
+            "kill-db-connections",
+            "crash-at",
+            "partition"
+        ]
+    );
+    for f in faults {
+        assert!(f["error"].is_null(), "{f:#}");
+        assert!(f["window_ms"].is_array(), "{f:#}");
+    }
+    let detail = |i: usize| faults[i]["detail"].as_str().unwrap().to_string();
+    assert!(
+        !detail(0).starts_with("0 open"),
+        "the Redis partition cut nothing: {}",
+        detail(0)
+    );
+    assert!(detail(2).contains("at after-claim"), "{}", detail(2));
+    assert!(
+        !detail(3).starts_with("0 "),
+        "no session was terminated: {}",
+        detail(3)
+    );
+    assert!(detail(4).starts_with("aborted 1 of 1"), "{}", detail(4));
+
+    // Plain redis-zset loses the schedules dropped during the Redis
+    // partition, and those are the only losses, all put down to it.
+    let missed = u(&plain, "/anomalies/missed_cancels");
+    let (by_fault, several, none) = losses(&plain);
+    assert!(
+        missed > 0,
+        "the partition should cost plain redis-zset orders"
+    );
+    assert_eq!(by_fault[0], missed, "{:#}", plain["missed_by_fault"]);
+    assert_eq!((several, none), (0, 0), "{:#}", plain["missed_by_fault"]);
+    let dropped: u64 = plain["cost"]["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["schedules_dropped"].as_u64().unwrap())
+        .sum();
+    assert!(dropped >= missed, "{dropped} dropped < {missed} missed");
+    assert_eq!(other_anomalies(&plain), 0, "{:#}", plain["anomalies"]);
+    // The paused instance's reclaimed claims came back as duplicate
+    // attempts, absorbed: no duplicate release (other anomalies are 0).
+    assert!(
+        faults[2]["duplicates_absorbed"].as_u64().unwrap() > 0,
+        "{}",
+        detail(2)
+    );
+
+    // The remedies lose nothing.
+    for remedied in ["redis-zset+fallback", "redis-zset+outbox"] {
+        let s = summary(&dir, remedied);
+        assert_eq!(s["status"], "ok", "{remedied}: {}", s["reason"]);
+        assert_eq!(u(&s, "/anomalies/missed_cancels"), 0, "{remedied}");
+        assert_eq!(other_anomalies(&s), 0, "{remedied}: {:#}", s["anomalies"]);
+    }
+    let outbox = summary(&dir, "redis-zset+outbox");
+    assert!(
+        u(&outbox, "/outbox/max_rows") > 0,
+        "the outbox never filled: {:#}",
+        outbox["outbox"]
+    );
+    assert_eq!(u(&outbox, "/outbox/left_at_end"), 0);
+
+    // Publishing before the commit leaves phantoms of the rolled-back checkouts.
+    let first = summary(&dir, "redis-zset-publish-first");
+    assert!(
+        u(&first, "/anomalies/phantom_schedules") > 0,
+        "{:#}",
+        first["anomalies"]
+    );
+    assert!(u(&first, "/generator/rolled_back") > 0);
+    assert_eq!(u(&plain, "/anomalies/phantom_schedules"), 0);
+
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("## Faults: what each strategy lost, and where"),
+        "{report}"
+    );
+}

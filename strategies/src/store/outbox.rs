@@ -1,0 +1,136 @@
+//! The transactional outbox: a schedule request written in the order's own
+//! creating transaction, so it exists exactly when the order does, and a
+//! relay ([`crate::outbox`]) that hands it to the strategy afterwards.
+//!
+//! `outbox (order_id, expire_at_us, created_at_us, leased_until_us)`: a
+//! relay claims rows whose lease has passed by pushing their lease forward,
+//! schedules them, and deletes the ones that went through. A relay that
+//! dies or stalls mid-way leaves its rows to come back when the lease ends,
+//! so a request is scheduled at least once, never lost; the strategies
+//! already absorb a duplicate `schedule`. The table is not part of the
+//! schema contract outside checkers read: it is empty unless a strategy
+//! runs with `+outbox`.
+
+use super::sql::render;
+use super::OrderStore;
+use crate::domain::{Micros, OrderId};
+use crate::error::{DbContext, Result};
+use crate::store::DbKind;
+use sqlx::{Executor, Row};
+use std::time::Duration;
+
+/// One schedule request waiting in the outbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboxRow {
+    pub order_id: OrderId,
+    pub expire_at_us: Micros,
+    /// When the order was created (its transaction committed just after).
+    pub created_at_us: Micros,
+}
+
+/// The outbox table, created with the schema.
+pub(super) const OUTBOX_DDL: &str = "CREATE TABLE outbox (order_id BIGINT PRIMARY KEY, \
+     expire_at_us BIGINT NOT NULL, created_at_us BIGINT NOT NULL, \
+     leased_until_us BIGINT NOT NULL)";
+
+/// The INSERT the creating transaction adds.
+pub(super) const INSERT_OUTBOX: &str = "INSERT INTO outbox (order_id, expire_at_us, \
+     created_at_us, leased_until_us) VALUES (?, ?, ?, 0)";
+
+impl OrderStore {
+    /// From now on, [`OrderStore::create_order`] on this handle (and its
+    /// clones made after this call) also writes the order's schedule request
+    /// into the outbox, in the same transaction.
+    pub fn with_outbox(mut self) -> OrderStore {
+        self.writes_outbox = true;
+        self
+    }
+
+    /// Whether `create_order` writes outbox rows (see [`OrderStore::with_outbox`]).
+    pub fn writes_outbox(&self) -> bool {
+        self.writes_outbox
+    }
+
+    /// Claims up to `limit` outbox rows nobody holds, for `lease`: others
+    /// skip them until then. Oldest order first.
+    pub async fn claim_outbox(&self, limit: u32, lease: Duration) -> Result<Vec<OutboxRow>> {
+        let now = crate::now_us();
+        let lock = match self.location.kind {
+            DbKind::Sqlite => "",
+            _ if self.claims_with_skip_locked() => " FOR UPDATE SKIP LOCKED",
+            _ => " FOR UPDATE",
+        };
+        let select = render(
+            self.location.kind,
+            &format!(
+                "SELECT order_id, expire_at_us, created_at_us FROM outbox \
+                 WHERE leased_until_us <= ? ORDER BY order_id LIMIT ?{lock}"
+            ),
+        );
+        let mut tx = self.pool.begin().await.ctx("claiming outbox rows")?;
+        let rows = sqlx::query(&select)
+            .bind(now)
+            .bind(i64::from(limit))
+            .fetch_all(&mut *tx)
+            .await
+            .ctx("claiming outbox rows")?;
+        let claimed: Vec<OutboxRow> = rows
+            .iter()
+            .map(|r| {
+                Ok(OutboxRow {
+                    order_id: r.try_get(0).ctx("decoding an outbox row")?,
+                    expire_at_us: r.try_get(1).ctx("decoding an outbox row")?,
+                    created_at_us: r.try_get(2).ctx("decoding an outbox row")?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        if !claimed.is_empty() {
+            // Integers only, written inline (as the backlog preload does).
+            let until = now + lease.as_micros() as i64;
+            tx.execute(
+                format!(
+                    "UPDATE outbox SET leased_until_us = {until} WHERE order_id IN ({})",
+                    id_list(claimed.iter().map(|r| r.order_id))
+                )
+                .as_str(),
+            )
+            .await
+            .ctx("leasing outbox rows")?;
+        }
+        tx.commit().await.ctx("claiming outbox rows")?;
+        Ok(claimed)
+    }
+
+    /// Deletes the outbox rows of `ids`: their schedule went through.
+    pub async fn delete_outbox(&self, ids: &[OrderId]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.pool
+            .execute(
+                format!(
+                    "DELETE FROM outbox WHERE order_id IN ({})",
+                    id_list(ids.iter().copied())
+                )
+                .as_str(),
+            )
+            .await
+            .ctx("deleting sent outbox rows")?;
+        Ok(())
+    }
+
+    /// Schedule requests still in the outbox (sent or not yet).
+    pub async fn outbox_len(&self) -> Result<u64> {
+        let n: i64 = sqlx::query("SELECT COUNT(*) FROM outbox")
+            .fetch_one(&self.pool)
+            .await
+            .ctx("counting outbox rows")?
+            .try_get(0)
+            .ctx("counting outbox rows")?;
+        Ok(n.max(0) as u64)
+    }
+}
+
+fn id_list(ids: impl Iterator<Item = OrderId>) -> String {
+    ids.map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
+}
