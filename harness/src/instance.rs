@@ -669,6 +669,9 @@ impl WorkerState {
     }
 }
 
+/// How long a stopping worker waits for its strategy and relay to return.
+const STOP_WITHIN: Duration = Duration::from_secs(15);
+
 /// Pause before the first retry of a failed schedule; it doubles up to 1 s.
 const RETRY_FIRST_PAUSE: Duration = Duration::from_millis(100);
 
@@ -817,13 +820,26 @@ pub async fn worker_main() -> Result<()> {
         .schedules_dropped
         .fetch_add(retrying as u64, Ordering::Relaxed);
     shutdown.cancel();
+    // Bounded, so one stuck call cannot keep the worker from reporting:
+    // what did not stop in time is named in `run_error`.
+    let mut stuck = Vec::new();
     if let Some(relay) = relay {
-        let _ = relay.await;
+        if tokio::time::timeout(STOP_WITHIN, relay).await.is_err() {
+            stuck.push(format!(
+                "the outbox relay did not stop within {STOP_WITHIN:?}"
+            ));
+        }
     }
-    let run_error = match run.await {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e.to_string()),
-        Err(e) => Some(format!("run task panicked: {e}")),
+    let run_error = match tokio::time::timeout(STOP_WITHIN, run).await {
+        Ok(Ok(Ok(()))) => None,
+        Ok(Ok(Err(e))) => Some(e.to_string()),
+        Ok(Err(e)) => Some(format!("run task panicked: {e}")),
+        Err(_) => Some(format!("the strategy did not stop within {STOP_WITHIN:?}")),
+    };
+    let run_error = match (run_error, stuck.is_empty()) {
+        (e, true) => e,
+        (Some(e), false) => Some(format!("{e}; {}", stuck.join("; "))),
+        (None, false) => Some(stuck.join("; ")),
     };
     let flush = flush_of(&spec, &*canceller, &store, &state, run_error, true);
     write_line(&mut out, &flush).await

@@ -240,8 +240,9 @@ pub(crate) const FAULT_NOTES: &str = "Each missed cancel (an order still PENDING
      second past its deadline; when several were, the run cannot tell which and counts it apart. `n/a`: the fault does not touch this strategy \
      (a link it does not use, a crash point its path does not have). `schedules dropped`: \
      schedule calls given up on after `[schedule-retry]`; only a fallback cancels those orders. \
-     `duplicates absorbed`: cancel attempts that found the order already cancelled, from each \
-     pause until 2 s after it; `other anomalies` at 0 proves they had no effect (no double \
+     `duplicates absorbed`: attempts on an order an earlier attempt had already decided \
+     (cancelled, or found paid), made from each pause until 2 s after it, by any instance and \
+     for any cause in that window; `other anomalies` at 0 proves they had no effect (no double \
      release).";
 
 /// The strategies that are real options, then the deliberately wrong ones.

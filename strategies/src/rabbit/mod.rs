@@ -46,6 +46,8 @@ use topology::Names;
 
 /// Pause before reconnecting or before requeueing after a database error.
 const BACKOFF: Duration = Duration::from_millis(200);
+/// How long a publish waits for its confirm before it counts as failed.
+const CONFIRM_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Which of the RabbitMQ strategies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,7 +199,7 @@ impl RabbitStrategy {
                 props.with_expiration(ShortString::from(remaining_ms.to_string())),
             ),
         };
-        let confirm = ch
+        let pending = ch
             .basic_publish(
                 exchange,
                 &routing_key,
@@ -206,9 +208,25 @@ impl RabbitStrategy {
                 props,
             )
             .await
-            .map_err(|e| self.broker_error("publishing", e))?
-            .await
-            .map_err(|e| self.broker_error("waiting for a publisher confirm", e))?;
+            .map_err(|e| self.broker_error("publishing", e))?;
+        // A confirm that never comes (a link cut mid-publish that the client
+        // has not noticed) must fail the publish, not hang it: the caller
+        // retries, and the next publish opens a fresh connection.
+        let confirm = match tokio::time::timeout(CONFIRM_TIMEOUT, pending).await {
+            Ok(confirm) => {
+                confirm.map_err(|e| self.broker_error("waiting for a publisher confirm", e))?
+            }
+            Err(_) => {
+                if let Some((conn, _)) = self.publisher.lock().await.take() {
+                    let _ = conn.close(0, "confirm timed out").await;
+                }
+                return Err(Error::Broker {
+                    service: "RabbitMQ",
+                    context: "waiting for a publisher confirm",
+                    message: format!("no confirm within {CONFIRM_TIMEOUT:?}"),
+                });
+            }
+        };
         if confirm.is_nack() {
             return Err(Error::Broker {
                 service: "RabbitMQ",
