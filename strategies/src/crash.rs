@@ -156,14 +156,7 @@ pub fn reached(point: CrashPoint) {
 #[cold]
 #[inline(never)]
 fn stall(point: CrashPoint) {
-    if STALL[point.index()]
-        .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
-        .is_err()
-    {
-        return;
-    }
-    if ACTION.load(Ordering::SeqCst) == 1 {
-        HITS[point.index()].fetch_add(1, Ordering::SeqCst);
+    if !take(&STALL, point) {
         return;
     }
     eprintln!("delaybench: injected stall at {point} (SIGSTOP until SIGCONT)");
@@ -178,18 +171,28 @@ fn stall(point: CrashPoint) {
     }
 }
 
-#[cold]
-#[inline(never)]
-fn crash(point: CrashPoint) {
+/// Disarms `point` in `armed` for the one caller that gets there first;
+/// true when that caller should act (under [`CrashAction::Count`] the hit
+/// is counted instead, and it should not).
+fn take(armed: &[AtomicBool; 2], point: CrashPoint) -> bool {
     // Only one caller takes an armed point (several tasks may reach it at once).
-    if ARMED[point.index()]
+    if armed[point.index()]
         .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
         .is_err()
     {
-        return;
+        return false;
     }
     if ACTION.load(Ordering::SeqCst) == 1 {
         HITS[point.index()].fetch_add(1, Ordering::SeqCst);
+        return false;
+    }
+    true
+}
+
+#[cold]
+#[inline(never)]
+fn crash(point: CrashPoint) {
+    if !take(&ARMED, point) {
         return;
     }
     // stderr is unbuffered: one line so the log tells an injected crash

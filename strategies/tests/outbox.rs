@@ -138,7 +138,9 @@ async fn kill_sessions_ends_the_labelled_sessions_and_they_reconnect() {
             labelled.query_i64s("SELECT 1", &[]),
             labelled.query_i64s("SELECT 1", &[])
         );
-        (a.unwrap(), b.unwrap(), c.unwrap());
+        for opened in [a, b, c] {
+            opened.unwrap();
+        }
         let killed = f.orders.kill_sessions(&label).await.unwrap();
         assert!(killed >= 1, "{url}: no labelled session was terminated");
         // The harness's own (unlabelled) store is untouched.

@@ -8,6 +8,7 @@ use super::{
     TRADEOFF_NOTES,
 };
 use crate::model::run_info::RunInfo;
+use crate::scenario::FaultKind;
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -239,7 +240,21 @@ fn plots_section(out: &mut String, run_dir: &Path, ran: &[(usize, &Summary)]) ->
                     };
                     (f.planned_at_ms as f64 / 1000.0, label)
                 });
-                killed.into_iter().chain(restarted).chain(command)
+                // The faults with a window: marked where they began.
+                let window = f
+                    .window_ms
+                    .filter(|_| !matches!(f.kind, FaultKind::KillInstance | FaultKind::RunCommand))
+                    .map(|(from, to)| {
+                        (
+                            from as f64 / 1000.0,
+                            format!(" {} (until {:.1} s)", f.kind.as_str(), to as f64 / 1000.0),
+                        )
+                    });
+                killed
+                    .into_iter()
+                    .chain(restarted)
+                    .chain(command)
+                    .chain(window)
             })
             .collect();
         // Deaths from outside differ per strategy: each is marked with its name.

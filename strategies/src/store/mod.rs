@@ -346,22 +346,12 @@ impl OrderStore {
     /// paid, missing): with [`OrderStore::take_cancel_commits`], every
     /// decided attempt.
     pub fn take_absorbed_attempts(&self) -> Vec<(OrderId, Micros)> {
-        let mut entries = self
-            .commit_log
-            .absorbed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        std::mem::take(&mut *entries)
+        drain(&self.commit_log.absorbed)
     }
 
     /// The `(order id, commit returned at)` pairs noted since the last call.
     pub fn take_cancel_commits(&self) -> Vec<(OrderId, Micros)> {
-        let mut entries = self
-            .commit_log
-            .entries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        std::mem::take(&mut *entries)
+        drain(&self.commit_log.entries)
     }
 
     /// Creates the tables and index of the schema contract and fills `stock`
@@ -536,6 +526,11 @@ impl OrderStore {
     fn count(&self, counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
+}
+
+/// Takes what a log holds (a panic while it was held leaves it usable).
+fn drain<T>(log: &std::sync::Mutex<Vec<T>>) -> Vec<T> {
+    std::mem::take(&mut *log.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// Maps a connection failure to an error naming the URL and how to start the server.
