@@ -66,6 +66,10 @@ pub fn count_duplicates(
     }
 }
 
+/// After a partition heals, how long the instances' new connections are
+/// counted as their reconnects.
+const RECONNECT_WINDOW: Duration = Duration::from_secs(3);
+
 /// What faults act on, for one strategy's run.
 #[derive(Debug, Clone)]
 pub struct FaultContext {
@@ -197,11 +201,17 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
             tokio::time::sleep(lasts).await;
             record.window_ms = Some((start, since_t0()));
             let after = proxy.stats();
+            // How the instances came back: the connections they opened
+            // once the link healed.
+            tokio::time::sleep(RECONNECT_WINDOW).await;
+            let reconnected = proxy.stats().connections - after.connections;
             record.detail = Some(if fault.kind == FaultKind::Partition {
                 format!(
-                    "{} open connections dropped, {} new ones refused",
+                    "{} open connections dropped, {} new ones refused; {reconnected} connections \
+                     opened in the {} s after it healed",
                     after.dropped - before.dropped,
-                    after.refused - before.refused
+                    after.refused - before.refused,
+                    RECONNECT_WINDOW.as_secs()
                 )
             } else {
                 format!(

@@ -454,6 +454,15 @@ async fn measure(
     let control = registry::build(name, &options, OrderStore::connect(location, 2).await?)?;
     let mut capabilities = control.capabilities();
     let variant = registry::Variant::parse(name)?;
+    let points: Vec<&str> = control.crash_points().iter().map(|p| p.as_str()).collect();
+    capabilities.notes.push(format!(
+        "crash points its path has (crash-at, pause-instance): {}",
+        if points.is_empty() {
+            "none".to_string()
+        } else {
+            points.join(", ")
+        }
+    ));
     if variant.outbox {
         capabilities.notes.push(
             "runs with a transactional outbox: the order's transaction writes its schedule \

@@ -32,7 +32,7 @@ fn other_anomalies(s: &Value) -> u64 {
 /// The missed cancels the summary puts down to fault `i`, to several
 /// faults, and to none.
 fn losses(s: &Value) -> (Vec<u64>, u64, u64) {
-    let (mut by_fault, mut several, mut none) = (vec![0; 6], 0, 0);
+    let (mut by_fault, mut several, mut none) = (vec![0; 7], 0, 0);
     for l in s["missed_by_fault"].as_array().into_iter().flatten() {
         let missed = l["missed"].as_u64().unwrap();
         match l["fault"].as_u64() {
@@ -57,7 +57,8 @@ fn chaos_short_applies_every_fault_kind_and_attributes_every_loss() {
         out.path().to_str().unwrap(),
         "--allow-anomalies",
         "--strategies",
-        "redis-zset,redis-zset+fallback,redis-zset+outbox,redis-zset-publish-first",
+        "redis-zset,redis-zset+fallback,redis-zset+outbox,redis-zset-publish-first,\
+         rabbit-delayed,rabbit-delayed+outbox",
     ]);
     assert!(run.status.success(), "{}", stderr(&run));
     let dir = run_dir_of(&run);
@@ -121,8 +122,24 @@ fn chaos_short_applies_every_fault_kind_and_attributes_every_loss() {
         detail(2)
     );
 
+    // Plain rabbit-delayed loses under the broker partition, and only there.
+    let rabbit = summary(&dir, "rabbit-delayed");
+    let missed = u(&rabbit, "/anomalies/missed_cancels");
+    let (by_fault, several, none) = losses(&rabbit);
+    assert!(
+        missed > 0,
+        "the broker partition should cost rabbit-delayed orders"
+    );
+    assert_eq!(by_fault[6], missed, "{:#}", rabbit["missed_by_fault"]);
+    assert_eq!((several, none), (0, 0), "{:#}", rabbit["missed_by_fault"]);
+    assert_eq!(other_anomalies(&rabbit), 0, "{:#}", rabbit["anomalies"]);
+
     // The remedies lose nothing.
-    for remedied in ["redis-zset+fallback", "redis-zset+outbox"] {
+    for remedied in [
+        "redis-zset+fallback",
+        "redis-zset+outbox",
+        "rabbit-delayed+outbox",
+    ] {
         let s = summary(&dir, remedied);
         assert_eq!(s["status"], "ok", "{remedied}: {}", s["reason"]);
         assert_eq!(u(&s, "/anomalies/missed_cancels"), 0, "{remedied}");

@@ -241,6 +241,25 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
                 o.max_at_ms as f64 / 1000.0,
                 o.left_at_end.map_or("unknown".into(), |n| n.to_string())
             );
+            // Its length over time, one figure per second (the largest of
+            // the second's samples), so a growing outbox reads at a glance.
+            let mut per_second: Vec<u64> = Vec::new();
+            for (at_ms, rows) in &o.samples {
+                let second = (*at_ms / 1000) as usize;
+                if per_second.len() <= second {
+                    per_second.resize(second + 1, 0);
+                }
+                per_second[second] = per_second[second].max(*rows);
+            }
+            let _ = writeln!(
+                out,
+                "- outbox rows, each second from the first order: `{}`",
+                per_second
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
         }
         for loss in s.missed_by_fault.iter().filter(|l| l.missed > 0) {
             let _ = writeln!(
