@@ -233,11 +233,17 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
             match fault.point.filter(|_| undeclared_point.is_none()) {
                 Some(point) => {
                     // It stops itself when its path gets there.
-                    cx.pool.arm_stall(index, point);
+                    if cx.pool.arm_stall(index, point) != Some(pid) {
+                        record.detail = Some(format!("instance {index} was down"));
+                        return record;
+                    }
                     while !is_stopped(pid) && Instant::now() < cx.give_up_at {
                         tokio::time::sleep(Duration::from_millis(2)).await;
                     }
                     if !is_stopped(pid) {
+                        // Disarmed, and continued in case it stopped just now.
+                        cx.pool.disarm(index);
+                        let _ = signal(pid, "CONT").await;
                         record.error = Some(format!(
                             "the point {point} was not reached before the arrivals ended"
                         ));
@@ -309,6 +315,7 @@ async fn crash_at(fault: &Fault, cx: &FaultContext, record: &mut FaultRecord) {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         if cx.pool.pid_of(index) == Some(pid) {
+            cx.pool.disarm(index);
             record.error = Some(format!(
                 "the point was not reached before the arrivals ended ({} of {} crashes)",
                 crashes.len(),
@@ -319,9 +326,17 @@ async fn crash_at(fault: &Fault, cx: &FaultContext, record: &mut FaultRecord) {
         crashes.push(format!("pid {pid} at {:.1} s", since_t0() as f64 / 1000.0));
         record.killed_pid.get_or_insert(pid);
         record.killed_at_ms.get_or_insert(since_t0());
+        if cx.pool.restarts_dead() {
+            // `restart-dead-instances` restarts it: wait for that process
+            // rather than race it with a second one.
+            let restarted = Instant::now() + restart_after + Duration::from_secs(60);
+            while cx.pool.pid_of(index).is_none() && Instant::now() < restarted {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            continue;
+        }
         tokio::time::sleep(restart_after).await;
-        // Once the pool has noted the death (`restart-dead-instances` may
-        // even have restarted it already).
+        // Once the pool has noted the death.
         let noted = Instant::now() + Duration::from_secs(10);
         while cx.pool.is_running(index) && cx.pool.pid_of(index).is_none() && Instant::now() < noted
         {
@@ -331,13 +346,21 @@ async fn crash_at(fault: &Fault, cx: &FaultContext, record: &mut FaultRecord) {
             restart(&cx.pool, index, record, since_t0).await;
         }
     }
-    record.window_ms = Some((start, since_t0()));
+    // A crash that never happened did not act: no window, so no loss is
+    // put down to it.
+    if !crashes.is_empty() {
+        record.window_ms = Some((start, since_t0()));
+    }
     record.detail = Some(format!(
-        "aborted {} of {} times at {point} ({}), each restarted {} later",
+        "aborted {} of {} times at {point} ({}), each restarted {}",
         crashes.len(),
         fault.times,
         crashes.join(", "),
-        humantime::format_duration(restart_after)
+        if cx.pool.restarts_dead() {
+            "by `restart-dead-instances`".to_string()
+        } else {
+            format!("{} later", humantime::format_duration(restart_after))
+        }
     ));
 }
 

@@ -11,7 +11,9 @@
 //! - harness -> worker (stdin): `s <order_id> <expire_at_us> <committed_at_us>`
 //!   to schedule, `m` to start measuring (end of warm-up), `b` for a
 //!   barrier (the worker flushes with `"barrier": true` once every
-//!   schedule sent before it has returned); EOF to stop.
+//!   schedule sent before it has returned), `c <point>` / `p <point>` to
+//!   arm a crash or a stall at a crash point, `d` to disarm them; EOF to
+//!   stop.
 //!
 //! A worker that dies without its last flush is an event of the run
 //! ([`WorkerEvent`]): the pool keeps its measurements, sends new orders to
@@ -92,6 +94,8 @@ struct ProcessLog {
     cancel_commits: Vec<(OrderId, Micros)>,
     schedules: Vec<(OrderId, u64)>,
     absorbed: Vec<(OrderId, Micros)>,
+    /// Schedules sent to it (`s` commands written to its stdin).
+    sent: u64,
     /// Its last flush arrived: the counters are complete.
     stopped_cleanly: bool,
     /// Barrier flushes received.
@@ -197,11 +201,15 @@ impl Instance {
     /// Asks the worker to schedule an order (in order, answered by nobody);
     /// false if the worker is gone.
     fn schedule(&self, order_id: OrderId, expire_at_us: Micros, committed_at_us: Micros) -> bool {
-        self.alive.load(Ordering::SeqCst)
+        let sent = self.alive.load(Ordering::SeqCst)
             && self
                 .commands
                 .send(format!("s {order_id} {expire_at_us} {committed_at_us}\n"))
-                .is_ok()
+                .is_ok();
+        if sent {
+            lock(&self.log).sent += 1;
+        }
+        sent
     }
 
     /// Asks for a barrier flush; returns the barrier count to wait past.
@@ -452,6 +460,18 @@ impl Pool {
         self.send_to(index, format!("p {}\n", point.as_str()))
     }
 
+    /// Disarms every crash and stall point in instance `index` (a fault
+    /// that gave up waiting for its point must not fire later, unseen).
+    pub fn disarm(&self, index: usize) {
+        let _ = self.send_to(index, "d\n".to_string());
+    }
+
+    /// Whether the pool restarts dead instances by itself
+    /// (`restart-dead-instances`).
+    pub fn restarts_dead(&self) -> bool {
+        self.restart_dead_after.is_some()
+    }
+
     fn send_to(&self, index: usize, command: String) -> Option<u32> {
         self.slot(index).as_ref().and_then(|instance| {
             (instance.alive.load(Ordering::SeqCst) && instance.commands.send(command).is_ok())
@@ -629,6 +649,13 @@ impl Pool {
             let mut log = lock(log);
             let mut report = log.report.clone();
             report.complete = log.stopped_cleanly;
+            if !log.stopped_cleanly {
+                // Sent to a process that died, and neither made nor
+                // dropped by its last flush: lost with it (an upper bound:
+                // what it made in its last second counts here too).
+                let accounted = log.schedules.len() as u64 + report.schedules_dropped;
+                report.schedules_lost_with_process = log.sent.saturating_sub(accounted);
+            }
             record.reports.push(report);
             record
                 .cancel_commits
@@ -675,42 +702,51 @@ const STOP_WITHIN: Duration = Duration::from_secs(15);
 /// Pause before the first retry of a failed schedule; it doubles up to 1 s.
 const RETRY_FIRST_PAUSE: Duration = Duration::from_millis(100);
 
-/// Retries a schedule that just failed, from the bounded retry buffer
-/// (`slots`), until it succeeds or `give_up_after` passed since this first
-/// failure; counts it dropped otherwise.
+/// Retries a schedule that just failed, holding one `slot` of the bounded
+/// retry buffer, until it succeeds, `give_up_after` has passed since this
+/// first failure (one last try at that moment), or the worker stops. Each
+/// schedule is counted once: made, or dropped.
 async fn retry_schedule(
     canceller: Arc<dyn strategies::Canceller>,
     state: Arc<WorkerState>,
-    slots: Arc<Semaphore>,
+    slot: tokio::sync::OwnedSemaphorePermit,
     give_up_after: Duration,
+    stopping: CancellationToken,
     (id, at, committed): (OrderId, Micros, Micros),
 ) {
-    let Ok(_slot) = slots.try_acquire_owned() else {
-        state.schedules_dropped.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(order = id, "schedule dropped: the retry buffer is full");
-        return;
-    };
     state.schedules_retried.fetch_add(1, Ordering::Relaxed);
     let give_up = Instant::now() + give_up_after;
     let mut pause = RETRY_FIRST_PAUSE;
     loop {
-        if Instant::now() + pause > give_up {
+        let left = give_up.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             state.schedules_dropped.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(
                 order = id,
                 "schedule dropped after {give_up_after:?} of retries"
             );
-            return;
+            break;
         }
-        tokio::time::sleep(pause).await;
+        tokio::select! {
+            _ = stopping.cancelled() => {
+                state.schedules_dropped.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(order = id, "schedule dropped: the worker stopped while retrying it");
+                break;
+            }
+            _ = tokio::time::sleep(pause.min(left)) => {}
+        }
         pause = (pause * 2).min(Duration::from_secs(1));
         match canceller.schedule(id, at).await {
-            Ok(()) => return state.scheduled(id, committed),
+            Ok(()) => {
+                state.scheduled(id, committed);
+                break;
+            }
             Err(_) => {
                 state.schedule_errors.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
+    drop(slot);
 }
 
 /// The `delaybench worker` entry point: runs one instance until stdin closes.
@@ -750,6 +786,7 @@ pub async fn worker_main() -> Result<()> {
     out.flush().await?;
 
     let retry_slots = Arc::new(Semaphore::new(spec.retry.buffer as usize));
+    let retry_stop = CancellationToken::new();
     let in_flight = Arc::new(Semaphore::new(SCHEDULES_IN_FLIGHT));
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut flush_timer = tokio::time::interval(FLUSH_EVERY);
@@ -767,17 +804,30 @@ pub async fn worker_main() -> Result<()> {
                         let permit = Arc::clone(&in_flight).acquire_owned().await?;
                         let (canceller, state) = (Arc::clone(&canceller), Arc::clone(&state));
                         let (slots, give_up) = (Arc::clone(&retry_slots), spec.retry.give_up_after);
+                        let stopping = retry_stop.clone();
                         tokio::spawn(async move {
                             let result = canceller.schedule(id, at).await;
-                            // The in-flight slot frees at once: a retry
-                            // waits in the retry buffer, not ahead of new orders.
+                            if let Err(e) = &result {
+                                state.schedule_errors.fetch_add(1, Ordering::Relaxed);
+                                tracing::debug!(order = id, error = %e, "schedule failed");
+                            }
+                            // A retry takes its buffer slot before the
+                            // in-flight slot frees, so a stopping worker
+                            // always sees it; it then waits in the buffer,
+                            // not ahead of new orders.
+                            let slot = result
+                                .is_err()
+                                .then(|| slots.try_acquire_owned().ok())
+                                .flatten();
                             drop(permit);
-                            match result {
-                                Ok(()) => state.scheduled(id, committed),
-                                Err(e) => {
-                                    state.schedule_errors.fetch_add(1, Ordering::Relaxed);
-                                    tracing::debug!(order = id, error = %e, "schedule failed; retrying");
-                                    retry_schedule(canceller, state, slots, give_up, (id, at, committed)).await;
+                            match (result, slot) {
+                                (Ok(()), _) => state.scheduled(id, committed),
+                                (Err(_), Some(slot)) if !give_up.is_zero() => {
+                                    retry_schedule(canceller, state, slot, give_up, stopping, (id, at, committed)).await;
+                                }
+                                (Err(_), _) => {
+                                    state.schedules_dropped.fetch_add(1, Ordering::Relaxed);
+                                    tracing::debug!(order = id, "schedule dropped: no retry (buffer full or retries off)");
                                 }
                             }
                         });
@@ -788,6 +838,7 @@ pub async fn worker_main() -> Result<()> {
                     (Some("p"), Some(point), None, None) => {
                         strategies::crash::arm_stall(point.parse()?);
                     }
+                    (Some("d"), None, None, None) => strategies::crash::disarm_all(),
                     (Some("b"), None, None, None) => {
                         // Every schedule sent before this has returned once
                         // all permits are free again.
@@ -812,17 +863,41 @@ pub async fn worker_main() -> Result<()> {
             }
         }
     }
-    // Let the schedules in flight finish before stopping; those still
-    // waiting in the retry buffer are given up on, and counted so.
-    let _ = in_flight.acquire_many(SCHEDULES_IN_FLIGHT as u32).await?;
-    let retrying = (spec.retry.buffer as usize).saturating_sub(retry_slots.available_permits());
-    state
-        .schedules_dropped
-        .fetch_add(retrying as u64, Ordering::Relaxed);
+    // Let the schedules in flight finish before stopping (bounded: one
+    // stuck call must not keep the worker from reporting); those still
+    // waiting in the retry buffer give up, each counting itself dropped.
+    let mut stuck = Vec::new();
+    let in_flight_done = tokio::time::timeout(
+        STOP_WITHIN,
+        in_flight.acquire_many(SCHEDULES_IN_FLIGHT as u32),
+    )
+    .await;
+    if in_flight_done.is_err() {
+        let n = SCHEDULES_IN_FLIGHT - in_flight.available_permits();
+        state
+            .schedules_dropped
+            .fetch_add(n as u64, Ordering::Relaxed);
+        stuck.push(format!(
+            "{n} schedule calls did not return within {STOP_WITHIN:?} (counted dropped)"
+        ));
+    }
+    retry_stop.cancel();
+    let buffer = spec.retry.buffer;
+    if tokio::time::timeout(STOP_WITHIN, retry_slots.acquire_many(buffer))
+        .await
+        .is_err()
+    {
+        let n = buffer as usize - retry_slots.available_permits();
+        state
+            .schedules_dropped
+            .fetch_add(n as u64, Ordering::Relaxed);
+        stuck.push(format!(
+            "{n} retried schedule calls did not return within {STOP_WITHIN:?} (counted dropped)"
+        ));
+    }
     shutdown.cancel();
     // Bounded, so one stuck call cannot keep the worker from reporting:
     // what did not stop in time is named in `run_error`.
-    let mut stuck = Vec::new();
     if let Some(relay) = relay {
         if tokio::time::timeout(STOP_WITHIN, relay).await.is_err() {
             stuck.push(format!(
@@ -890,6 +965,7 @@ fn flush_of(
             schedule_errors: state.schedule_errors.load(Ordering::Relaxed),
             schedules_retried: state.schedules_retried.load(Ordering::Relaxed),
             schedules_dropped: state.schedules_dropped.load(Ordering::Relaxed),
+            schedules_lost_with_process: 0, // the harness's count, for dead processes
             outbox_relayed: state.relay.relayed.load(Ordering::Relaxed),
             outbox_failed: state.relay.failed.load(Ordering::Relaxed),
             cpu_ms: cpu_measured,

@@ -561,12 +561,14 @@ async fn measure(
         }
         None => None,
     };
-    for proxy in proxies.values() {
-        proxy.shutdown();
-    }
+
     let cpu = cpu.await.context("reading CPU use")?;
     progress.finish_and_clear();
     let record = pool.stop().await?;
+    // After the instances stopped, so their last calls still get through.
+    for proxy in proxies.values() {
+        proxy.shutdown();
+    }
     let mut faults = faults;
     faults::count_duplicates(&mut faults, &record.cancel_commits, &record.absorbed, t0_us);
     let redis_commands = match (&redis_url, redis_before.await.context("reading Redis")?) {

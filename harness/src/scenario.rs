@@ -668,6 +668,15 @@ impl Scenario {
                 );
             }
             f.validate(i)?;
+            // The run waits for every fault before it stops its instances.
+            if f.at + f.window() > arrivals + self.drain {
+                bail!(
+                    "field `faults[{i}].for` = {:?} runs past the run's end; accepted values: \
+                     `at` + `for` up to warmup + duration + drain ({:?})",
+                    f.window(),
+                    arrivals + self.drain
+                );
+            }
         }
         if !(0.0..=0.5).contains(&self.checkout_abort_ratio) {
             bail!(
@@ -676,10 +685,18 @@ impl Scenario {
             );
         }
         let r = &self.schedule_retry;
-        if r.give_up_after > day || r.buffer > 10_000_000 {
+        if r.give_up_after > day {
             bail!(
-                "field `schedule-retry.give-up-after` or `schedule-retry.buffer` is out of range; \
-                 accepted values: 0s to 24h, and 0 to 10000000 schedules"
+                "field `schedule-retry.give-up-after` = {:?} is out of range; accepted values: 0s \
+                 (no retry) to 24h",
+                r.give_up_after
+            );
+        }
+        if r.buffer > 10_000_000 {
+            bail!(
+                "field `schedule-retry.buffer` = {} is out of range; accepted values: 0 (no retry) \
+                 to 10000000 schedules",
+                r.buffer
             );
         }
         self.sweep.validate()?;

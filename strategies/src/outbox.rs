@@ -5,7 +5,7 @@
 //! the strategy. It claims a batch, calls the strategy's `schedule` for
 //! every row at once (publishes wait for their confirms concurrently, ZADDs
 //! pipeline on the multiplexed connection), deletes the rows that went
-//! through, and leaves the others to come back when their lease ends. A
+//! through, and hands the others back for a retry a moment later. A
 //! schedule is therefore retried until it succeeds, however long the broker
 //! or Redis is away; what it costs is lateness, which the report shows as
 //! the schedule path (commit to `schedule` returning) and the outbox's
@@ -22,9 +22,13 @@ use tokio_util::sync::CancellationToken;
 /// Rows one claim takes.
 pub const RELAY_BATCH: u32 = 64;
 /// How long a claimed row is left to its relay before another takes it
-/// again: longer than a healthy publish, so duplicates come only from a
-/// relay that stalled or died.
-pub const RELAY_LEASE: Duration = Duration::from_secs(2);
+/// again: longer than the slowest schedule call that still returns (a
+/// RabbitMQ publish gives up on its confirm after 5 s), so duplicates come
+/// only from a relay that stalled or died. A failed schedule hands its row
+/// back sooner ([`RELAY_RETRY`]).
+pub const RELAY_LEASE: Duration = Duration::from_secs(15);
+/// When a row whose schedule failed is tried again.
+pub const RELAY_RETRY: Duration = Duration::from_millis(250);
 /// Pause when the outbox is empty, or after a failed claim.
 pub const RELAY_IDLE: Duration = Duration::from_millis(20);
 
@@ -75,7 +79,7 @@ pub async fn relay(
                 )
             });
         }
-        let mut done = Vec::new();
+        let (mut done, mut failed) = (Vec::new(), Vec::new());
         while let Some(joined) = calls.join_next().await {
             match joined {
                 Ok((row, Ok(()))) => {
@@ -84,10 +88,16 @@ pub async fn relay(
                 }
                 Ok((row, Err(e))) => {
                     counters.failed.fetch_add(1, Ordering::Relaxed);
-                    tracing::debug!(order = row.order_id, error = %e, "relaying failed; the row comes back after its lease");
+                    tracing::debug!(order = row.order_id, error = %e, "relaying failed; retried soon");
+                    failed.push(row.order_id);
                 }
                 Err(e) => tracing::error!(error = %e, "a relay call panicked"),
             }
+        }
+        // Failing to hand them back only delays them to the lease's end.
+        if let Err(e) = store.release_outbox(&failed, RELAY_RETRY).await {
+            counters.db_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(error = %e, "handing failed outbox rows back failed");
         }
         counters
             .relayed

@@ -206,6 +206,12 @@ impl Variant {
                  schedule in the database or in process"
             )));
         }
+        if variant.outbox && base == "redis-zset-publish-first" {
+            return Err(Error::Config(format!(
+                "strategy `{name}`: the publish-first teaching variant schedules inside the \
+                 creating transaction, which is what +outbox replaces; run redis-zset+outbox"
+            )));
+        }
         if variant.fallback && (base.starts_with("db-scan") || info.role == Role::Baseline) {
             return Err(Error::Config(format!(
                 "strategy `{name}`: +fallback adds a db-scan beside the strategy; `{base}` \
@@ -480,6 +486,7 @@ mod tests {
             "ceiling+fallback",
             "redis-zset+outbox+outbox",
             "redis-zset+retry",
+            "redis-zset-publish-first+outbox",
         ] {
             let msg = Variant::parse(bad).unwrap_err().to_string();
             assert!(msg.contains(bad), "{msg}");

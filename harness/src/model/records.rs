@@ -33,6 +33,11 @@ pub struct WorkerReport {
     /// strategy never, so only a fallback cancels them.
     #[serde(default)]
     pub schedules_dropped: u64,
+    /// A process that died: schedules sent to it that its last flush
+    /// neither reported made nor dropped (an upper bound on those lost
+    /// with it; the ones it made in its last second count too).
+    #[serde(default)]
+    pub schedules_lost_with_process: u64,
     /// `+outbox`: schedules the relay made (rows it deleted), and schedule
     /// calls it saw fail (retried after the row's lease).
     #[serde(default)]
@@ -203,6 +208,22 @@ impl FaultRecord {
 }
 
 impl FaultRecord {
+    /// Whether the fault acted on this strategy's run: not one that does
+    /// not apply to it, nor a kill of an instance already down, nor a
+    /// crash or pause whose point was never reached.
+    pub fn took_effect(&self) -> bool {
+        let not_applicable = self
+            .detail
+            .as_deref()
+            .is_some_and(|d| d.starts_with("not applicable"));
+        !not_applicable
+            && match self.kind {
+                FaultKind::KillInstance => self.killed_pid.is_some(),
+                FaultKind::RunCommand => true,
+                _ => self.window_ms.is_some(),
+            }
+    }
+
     /// When the fault was in effect, ms after the first order: its window
     /// where recorded, a kill until the restart (or `run_end_ms`), a
     /// command while it ran, otherwise the planned instant.
@@ -252,13 +273,18 @@ pub fn missed_by_fault(
     faults: &[FaultRecord],
     run_end_ms: u64,
 ) -> Vec<FaultLoss> {
-    let spans: Vec<(u64, u64)> = faults.iter().map(|f| f.span_ms(run_end_ms)).collect();
+    // A fault that never acted explains nothing.
+    let spans: Vec<Option<(u64, u64)>> = faults
+        .iter()
+        .map(|f| f.took_effect().then(|| f.span_ms(run_end_ms)))
+        .collect();
     let mut by_cause: BTreeMap<Vec<usize>, u64> = BTreeMap::new();
     for &(created, deadline) in missed {
         let life_end = deadline + LOSS_SLACK_MS;
         let in_effect: Vec<usize> = spans
             .iter()
             .enumerate()
+            .filter_map(|(i, span)| span.map(|span| (i, span)))
             .filter(|(_, (from, to))| *from <= life_end && *to >= created)
             .map(|(i, _)| i)
             .collect();
@@ -491,6 +517,19 @@ mod tests {
             losses.iter().map(|l| (l.fault, l.missed)).collect();
         assert_eq!(counts, vec![(Some(0), 2), (Some(1), 1), (None, 1)]);
         assert_eq!(losses[2].label, "no fault in effect");
+    }
+
+    #[test]
+    fn a_fault_that_did_not_act_explains_no_loss() {
+        let mut faults = [
+            fault(FaultKind::Partition, 3, 4),
+            fault(FaultKind::Partition, 3, 4),
+        ];
+        faults[0].window_ms = None;
+        faults[0].detail = Some("not applicable: no Redis here".into());
+        let losses = missed_by_fault(&[(4_000, 6_000)], &faults, 30_000);
+        assert_eq!((losses[0].missed, losses[1].missed), (0, 1));
+        assert_eq!(losses.len(), 2);
     }
 
     #[test]

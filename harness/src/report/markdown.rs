@@ -217,11 +217,19 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
         let sum = |f: fn(&crate::model::WorkerReport) -> u64| -> u64 {
             s.cost.instances.iter().map(f).sum()
         };
-        let (errors, retried, dropped) = (
+        let (errors, retried, dropped, lost) = (
             sum(|i| i.schedule_errors),
             sum(|i| i.schedules_retried),
             sum(|i| i.schedules_dropped),
+            sum(|i| i.schedules_lost_with_process),
         );
+        if lost > 0 {
+            let _ = writeln!(
+                out,
+                "- **up to {lost} schedules were lost with processes that died** before they made \
+                 them (sent to the process, not reported made or dropped by its last flush)"
+            );
+        }
         if errors > 0 {
             let _ = writeln!(
                 out,

@@ -214,7 +214,12 @@ pub(crate) fn fault_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
                 (n, _) => n.to_string(),
             });
         }
-        let dropped: u64 = s.cost.instances.iter().map(|i| i.schedules_dropped).sum();
+        let dropped: u64 = s
+            .cost
+            .instances
+            .iter()
+            .map(|i| i.schedules_dropped + i.schedules_lost_with_process)
+            .sum();
         let duplicates: Option<u64> = s
             .faults
             .iter()
@@ -239,7 +244,8 @@ pub(crate) const FAULT_NOTES: &str = "Each missed cancel (an order still PENDING
      deadline) is put down to the fault in effect during the order's life, from its creation to a \
      second past its deadline; when several were, the run cannot tell which and counts it apart. `n/a`: the fault does not touch this strategy \
      (a link it does not use, a crash point its path does not have). `schedules dropped`: \
-     schedule calls given up on after `[schedule-retry]`; only a fallback cancels those orders. \
+     schedule calls given up on after `[schedule-retry]`, plus those sent to a process that died \
+     before it made them (an upper bound); only a fallback cancels those orders. \
      `duplicates absorbed`: attempts on an order an earlier attempt had already decided \
      (cancelled, or found paid), made from each pause until 2 s after it, by any instance and \
      for any cause in that window; `other anomalies` at 0 proves they had no effect (no double \

@@ -117,8 +117,9 @@ impl OrderStore {
     /// and committing: `before_commit` runs inside the open transaction
     /// (what a service that publishes before it commits does), then the
     /// transaction commits, or rolls back when `roll_back` (the checkout
-    /// failed after the order was written). Not retried: a retry would
-    /// run `before_commit` again.
+    /// failed after the order was written). Retried, like every
+    /// transaction, up to `before_commit`, and not after: a retry would run
+    /// it again.
     pub async fn create_order_with<F>(
         &self,
         order: &NewOrder,
@@ -128,10 +129,24 @@ impl OrderStore {
     where
         F: std::future::Future<Output = ()>,
     {
-        let mut tx = self.pool.begin().await.ctx("creating an order")?;
-        self.count(&self.counters.transactions, 1);
-        self.count(&self.counters.statements, 2);
-        let outcome = self.write_order(&mut tx, order).await?;
+        // Retried like every transaction, but only up to `before_commit`:
+        // once that ran, a retry would run it again.
+        let mut attempt = 0u32;
+        let (tx, outcome) = loop {
+            let mut tx = self.pool.begin().await.ctx("creating an order")?;
+            self.count(&self.counters.transactions, 1);
+            self.count(&self.counters.statements, 2);
+            match self.write_order(&mut tx, order).await {
+                Ok(outcome) => break (tx, outcome),
+                Err(e) if e.is_retryable() && attempt < MAX_RETRIES => {
+                    let _ = tx.rollback().await;
+                    attempt += 1;
+                    self.count(&self.counters.retries, 1);
+                    tokio::time::sleep(Duration::from_millis(2u64 << attempt.min(6))).await;
+                }
+                Err(e) => return Err(e),
+            }
+        };
         if outcome != CreateOutcome::Created {
             tx.rollback().await.ctx("creating an order")?;
             return Ok(outcome);

@@ -52,13 +52,16 @@ impl OrderStore {
     }
 
     /// Claims up to `limit` outbox rows nobody holds, for `lease`: others
-    /// skip them until then. Oldest order first.
+    /// skip them until then. Oldest order first. One transaction, counted
+    /// in this store's statements like any other; SQLite takes its write
+    /// lock up front (`BEGIN IMMEDIATE`), since a read that turns into a
+    /// write fails at once there when another writer committed meanwhile.
     pub async fn claim_outbox(&self, limit: u32, lease: Duration) -> Result<Vec<OutboxRow>> {
         let now = crate::now_us();
-        let lock = match self.location.kind {
-            DbKind::Sqlite => "",
-            _ if self.claims_with_skip_locked() => " FOR UPDATE SKIP LOCKED",
-            _ => " FOR UPDATE",
+        let (begin, lock) = match self.location.kind {
+            DbKind::Sqlite => ("BEGIN IMMEDIATE", ""),
+            _ if self.claims_with_skip_locked() => ("BEGIN", " FOR UPDATE SKIP LOCKED"),
+            _ => ("BEGIN", " FOR UPDATE"),
         };
         let select = render(
             self.location.kind,
@@ -67,38 +70,62 @@ impl OrderStore {
                  WHERE leased_until_us <= ? ORDER BY order_id LIMIT ?{lock}"
             ),
         );
-        let mut tx = self.pool.begin().await.ctx("claiming outbox rows")?;
-        let rows = sqlx::query(&select)
-            .bind(now)
-            .bind(i64::from(limit))
-            .fetch_all(&mut *tx)
-            .await
-            .ctx("claiming outbox rows")?;
-        let claimed: Vec<OutboxRow> = rows
-            .iter()
-            .map(|r| {
-                Ok(OutboxRow {
-                    order_id: r.try_get(0).ctx("decoding an outbox row")?,
-                    expire_at_us: r.try_get(1).ctx("decoding an outbox row")?,
-                    created_at_us: r.try_get(2).ctx("decoding an outbox row")?,
+        let mut conn = self.pool.acquire().await.ctx("claiming outbox rows")?;
+        self.count(&self.counters.transactions, 1);
+        self.count(&self.counters.statements, 3); // BEGIN, SELECT, COMMIT
+        conn.execute(begin).await.ctx("claiming outbox rows")?;
+        let claimed = async {
+            let rows = sqlx::query(&select)
+                .bind(now)
+                .bind(i64::from(limit))
+                .fetch_all(&mut *conn)
+                .await
+                .ctx("claiming outbox rows")?;
+            let claimed: Vec<OutboxRow> = rows
+                .iter()
+                .map(|r| {
+                    Ok(OutboxRow {
+                        order_id: r.try_get(0).ctx("decoding an outbox row")?,
+                        expire_at_us: r.try_get(1).ctx("decoding an outbox row")?,
+                        created_at_us: r.try_get(2).ctx("decoding an outbox row")?,
+                    })
                 })
-            })
-            .collect::<Result<_>>()?;
-        if !claimed.is_empty() {
-            // Integers only, written inline (as the backlog preload does).
-            let until = now + lease.as_micros() as i64;
-            tx.execute(
-                format!(
-                    "UPDATE outbox SET leased_until_us = {until} WHERE order_id IN ({})",
-                    id_list(claimed.iter().map(|r| r.order_id))
+                .collect::<Result<_>>()?;
+            if !claimed.is_empty() {
+                self.count(&self.counters.statements, 1);
+                conn.execute(
+                    lease_sql(
+                        now + lease.as_micros() as i64,
+                        claimed.iter().map(|r| r.order_id),
+                    )
+                    .as_str(),
                 )
-                .as_str(),
-            )
-            .await
-            .ctx("leasing outbox rows")?;
+                .await
+                .ctx("leasing outbox rows")?;
+            }
+            conn.execute("COMMIT").await.ctx("claiming outbox rows")?;
+            Ok(claimed)
         }
-        tx.commit().await.ctx("claiming outbox rows")?;
-        Ok(claimed)
+        .await;
+        if claimed.is_err() {
+            let _ = conn.execute("ROLLBACK").await;
+        }
+        claimed
+    }
+
+    /// Hands rows back for a retry `after` from now (their schedule failed),
+    /// instead of leaving them until their lease ends.
+    pub async fn release_outbox(&self, ids: &[OrderId], after: Duration) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.count(&self.counters.statements, 1);
+        let at = crate::now_us() + after.as_micros() as i64;
+        self.pool
+            .execute(lease_sql(at, ids.iter().copied()).as_str())
+            .await
+            .ctx("releasing outbox rows")?;
+        Ok(())
     }
 
     /// Deletes the outbox rows of `ids`: their schedule went through.
@@ -106,6 +133,7 @@ impl OrderStore {
         if ids.is_empty() {
             return Ok(());
         }
+        self.count(&self.counters.statements, 1);
         self.pool
             .execute(
                 format!(
@@ -129,6 +157,14 @@ impl OrderStore {
             .ctx("counting outbox rows")?;
         Ok(n.max(0) as u64)
     }
+}
+
+/// Integers only, written inline (as the backlog preload does).
+fn lease_sql(until_us: Micros, ids: impl Iterator<Item = OrderId>) -> String {
+    format!(
+        "UPDATE outbox SET leased_until_us = {until_us} WHERE order_id IN ({})",
+        id_list(ids)
+    )
 }
 
 fn id_list(ids: impl Iterator<Item = OrderId>) -> String {
