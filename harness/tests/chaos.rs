@@ -44,6 +44,23 @@ fn losses(s: &Value) -> (Vec<u64>, u64, u64) {
     (by_fault, several, none)
 }
 
+/// Asserts `s` missed cancels, every one put down to fault `fault` alone,
+/// and broke no other invariant; returns how many it missed.
+fn assert_lost_only_under(s: &Value, fault: usize) -> u64 {
+    let missed = u(s, "/anomalies/missed_cancels");
+    let (by_fault, several, none) = losses(s);
+    assert!(
+        missed > 0,
+        "{}: fault #{} should cost orders",
+        s["strategy"],
+        fault + 1
+    );
+    assert_eq!(by_fault[fault], missed, "{:#}", s["missed_by_fault"]);
+    assert_eq!((several, none), (0, 0), "{:#}", s["missed_by_fault"]);
+    assert_eq!(other_anomalies(s), 0, "{:#}", s["anomalies"]);
+    missed
+}
+
 #[test]
 fn chaos_short_applies_every_fault_kind_and_attributes_every_loss() {
     let out = tempfile::tempdir().unwrap();
@@ -104,14 +121,7 @@ fn chaos_short_applies_every_fault_kind_and_attributes_every_loss() {
 
     // Plain redis-zset loses the schedules dropped during the Redis
     // partition, and those are the only losses, all put down to it.
-    let missed = u(&plain, "/anomalies/missed_cancels");
-    let (by_fault, several, none) = losses(&plain);
-    assert!(
-        missed > 0,
-        "the partition should cost plain redis-zset orders"
-    );
-    assert_eq!(by_fault[0], missed, "{:#}", plain["missed_by_fault"]);
-    assert_eq!((several, none), (0, 0), "{:#}", plain["missed_by_fault"]);
+    let missed = assert_lost_only_under(&plain, 0);
     let dropped: u64 = plain["cost"]["instances"]
         .as_array()
         .unwrap()
@@ -130,15 +140,7 @@ fn chaos_short_applies_every_fault_kind_and_attributes_every_loss() {
 
     // Plain rabbit-delayed loses under the broker partition, and only there.
     let rabbit = summary(&dir, "rabbit-delayed");
-    let missed = u(&rabbit, "/anomalies/missed_cancels");
-    let (by_fault, several, none) = losses(&rabbit);
-    assert!(
-        missed > 0,
-        "the broker partition should cost rabbit-delayed orders"
-    );
-    assert_eq!(by_fault[6], missed, "{:#}", rabbit["missed_by_fault"]);
-    assert_eq!((several, none), (0, 0), "{:#}", rabbit["missed_by_fault"]);
-    assert_eq!(other_anomalies(&rabbit), 0, "{:#}", rabbit["anomalies"]);
+    assert_lost_only_under(&rabbit, 6);
 
     // The remedies lose nothing.
     for remedied in [
