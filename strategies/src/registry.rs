@@ -172,7 +172,7 @@ pub struct Variant {
     pub outbox: bool,
     /// `+fallback`: a slow db-scan runs beside the strategy in each
     /// instance (`[strategies.fallback-scan]` sets its pace). Not for the
-    /// db-scans, which are their own fallback, nor the ceiling.
+    /// db-scans, which are their own fallback.
     pub fallback: bool,
 }
 
@@ -212,7 +212,7 @@ impl Variant {
                  creating transaction, which is what +outbox replaces; run redis-zset+outbox"
             )));
         }
-        if variant.fallback && (base.starts_with("db-scan") || info.role == Role::Baseline) {
+        if variant.fallback && base.starts_with("db-scan") {
             return Err(Error::Config(format!(
                 "strategy `{name}`: +fallback adds a db-scan beside the strategy; `{base}` \
                  needs none"
@@ -336,9 +336,7 @@ pub fn build(
     };
     // A fallback db-scan beside db-scan itself would only add load.
     let fallback = variant.fallback
-        || (options.fallback_scan.enabled
-            && !variant.info.name.starts_with("db-scan")
-            && variant.info.role != Role::Baseline);
+        || (options.fallback_scan.enabled && !variant.info.name.starts_with("db-scan"));
     if fallback {
         return Ok(Box::new(WithFallback {
             fallback: DbScan::fallback(store, &options.fallback_scan),
@@ -483,7 +481,6 @@ mod tests {
         for bad in [
             "db-scan+fallback",
             "timing-wheel+outbox",
-            "ceiling+fallback",
             "redis-zset+outbox+outbox",
             "redis-zset+retry",
             "redis-zset-publish-first+outbox",
