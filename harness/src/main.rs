@@ -7,12 +7,15 @@ mod driver;
 mod faults;
 mod instance;
 mod model;
+mod presets;
+mod probe;
 mod proxy;
 mod redis_stats;
 mod report;
 mod resources;
 mod run;
 mod scenario;
+mod scenario_reference;
 mod sweep;
 mod workload;
 
@@ -32,21 +35,27 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+enum ScenarioAction {
+    /// The bundled presets, one line each.
+    List,
+    /// Print a bundled preset, comments included (`show chaos > my-chaos.toml` to edit one).
+    Show {
+        /// Preset name, e.g. busy.
+        name: String,
+    },
+    /// Write a starting scenario file with every field, its default and what it does.
+    Init {
+        /// The file to write; it must not exist yet.
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum Command {
     /// Run the comparison and write results/<run-id>/ with report.md and report.html.
     Run {
-        /// Scenario TOML file (default: the bundled quick scenario, scenarios/quick.toml).
-        #[arg(long)]
-        scenario: Option<PathBuf>,
-        /// Comma-separated strategies (default: those needing only the database; the others are listed as skipped, teaching variants are left out).
-        #[arg(long)]
-        strategies: Option<String>,
-        /// Order database: sqlite:// (embedded, default), postgres://user@host/db or mysql://user@host/db.
-        #[arg(long, default_value = "sqlite://")]
-        db: String,
-        /// Folder that receives <run-id>/.
-        #[arg(long, default_value = "results")]
-        out: PathBuf,
+        #[command(flatten)]
+        common: run::CommonArgs,
         /// Exit 0 even when a strategy that is not a teaching variant shows an anomaly
         /// (a fault scenario that is meant to break some).
         #[arg(long)]
@@ -56,25 +65,20 @@ enum Command {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
         repeat: u32,
     },
-    /// Find each strategy's highest sustainable order rate, and the ceiling's, in one run.
+    /// Find each strategy's highest sustainable order rate, and the ceiling's, in one run
+    /// (or, with a [backlog] scenario, what each costs holding a big backlog).
     Sweep {
-        /// Scenario TOML file with a [sweep] table (default: the bundled scenarios/sweep.toml).
-        #[arg(long)]
-        scenario: Option<PathBuf>,
-        /// Comma-separated strategies (default: every strategy that is not a teaching
-        /// variant; those whose service is down are reported as skipped). The ceiling always runs first.
-        #[arg(long)]
-        strategies: Option<String>,
-        /// Order database: sqlite:// (embedded, default), postgres://user@host/db or mysql://user@host/db.
-        #[arg(long, default_value = "sqlite://")]
-        db: String,
-        /// Folder that receives <run-id>/.
-        #[arg(long, default_value = "results")]
-        out: PathBuf,
+        #[command(flatten)]
+        common: run::CommonArgs,
         /// Run every step N times back to back: a step holds only if all N held, and
         /// the report shows the spread of p99.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
         repeat: u32,
+    },
+    /// The bundled scenarios: list them, print one, or write a commented starting file.
+    Scenario {
+        #[command(subcommand)]
+        action: ScenarioAction,
     },
     /// Regenerate report.md and report.html of a run folder from its JSON.
     Report {
@@ -88,8 +92,23 @@ enum Command {
         /// The run compared with it.
         other: PathBuf,
     },
-    /// List the strategies and whether each can run.
-    List,
+    /// List the strategies, probe the services they need, and say which can run now.
+    List {
+        /// Order database to probe.
+        #[arg(
+            long,
+            env = "DELAYBENCH_DB",
+            hide_env_values = true,
+            default_value = "sqlite://"
+        )]
+        db: String,
+        /// RabbitMQ URL to probe (default amqp://guest:guest@127.0.0.1:5672/%2f).
+        #[arg(long, env = "DELAYBENCH_AMQP", hide_env_values = true)]
+        amqp: Option<String>,
+        /// Redis URL to probe (default redis://127.0.0.1:6379).
+        #[arg(long, env = "DELAYBENCH_REDIS", hide_env_values = true)]
+        redis: Option<String>,
+    },
     /// Internal: one canceller instance, started by `run`.
     #[command(hide = true)]
     Worker,
@@ -108,21 +127,11 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run {
-                scenario,
-                strategies,
-                db,
-                out,
+                common,
                 allow_anomalies,
                 repeat,
             } => {
-                let run_dir = run::run(&run::RunArgs {
-                    scenario,
-                    strategies,
-                    db,
-                    out,
-                    repeat,
-                })
-                .await?;
+                let run_dir = run::run(&run::RunArgs { common, repeat }).await?;
                 // For scripts: the last line of stdout.
                 println!("DELAYBENCH_RUN_DIR={}", run_dir.display());
                 let (_, summaries) = report::load(&run_dir)?;
@@ -137,21 +146,8 @@ fn main() -> ExitCode {
                     ))
                 }
             }
-            Command::Sweep {
-                scenario,
-                strategies,
-                db,
-                out,
-                repeat,
-            } => {
-                let run_dir = sweep::sweep(&sweep::SweepArgs {
-                    scenario,
-                    strategies,
-                    db,
-                    out,
-                    repeat,
-                })
-                .await?;
+            Command::Sweep { common, repeat } => {
+                let run_dir = sweep::sweep(&sweep::SweepArgs { common, repeat }).await?;
                 println!("DELAYBENCH_RUN_DIR={}", run_dir.display());
                 let problems = model::sweep::SweepResult::read(&run_dir)?.problems();
                 if problems.is_empty() {
@@ -193,16 +189,12 @@ fn main() -> ExitCode {
                     ))
                 }
             }
-            Command::List => {
-                for s in strategies::registry::STRATEGIES {
-                    let needs: Vec<&str> = s.requires.iter().map(|r| r.name()).collect();
-                    let needs = if needs.is_empty() {
-                        "database".to_string()
-                    } else {
-                        needs.join(", ")
-                    };
-                    println!("{:<24} needs {:<10} {}", s.name, needs, s.summary);
-                }
+            Command::Scenario { action } => scenario_command(action),
+            Command::List { db, amqp, redis } => {
+                print!(
+                    "{}",
+                    probe::list(&db, amqp.as_deref(), redis.as_deref()).await?
+                );
                 Ok(())
             }
             Command::Worker => instance::worker_main().await,
@@ -213,6 +205,52 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `delaybench scenario list | show | init`.
+fn scenario_command(action: ScenarioAction) -> anyhow::Result<()> {
+    match action {
+        ScenarioAction::List => {
+            let width = presets::PRESETS
+                .iter()
+                .map(|p| p.name.len())
+                .max()
+                .unwrap_or(0);
+            for preset in presets::PRESETS {
+                let (s, _) = scenario::Scenario::load(Some(preset.name), preset.name)?;
+                println!("{:<width$}  {}", preset.name, s.description);
+            }
+            println!("\n`delaybench scenario show NAME` prints one; `--scenario NAME` runs it from any folder.");
+            Ok(())
+        }
+        ScenarioAction::Show { name } => {
+            let preset = presets::find(&name).ok_or_else(|| {
+                anyhow::anyhow!("no preset {name}; presets: {}", presets::names())
+            })?;
+            print!("{}", preset.text);
+            Ok(())
+        }
+        ScenarioAction::Init { file } => {
+            use std::io::Write;
+            let mut out = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&file)
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "cannot create {}: {e} (init never overwrites a file)",
+                        file.display()
+                    )
+                })?;
+            out.write_all(scenario_reference::starting_file().as_bytes())?;
+            println!(
+                "wrote {}; run it with `delaybench run --scenario {}`",
+                file.display(),
+                file.display()
+            );
+            Ok(())
         }
     }
 }

@@ -28,22 +28,75 @@ use strategies::{
 };
 use tokio::time::Instant;
 
+/// What `run` and `sweep` share on the command line: the scenario, the
+/// strategies, the services and where results go. Each service URL comes
+/// from its flag, else its environment variable, else the scenario (whose
+/// defaults are this machine's services).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonArgs {
+    /// Scenario: a TOML file, or a bundled preset by name (quick, busy, chaos, ...;
+    /// `delaybench scenario list`). Default: quick for `run`, sweep for `sweep`.
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Comma-separated strategies, variants such as redis-zset+fallback, or `all` (every
+    /// strategy, teaching variants left out). Default for `run`: those needing only the
+    /// database (the others are listed as skipped); for `sweep`: `all`.
+    #[arg(long)]
+    pub strategies: Option<String>,
+    /// Order database: sqlite:// (embedded, default), postgres://user@host/db or mysql://user@host/db.
+    #[arg(
+        long,
+        env = "DELAYBENCH_DB",
+        hide_env_values = true,
+        default_value = "sqlite://"
+    )]
+    pub db: String,
+    /// RabbitMQ URL for the rabbit strategies (default: the scenario's
+    /// `[strategies.rabbit] url`, amqp://guest:guest@127.0.0.1:5672/%2f).
+    #[arg(long, env = "DELAYBENCH_AMQP", hide_env_values = true)]
+    pub amqp: Option<String>,
+    /// Redis URL for the redis strategies (default: the scenario's
+    /// `[strategies.redis-zset] url`, redis://127.0.0.1:6379).
+    #[arg(long, env = "DELAYBENCH_REDIS", hide_env_values = true)]
+    pub redis: Option<String>,
+    /// Folder that receives <run-id>/.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+}
+
+impl CommonArgs {
+    /// The scenario named by `--scenario` (or `default_preset`), with the
+    /// service URLs of the flags and environment put in, and where it came from.
+    pub fn scenario(&self, default_preset: &str) -> Result<(Scenario, String)> {
+        let (mut scenario, origin) = Scenario::load(self.scenario.as_deref(), default_preset)?;
+        if let Some(url) = &self.amqp {
+            scenario.strategies.rabbit.url = url.clone();
+        }
+        if let Some(url) = &self.redis {
+            scenario.strategies.redis_zset.url = url.clone();
+        }
+        scenario.validate()?;
+        Ok((scenario, origin))
+    }
+
+    /// Whether `--strategies` chose what runs (rather than the default).
+    pub fn strategies_named(&self) -> bool {
+        self.strategies.is_some()
+    }
+}
+
 /// What `delaybench run` was asked to do.
 #[derive(Debug, Clone)]
 pub struct RunArgs {
-    pub scenario: Option<PathBuf>,
-    /// Comma-separated names; `None` means every known strategy.
-    pub strategies: Option<String>,
-    pub db: String,
-    pub out: PathBuf,
+    pub common: CommonArgs,
     /// Run each strategy this many times, interleaved (A B C A B C).
     pub repeat: u32,
 }
 
 /// Runs the comparison and returns the run folder.
 pub async fn run(args: &RunArgs) -> Result<PathBuf> {
-    let (scenario, scenario_source) = Scenario::load(args.scenario.as_deref())?;
-    let names = select(args.strategies.as_deref())?;
+    let (scenario, scenario_source) = args.common.scenario(crate::presets::RUN_DEFAULT)?;
+    let names = select(args.common.strategies.as_deref())?;
     if let Some(b) = scenario.backlog.as_ref().filter(|b| b.pending.len() > 1) {
         anyhow::bail!(
             "field `backlog.pending` lists {} sizes; `delaybench run` holds one backlog \
@@ -52,10 +105,10 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
             b.pending[0]
         );
     }
-    let server = DbServer::parse(&args.db)?;
+    let server = DbServer::parse(&args.common.db)?;
     // Before the run folder exists: a database that is down leaves nothing behind.
     let database_version = server.server_version().await?;
-    let (run_id, run_dir) = new_run_dir(&args.out, &scenario.name)?;
+    let (run_id, run_dir) = new_run_dir(&args.common.out, &scenario.name)?;
     start_run_info(
         &run_id,
         args.repeat,
@@ -63,7 +116,7 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
         &scenario,
         &names,
         (&server, database_version),
-        args.strategies.is_some(),
+        args.common.strategies_named(),
     )
     .await?
     .write(&run_dir)?;
@@ -97,7 +150,7 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
             };
             let summary = run_one(
                 name,
-                args.strategies.is_some(),
+                args.common.strategies_named(),
                 &scenario,
                 &plan,
                 &server,
@@ -173,7 +226,7 @@ pub(crate) async fn start_run_info(
         database_url: server.display_url(),
         database_version,
         services: if explicitly_selected {
-            services_of(names, &scenario.strategy_options().redis_zset.url).await
+            services_of(names, &scenario.strategy_options()).await
         } else {
             Default::default()
         },
@@ -230,16 +283,22 @@ pub(crate) async fn run_one(
     })
 }
 
-/// Validates `--strategies`; every known strategy when absent.
+/// Validates `--strategies`; every strategy (teaching variants and the
+/// ceiling left out) when absent or `all`.
 pub(crate) fn select(list: Option<&str>) -> Result<Vec<String>> {
-    let Some(list) = list else {
-        // Teaching variants and the ceiling are off by default.
-        return Ok(STRATEGIES
+    let every_strategy = || {
+        STRATEGIES
             .iter()
             .filter(|s| s.role == registry::Role::Strategy)
             .map(|s| s.name.to_string())
-            .collect());
+            .collect()
     };
+    let Some(list) = list else {
+        return Ok(every_strategy());
+    };
+    if list.trim() == "all" {
+        return Ok(every_strategy());
+    }
     let mut names = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let name = registry::Variant::parse(name)?.name();
@@ -274,8 +333,9 @@ fn skip_reason(name: &str, explicitly_selected: bool) -> Result<Option<String>> 
 /// Versions of the services the selected strategies use.
 async fn services_of(
     names: &[String],
-    redis_url: &str,
+    options: &strategies::StrategyOptions,
 ) -> std::collections::BTreeMap<String, String> {
+    let (rabbit_url, redis_url) = (&options.rabbit.url, &options.redis_zset.url);
     let mut services = std::collections::BTreeMap::new();
     let uses = |service| {
         names
@@ -283,7 +343,10 @@ async fn services_of(
             .any(|n| registry::info(n).is_ok_and(|i| i.requires.contains(&service)))
     };
     if uses(strategies::Service::RabbitMq) {
-        services.insert("rabbitmq".to_string(), run_info::rabbitmq_description());
+        services.insert(
+            "rabbitmq".to_string(),
+            run_info::rabbitmq_description(rabbit_url).await,
+        );
     }
     if uses(strategies::Service::Redis) {
         let version = match redis_stats::version(redis_url).await {

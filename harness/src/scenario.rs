@@ -1,8 +1,8 @@
 //! Scenario files: the workload, as TOML with humantime durations.
 //!
 //! Every field is documented here, with its default; `scenarios/quick.toml`
-//! is the bundled example. Errors name the file, the field and the accepted
-//! values.
+//! is the bundled example and `delaybench scenario init` writes a commented
+//! starting file. Errors name the file, the field and the accepted values.
 
 use crate::proxy::Target;
 use anyhow::{bail, Context, Result};
@@ -12,10 +12,8 @@ use std::time::Duration;
 use strategies::{CrashPoint, StrategyOptions};
 
 /// The bundled quick scenario, used when no `--scenario` is given.
-pub const QUICK: &str = include_str!("../../scenarios/quick.toml");
-
-/// The bundled sweep scenario, used by `delaybench sweep` with no `--scenario`.
-pub const SWEEP: &str = include_str!("../../scenarios/sweep.toml");
+#[cfg(test)]
+pub const QUICK: &str = include_str!("../scenarios/quick.toml");
 
 /// One workload, identical for every strategy of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -532,27 +530,38 @@ impl Default for Payments {
 }
 
 impl Scenario {
-    /// Loads and validates a scenario; `None` loads the bundled quick one.
-    pub fn load(path: Option<&Path>) -> Result<(Scenario, String)> {
-        Self::load_or(path, ("quick", QUICK))
-    }
-
-    /// Loads and validates a scenario; `None` loads `bundled` (its name
-    /// and text).
-    pub fn load_or(path: Option<&Path>, bundled: (&str, &str)) -> Result<(Scenario, String)> {
-        let (text, origin) = match path {
-            Some(p) => (
-                std::fs::read_to_string(p)
-                    .with_context(|| format!("cannot read scenario file {}", p.display()))?,
-                p.display().to_string(),
-            ),
-            None => (
-                bundled.1.to_string(),
-                format!("scenarios/{}.toml (bundled)", bundled.0),
-            ),
+    /// Loads and validates the scenario `arg` names: a file when one
+    /// exists at that path, otherwise a bundled preset (`busy`,
+    /// `busy.toml` or `scenarios/busy.toml`); `None` loads `default_preset`.
+    /// Returns the scenario and where it came from.
+    pub fn load(arg: Option<&str>, default_preset: &str) -> Result<(Scenario, String)> {
+        let arg = arg.unwrap_or(default_preset);
+        let path = Path::new(arg);
+        let (text, origin) = if path.is_file() {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read scenario file {}", path.display()))?;
+            (text, path.display().to_string())
+        } else if let Some(preset) = crate::presets::find(arg) {
+            (
+                preset.text.to_string(),
+                format!("{} (bundled preset)", preset.name),
+            )
+        } else {
+            bail!(
+                "scenario {arg}: no such file, and no bundled preset of that name; presets: {} \
+                 (`delaybench scenario list` describes them, `delaybench scenario init FILE` \
+                 writes a starting file)",
+                crate::presets::names()
+            );
         };
         let scenario = Scenario::parse(&text, &origin)?;
         Ok((scenario, origin))
+    }
+
+    /// The scenario as a TOML file that loads back to the same scenario:
+    /// what a run folder keeps so the run can be repeated exactly.
+    pub fn to_toml(&self) -> Result<String> {
+        toml::to_string(self).context("writing the scenario as TOML")
     }
 
     /// Parses and validates scenario text; `origin` names it in errors.
@@ -780,12 +789,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_preset_scenario_is_valid() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            Scenario::load(Some(&path)).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+    fn every_preset_is_valid_and_survives_being_saved() {
+        for preset in crate::presets::PRESETS {
+            let (s, origin) = Scenario::load(Some(preset.name), "quick")
+                .unwrap_or_else(|e| panic!("{}: {e:#}", preset.name));
+            assert_eq!(origin, format!("{} (bundled preset)", preset.name));
+            // What a run folder keeps loads back to the same scenario.
+            let saved = s.to_toml().unwrap();
+            let again = Scenario::parse(&saved, "saved").unwrap();
+            assert_eq!(again, s, "{}:\n{saved}", preset.name);
         }
+    }
+
+    #[test]
+    fn an_unknown_scenario_names_the_presets() {
+        let e = Scenario::load(Some("no-such-scenario"), "quick").unwrap_err();
+        let text = format!("{e:#}");
+        assert!(
+            text.contains("no-such-scenario")
+                && text.contains("chaos")
+                && text.contains("scenario list"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_file_wins_over_a_preset_of_the_same_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("quick.toml");
+        std::fs::write(&file, QUICK.replace("name = \"quick\"", "name = \"mine\"")).unwrap();
+        let (s, origin) = Scenario::load(file.to_str(), "quick").unwrap();
+        assert_eq!(
+            (s.name.as_str(), origin),
+            ("mine", file.display().to_string())
+        );
     }
 
     #[test]

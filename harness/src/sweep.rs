@@ -25,7 +25,7 @@ use crate::model::sweep::{
 use crate::report;
 use crate::resources;
 use crate::run::{self, namespace_name, new_run_dir, start_run_info};
-use crate::scenario::{Scenario, SWEEP};
+use crate::scenario::Scenario;
 use crate::workload;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -36,10 +36,7 @@ use tokio::time::Instant;
 /// What `delaybench sweep` was asked to do.
 #[derive(Debug, Clone)]
 pub struct SweepArgs {
-    pub scenario: Option<PathBuf>,
-    pub strategies: Option<String>,
-    pub db: String,
-    pub out: PathBuf,
+    pub common: run::CommonArgs,
     /// Run every step this many times, back to back; a step holds only if
     /// every repetition held.
     pub repeat: u32,
@@ -50,8 +47,8 @@ const BISECT_RESOLUTION: f64 = 0.05;
 
 /// Runs the sweep and returns its folder.
 pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
-    let (scenario, source) = Scenario::load_or(args.scenario.as_deref(), ("sweep", SWEEP))?;
-    let mut names = run::select(args.strategies.as_deref())?;
+    let (scenario, source) = args.common.scenario(crate::presets::SWEEP_DEFAULT)?;
+    let mut names = run::select(args.common.strategies.as_deref())?;
     // The yardstick first, whatever was asked, in a rate sweep. A backlog
     // sweep leaves it out: it holds its schedule in memory and reloads
     // nothing, so it has no recovery to compare.
@@ -59,9 +56,9 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
     if scenario.backlog.is_none() {
         names.insert(0, "ceiling".to_string());
     }
-    let server = DbServer::parse(&args.db)?;
+    let server = DbServer::parse(&args.common.db)?;
     let database_version = server.server_version().await?;
-    let (run_id, run_dir) = new_run_dir(&args.out, &scenario.name)?;
+    let (run_id, run_dir) = new_run_dir(&args.common.out, &scenario.name)?;
     start_run_info(
         &run_id,
         args.repeat,

@@ -41,10 +41,54 @@ impl RunInfo {
         info.command = info.command.iter().map(|a| redact_secrets(a)).collect();
         info.database_url = redact_secrets(&info.database_url);
         let options = &mut info.scenario.strategies;
-        options.rabbit.url = redact_secrets(&options.rabbit.url);
+        // RabbitMQ's well-known guest:guest default is no secret, and kept
+        // so the saved scenario.toml runs again as it is.
+        let defaults = strategies::StrategyOptions::default();
+        if options.rabbit.url != defaults.rabbit.url {
+            options.rabbit.url = redact_secrets(&options.rabbit.url);
+        }
         options.redis_zset.url = redact_secrets(&options.redis_zset.url);
+        for fault in &mut info.scenario.faults {
+            fault.command = fault.command.iter().map(|a| redact_secrets(a)).collect();
+        }
         let path = dir.join("run.json");
         std::fs::write(&path, serde_json::to_string_pretty(&info)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        info.write_scenario(dir)
+    }
+
+    /// `scenario.toml`: the scenario as this run resolved it (the service
+    /// URLs of flags and environment in, passwords out), so
+    /// `--scenario <run>/scenario.toml` repeats the run.
+    fn write_scenario(&self, dir: &Path) -> Result<()> {
+        let redacted = self.command.iter().any(|a| a.contains(":***@"))
+            || [
+                &self.scenario.strategies.rabbit.url,
+                &self.scenario.strategies.redis_zset.url,
+            ]
+            .iter()
+            .any(|u| u.contains(":***@"));
+        let strategies = self.strategies.join(",");
+        let verb = if self.command.get(1).is_some_and(|c| c == "sweep") {
+            "sweep"
+        } else {
+            "run"
+        };
+        let header = format!(
+            "# The scenario of run {id}, from {source}, with every default filled in.\n\
+             # Repeat the run with:\n\
+             #   delaybench {verb} --scenario scenario.toml --strategies {strategies} --db {db}\n{note}\n",
+            id = self.run_id,
+            source = self.scenario_source,
+            db = self.database_url,
+            note = if redacted {
+                "# Passwords were removed (***): put them back, or pass --db / --amqp / --redis.\n"
+            } else {
+                ""
+            },
+        );
+        let path = dir.join("scenario.toml");
+        std::fs::write(&path, header + &self.scenario.to_toml()?)
             .with_context(|| format!("writing {}", path.display()))
     }
 
@@ -160,36 +204,21 @@ pub fn git_commit() -> String {
     }
 }
 
-/// RabbitMQ's version and the module serving `x-delayed-message`, read
-/// with `rabbitmqctl` (needs this host's broker and root); otherwise says
-/// why it is unknown.
-pub fn rabbitmq_description() -> String {
-    let eval = |expr: &str| {
-        std::process::Command::new("rabbitmqctl")
-            .args(["-q", "eval", expr])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .trim()
-                    .trim_matches('"')
-                    .to_string()
-            })
-    };
-    let Some(version) = eval("rabbit_misc:version().") else {
-        return "unknown (rabbitmqctl could not reach a local broker)".into();
-    };
-    let delayed = match eval("rabbit_registry:lookup_module(exchange, 'x-delayed-message').")
-        .as_deref()
-    {
-        Some("{ok,delaybench_delayed_exchange}") => {
-            "x-delayed-message by the project's plugin delaybench_delayed_exchange".to_string()
-        }
-        Some(s) if s.starts_with("{ok,") => format!("x-delayed-message by {}", &s[4..s.len() - 1]),
-        _ => "no x-delayed-message exchange type".to_string(),
-    };
-    format!("RabbitMQ {version}, {delayed}")
+/// The broker as run.json names it, read over AMQP (server properties and
+/// a probe declare), so it is right for a broker in a container too.
+pub async fn rabbitmq_description(url: &str) -> String {
+    match strategies::rabbit::broker_facts(url).await {
+        Ok(facts) => format!(
+            "{}, {}",
+            facts.version,
+            if facts.delayed_exchange {
+                "x-delayed-message exchange type available"
+            } else {
+                "no x-delayed-message exchange type"
+            }
+        ),
+        Err(e) => format!("unknown ({e})"),
+    }
 }
 
 #[cfg(test)]

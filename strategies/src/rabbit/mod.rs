@@ -21,7 +21,7 @@ mod topology;
 
 pub use config::{QueueType, RabbitConfig};
 pub use message::CancelMessage;
-pub use topology::DELAYED_EXCHANGE_TYPE;
+pub use topology::{broker_facts, BrokerFacts, DELAYED_EXCHANGE_TYPE};
 
 use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
 use crate::crash::{self, CrashPoint};

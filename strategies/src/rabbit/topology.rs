@@ -153,3 +153,122 @@ pub async fn delete(
     }
     Ok(())
 }
+
+/// What a broker says about itself over AMQP, so a compose user (no
+/// `rabbitmqctl` on the host) gets the same facts as a local one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerFacts {
+    /// `product` and `version` from the connection's server properties,
+    /// e.g. `RabbitMQ 3.10.8`.
+    pub version: String,
+    /// Whether an `x-delayed-message` exchange can be declared (a plugin
+    /// serves the type).
+    pub delayed_exchange: bool,
+}
+
+/// Reads the server properties and tries to declare a throw-away,
+/// auto-deleted `x-delayed-message` exchange (deleted at once).
+pub async fn broker_facts(url: &str) -> crate::error::Result<BrokerFacts> {
+    use lapin::{Connection, ConnectionProperties};
+    let unreachable = |reason: String| crate::error::Error::Unreachable {
+        service: "RabbitMQ",
+        url: crate::store::redact_url(url),
+        reason,
+        hint: "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
+               `rabbitmq-server -detached`; or pass --amqp / DELAYBENCH_AMQP"
+            .into(),
+    };
+    let broker_error = |e: lapin::Error| crate::error::Error::Broker {
+        service: "RabbitMQ",
+        context: "probing the broker",
+        message: e.to_string(),
+    };
+    let connection = Connection::connect(url, ConnectionProperties::default())
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+    let version = match server_properties(url).await {
+        Ok(properties) => {
+            let property = |key: &str| match properties.inner().get(key) {
+                Some(AMQPValue::LongString(s)) => Some(s.to_string()),
+                Some(AMQPValue::ShortString(s)) => Some(s.to_string()),
+                _ => None,
+            };
+            format!(
+                "{} {}",
+                property("product").unwrap_or_else(|| "AMQP broker".into()),
+                property("version").unwrap_or_else(|| "(version not announced)".into())
+            )
+        }
+        Err(e) => format!("AMQP broker (version unknown: {e})"),
+    };
+    let channel = connection.create_channel().await.map_err(broker_error)?;
+    let name = format!("dlb.probe.{}", std::process::id());
+    let mut args = FieldTable::default();
+    args.insert(ShortString::from("x-delayed-type"), text("direct"));
+    let declared = channel
+        .exchange_declare(
+            &name,
+            ExchangeKind::Custom(DELAYED_EXCHANGE_TYPE.into()),
+            ExchangeDeclareOptions {
+                auto_delete: true,
+                ..ExchangeDeclareOptions::default()
+            },
+            args,
+        )
+        .await;
+    let delayed_exchange = declared.is_ok();
+    if delayed_exchange {
+        channel
+            .exchange_delete(&name, lapin::options::ExchangeDeleteOptions::default())
+            .await
+            .map_err(broker_error)?;
+    }
+    // An unknown exchange type closes the channel, not the connection.
+    let _ = connection.close(200, "probe done").await;
+    Ok(BrokerFacts {
+        version,
+        delayed_exchange,
+    })
+}
+
+/// The `server-properties` of the broker's `connection.start`, which lapin
+/// reads but does not keep: open a TCP connection, send the protocol
+/// header, parse the first frame with lapin's own protocol crate, hang up.
+/// (`amqps://` is not read this way; the version then shows as unknown.)
+async fn server_properties(url: &str) -> std::result::Result<FieldTable, String> {
+    use amq_protocol::frame::{parsing::parse_frame, AMQPFrame};
+    use amq_protocol::protocol::{connection, AMQPClass};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let uri: amq_protocol::uri::AMQPUri = url.parse()?;
+    if uri.scheme != amq_protocol::uri::AMQPScheme::AMQP {
+        return Err("TLS connections are not probed".into());
+    }
+    let read = async {
+        let mut stream =
+            tokio::net::TcpStream::connect((uri.authority.host.as_str(), uri.authority.port))
+                .await?;
+        stream.write_all(b"AMQP\x00\x00\x09\x01").await?;
+        // type (1), channel (2), payload size (4); then payload and 0xCE.
+        let mut frame = vec![0u8; 7];
+        stream.read_exact(&mut frame).await?;
+        let size = u32::from_be_bytes([frame[3], frame[4], frame[5], frame[6]]) as usize;
+        if size > 1 << 20 {
+            return Err(std::io::Error::other("first frame larger than 1 MiB"));
+        }
+        frame.resize(7 + size + 1, 0);
+        stream.read_exact(&mut frame[7..]).await?;
+        Ok(frame)
+    };
+    let frame = tokio::time::timeout(std::time::Duration::from_secs(5), read)
+        .await
+        .map_err(|_| "no connection.start within 5s".to_string())?
+        .map_err(|e| e.to_string())?;
+    match parse_frame(frame.as_slice()) {
+        Ok((
+            _,
+            AMQPFrame::Method(_, AMQPClass::Connection(connection::AMQPMethod::Start(start))),
+        )) => Ok(start.server_properties),
+        Ok((_, other)) => Err(format!("unexpected first frame {other:?}")),
+        Err(e) => Err(format!("unparsable first frame: {e:?}")),
+    }
+}

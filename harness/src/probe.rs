@@ -1,0 +1,112 @@
+//! `delaybench list`: every strategy, the services it needs, and whether
+//! those answer now, so a user knows what `--strategies` can run before
+//! starting a run.
+
+use anyhow::Result;
+use std::fmt::Write;
+use std::time::Duration;
+use strategies::registry::{self, STRATEGIES};
+use strategies::{DbServer, Service, StrategyOptions};
+
+/// How long one probe may take before the service counts as down.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// One service's answer: its version, or why it cannot be used.
+type Probe = std::result::Result<String, String>;
+
+async fn within(what: impl std::future::Future<Output = Result<String>>) -> Probe {
+    match tokio::time::timeout(PROBE_TIMEOUT, what).await {
+        Ok(Ok(version)) => Ok(version),
+        Ok(Err(e)) => Err(format!("{e:#}")),
+        Err(_) => Err(format!("no answer within {}s", PROBE_TIMEOUT.as_secs())),
+    }
+}
+
+/// The listing `delaybench list` prints.
+pub async fn list(db: &str, amqp: Option<&str>, redis: Option<&str>) -> Result<String> {
+    let defaults = StrategyOptions::default();
+    let amqp = amqp.unwrap_or(&defaults.rabbit.url);
+    let redis = redis.unwrap_or(&defaults.redis_zset.url);
+    let server = DbServer::parse(db)?;
+    let (database, rabbit, redis_probe) = tokio::join!(
+        within(async { Ok(server.server_version().await?) }),
+        within(async {
+            let facts = strategies::rabbit::broker_facts(amqp).await?;
+            anyhow::ensure!(
+                facts.delayed_exchange,
+                "{} answers, but has no x-delayed-message exchange type \
+                 (rabbit-delayed needs it: `bash rabbitmq-plugin/install.sh`)",
+                facts.version
+            );
+            Ok(facts.version)
+        }),
+        within(crate::redis_stats::version(redis)),
+    );
+    let mut out = String::new();
+    writeln!(out, "Services:")?;
+    let services = [
+        ("database", server.display_url(), &database),
+        ("rabbitmq", strategies::store::redact_url(amqp), &rabbit),
+        ("redis", strategies::store::redact_url(redis), &redis_probe),
+    ];
+    for (name, url, probe) in &services {
+        match probe {
+            Ok(version) => writeln!(out, "  {name:<9} up    {url}: {version}")?,
+            Err(why) => writeln!(out, "  {name:<9} DOWN  {url}: {why}")?,
+        }
+    }
+    // rabbit-ttl needs only the broker; only rabbit-delayed needs the
+    // delayed exchange type.
+    let broker_up = match &rabbit {
+        Ok(_) => true,
+        Err(why) => why.contains("answers, but"),
+    };
+    writeln!(
+        out,
+        "\nStrategies (run with --strategies NAME[,NAME...] or all):"
+    )?;
+    let width = STRATEGIES.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    for s in STRATEGIES {
+        let mut missing = Vec::new();
+        if database.is_err() {
+            missing.push("database");
+        }
+        for service in s.requires {
+            let up = match service {
+                Service::RabbitMq if s.name.starts_with("rabbit-delayed") => rabbit.is_ok(),
+                Service::RabbitMq => broker_up,
+                Service::Redis => redis_probe.is_ok(),
+            };
+            if !up {
+                missing.push(service.name());
+            }
+        }
+        let needs: Vec<&str> = std::iter::once("database")
+            .chain(s.requires.iter().map(|r| r.name()))
+            .collect();
+        let status = if missing.is_empty() {
+            "can run now".to_string()
+        } else {
+            format!("cannot run: {} down", missing.join(", "))
+        };
+        let role = match s.role {
+            registry::Role::Strategy => "",
+            registry::Role::Teaching => " (teaching variant)",
+            registry::Role::Baseline => " (baseline)",
+        };
+        writeln!(
+            out,
+            "  {:<width$}  needs {:<26} {status}{role}\n  {:<width$}  {}",
+            s.name,
+            needs.join(", "),
+            "",
+            s.summary
+        )?;
+    }
+    writeln!(
+        out,
+        "\nVariants: NAME+outbox (rabbit-ttl, rabbit-delayed, redis-zset), NAME+fallback \
+         (any but db-scan), NAME+outbox+fallback."
+    )?;
+    Ok(out)
+}
