@@ -1,17 +1,13 @@
 //! `report.html`: one self-contained page (inline CSS and SVG, no scripts,
-//! nothing fetched) with the tables of `report.md` plus the plots: lateness
-//! CDF on a percentile axis, lateness over time, and cost per cancel.
+//! nothing fetched) with the tables of `report.md` plus the plots (see
+//! `figures.rs`), the same drawings as the files in `plots/`.
 
-use super::plots::{self, Line};
+use super::plots::{DrawnFigure, Section};
 use super::{
-    anomaly_counts, is_teaching, rows, run_facts, split_teaching, tradeoff_rows, Status, Summary,
-    TRADEOFF_NOTES,
+    anomaly_counts, rows, run_facts, split_teaching, tradeoff_rows, Status, Summary, TRADEOFF_NOTES,
 };
 use crate::model::run_info::RunInfo;
-use crate::scenario::FaultKind;
-use anyhow::{Context, Result};
 use std::fmt::Write as _;
-use std::path::Path;
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:14px}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
@@ -19,7 +15,7 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}td.bad{backg
 .skipped{color:#666}.plots svg{max-width:100%;height:auto}.bars{display:flex;flex-wrap:wrap}
 code{background:#f3f3f3;padding:0 3px}p.note{font-size:13px;color:#444}";
 
-pub fn html(run_dir: &Path, info: &RunInfo, summaries: &[Summary]) -> Result<String> {
+pub fn html(info: &RunInfo, summaries: &[Summary], plots: &[DrawnFigure]) -> String {
     let ran: Vec<(usize, &Summary)> = summaries
         .iter()
         .enumerate()
@@ -81,16 +77,17 @@ pub fn html(run_dir: &Path, info: &RunInfo, summaries: &[Summary]) -> Result<Str
         }
         warnings(&mut out, &ran);
         anomalies(&mut out, &ran);
-        plots_section(&mut out, run_dir, &ran)?;
+        plots_section(&mut out, plots);
     }
     let _ = writeln!(
         out,
         "<p class=\"note\">Per-strategy details (cancels by path, payments, generator health, \
          capabilities and their notes) are in <code>report.md</code>; the raw numbers in \
          <code>run.json</code> and <code>&lt;strategy&gt;/summary.json</code>; full lateness \
-         distributions in <code>&lt;strategy&gt;/lateness.hgrm</code>.</p>\n</body></html>"
+         distributions in <code>&lt;strategy&gt;/lateness.hgrm</code>; every plot as SVG and PNG in \
+         <code>plots/</code>.</p>\n</body></html>"
     );
-    Ok(out)
+    out
 }
 
 /// Every warning and worker event of every strategy, in full.
@@ -174,145 +171,23 @@ fn anomalies(out: &mut String, ran: &[(usize, &Summary)]) {
     }
 }
 
-fn plots_section(out: &mut String, run_dir: &Path, ran: &[(usize, &Summary)]) -> Result<()> {
+/// The plots, embedded: lateness first, then the cost charts side by side.
+fn plots_section(out: &mut String, plots: &[DrawnFigure]) {
+    if plots.is_empty() {
+        return;
+    }
     let _ = writeln!(out, "<h2>Plots</h2><div class=\"plots\">");
-    let mut cdf = Vec::new();
-    let mut max_nines = 1f64;
-    for &(color, s) in ran {
-        let path = run_dir.join(&s.strategy).join("lateness.hgrm");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(_) => continue,
-        };
-        let count = s.lateness_us.count;
-        if count == 0 {
-            continue;
-        }
-        // The last 1/count of the distribution is the max: cap the axis there.
-        let cap = 1.0 - 1.0 / count as f64;
-        max_nines = max_nines.max(plots::nines(cap));
-        cdf.push(Line {
-            name: plot_name(s),
-            color,
-            points: plots::parse_hgrm(&text)
-                .into_iter()
-                .map(|(q, ms)| (plots::nines(q.min(cap)), ms))
-                .collect(),
-        });
-    }
-    if !cdf.is_empty() {
-        out.push_str(&plots::lateness_cdf(&cdf, max_nines).context("drawing the CDF")?);
-    }
-    let over_time: Vec<Line> = ran
-        .iter()
-        .filter(|(_, s)| !s.lateness_over_time.is_empty())
-        .map(|&(color, s)| Line {
-            name: plot_name(s),
-            color,
-            points: s
-                .lateness_over_time
-                .iter()
-                .map(|b| (b.second as f64, b.p99_us as f64 / 1000.0))
-                .collect(),
-        })
-        .collect();
-    if !over_time.is_empty() {
-        // Faults are the same for every strategy; mark them as the first
-        // strategy's record says they happened.
-        let markers: Vec<(f64, String)> = ran[0]
-            .1
-            .faults
+    let of = |section: Section| {
+        plots
             .iter()
-            .flat_map(|f| {
-                let killed = f
-                    .killed_at_ms
-                    .map(|ms| (ms as f64 / 1000.0, format!(" kill {}", f.instance)));
-                let restarted = f
-                    .restarted_at_ms
-                    .map(|ms| (ms as f64 / 1000.0, format!(" restart {}", f.instance)));
-                let command = f.finished_at_ms.map(|ms| {
-                    let name = f.command.last().map(String::as_str).unwrap_or("command");
-                    let name: String = name.chars().take(24).collect();
-                    let label = if f.error.is_some() {
-                        format!(" {name} FAILED at {:.1} s", ms as f64 / 1000.0)
-                    } else {
-                        format!(" {name} (until {:.1} s)", ms as f64 / 1000.0)
-                    };
-                    (f.planned_at_ms as f64 / 1000.0, label)
-                });
-                // The faults with a window: marked where they began.
-                let window = f
-                    .window_ms
-                    .filter(|_| !matches!(f.kind, FaultKind::KillInstance | FaultKind::RunCommand))
-                    .map(|(from, to)| {
-                        (
-                            from as f64 / 1000.0,
-                            format!(" {} (until {:.1} s)", f.kind.as_str(), to as f64 / 1000.0),
-                        )
-                    });
-                killed
-                    .into_iter()
-                    .chain(restarted)
-                    .chain(command)
-                    .chain(window)
-            })
-            .collect();
-        // Deaths from outside differ per strategy: each is marked with its name.
-        let mut markers = markers;
-        for (_, s) in ran {
-            for e in s
-                .worker_events
-                .iter()
-                .filter(|e| e.kind == crate::model::WorkerEventKind::Died)
-            {
-                markers.push((
-                    e.at_ms as f64 / 1000.0,
-                    format!(" {} instance {} died", s.strategy, e.instance),
-                ));
-            }
-        }
-        out.push_str(
-            &plots::lateness_over_time(&over_time, &markers)
-                .context("drawing lateness over time")?,
-        );
-    }
+            .filter(move |p| p.figure.section == section)
+            .map(|p| p.svg.as_str())
+    };
+    out.extend(of(Section::Lateness));
     let _ = writeln!(out, "<div class=\"bars\">");
-    let cost_charts: [(&str, &str, CostOf); 5] = [
-        ("DB statements per cancel", "statements", |s| {
-            s.cost.statements_per_cancel
-        }),
-        (
-            "DB rows read per cancel (server; canceller only on PostgreSQL)",
-            "rows",
-            |s| {
-                s.cost
-                    .canceller_server_rows_read_per_cancel
-                    .or(s.cost.server_rows_read_per_cancel)
-            },
-        ),
-        ("CPU per cancel", "µs", |s| s.cost.cpu_us_per_cancel),
-        ("RabbitMQ messages per cancel", "messages", |s| {
-            s.cost.broker_messages_per_cancel
-        }),
-        ("Redis commands per cancel", "commands", |s| {
-            s.cost.redis_commands_per_cancel
-        }),
-    ];
-    for (caption, unit, value) in cost_charts {
-        let bars: Vec<(String, usize, f64)> = ran
-            .iter()
-            .filter_map(|&(color, s)| value(s).map(|v| (plot_name(s), color, v)))
-            .collect();
-        if !bars.is_empty() {
-            out.push_str(&plots::bars(caption, unit, &bars).context("drawing a cost chart")?);
-        }
-    }
+    out.extend(of(Section::Cost));
     let _ = writeln!(out, "</div></div>");
-    Ok(())
 }
-
-/// Reads one per-cancel cost from a summary, if the strategy has it.
-type CostOf = fn(&Summary) -> Option<f64>;
 
 /// An HTML table, header first; `bad(column, cell)` marks a cell.
 fn table(out: &mut String, rows: &[Vec<String>], bad: impl Fn(usize, &str) -> bool) {
@@ -333,15 +208,6 @@ fn table(out: &mut String, rows: &[Vec<String>], bad: impl Fn(usize, &str) -> bo
 }
 
 /// Escapes text for HTML element content and attribute values.
-/// A strategy's name in plots; teaching variants are marked.
-fn plot_name(s: &Summary) -> String {
-    if is_teaching(&s.strategy) {
-        format!("\u{2716} {}", s.strategy)
-    } else {
-        s.strategy.clone()
-    }
-}
-
 fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -362,6 +228,7 @@ mod tests {
     use crate::model::run_info::Machine;
     use crate::model::summary::{hgrm, new_histogram, DatabaseInfo, LatenessBucket};
     use crate::scenario::{Scenario, QUICK};
+    use std::path::Path;
 
     fn run_info(strategies: &[&str]) -> RunInfo {
         RunInfo {
@@ -420,7 +287,9 @@ mod tests {
         );
         let summaries = [clean, broken, skipped];
         let info = run_info(&["db-scan", "redis-zset", "rabbit-ttl"]);
-        let page = html(dir.path(), &info, &summaries).unwrap();
+        let figures = super::super::figures::figures(dir.path(), &info, &summaries);
+        let drawn = super::super::plots::write_files(dir.path(), &figures).unwrap();
+        let page = html(&info, &summaries, &drawn);
 
         assert!(page.contains("Trade-offs, measured"));
         // Two lateness plots and one cost chart, each naming both strategies.

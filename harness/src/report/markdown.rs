@@ -1,12 +1,16 @@
-//! `report.md`: the results table, the trade-off table, one section per
-//! strategy, and how to read them.
+//! `report.md`: the results table, the trade-off table, the plots in
+//! `plots/` linked under them, one section per strategy, and how to read
+//! them.
 
+use super::plots::{markdown_links, Figure, Section};
 use super::{ms, rows, run_facts, split_teaching, tradeoff_rows, Status, Summary, TRADEOFF_NOTES};
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{LatenessStats, Pct};
 use std::fmt::Write as _;
 
-pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
+/// The report; `figures` are the plots in `plots/`, each linked under the
+/// section it belongs to.
+pub fn markdown(info: &RunInfo, summaries: &[Summary], figures: &[Figure]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# delaybench run `{}`\n", info.run_id);
     for (line, stressed) in run_facts(info) {
@@ -36,11 +40,16 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary]) -> String {
             s.reason.as_deref().unwrap_or("no reason recorded")
         );
     }
+    let lateness_plots = markdown_links(figures, Section::Lateness);
+    if !lateness_plots.is_empty() {
+        let _ = write!(out, "\n{lateness_plots}");
+    }
     let tradeoffs = tradeoff_rows(&options);
     if tradeoffs.len() > 1 {
         let _ = writeln!(out, "\n## Trade-offs, measured\n");
         table(&mut out, &tradeoffs);
-        let _ = writeln!(out, "{TRADEOFF_NOTES}");
+        let _ = writeln!(out, "{TRADEOFF_NOTES}\n");
+        out.push_str(&markdown_links(figures, Section::Cost));
     }
     if let Some(faults) = super::fault_rows(summaries) {
         let _ = writeln!(out, "\n## Faults: what each strategy lost, and where\n");

@@ -1,9 +1,11 @@
 //! Reports rendered from `run.json` and every `<strategy>/summary.json` on
 //! disk (the JSON is the source of truth, so reports can be regenerated with
-//! `delaybench report DIR`): `report.md`, `report.html` with plots, and the
-//! terminal table. The tables both reports share are built here, once.
+//! `delaybench report DIR`): `report.md`, `report.html` with plots, the plots
+//! as SVG and PNG files in `plots/`, and the terminal table. The tables
+//! both reports share are built here, once.
 
 mod compare;
+mod figures;
 mod html;
 mod markdown;
 mod plots;
@@ -31,20 +33,22 @@ pub fn load(run_dir: &Path) -> Result<(RunInfo, Vec<Summary>)> {
     Ok((info, summaries))
 }
 
-/// Writes `report.md` and `report.html` for the run in `run_dir` (for a
-/// sweep folder, its `report.md` and `sweep.svg`).
+/// Writes `report.md`, `report.html` and the plot files in `plots/` for the
+/// run in `run_dir` (for a sweep folder, its `report.md` and plots).
 pub fn write(run_dir: &Path) -> Result<()> {
     if run_dir.join("sweep.json").exists() {
         let result = crate::model::sweep::SweepResult::read(run_dir)?;
         return sweep::write(run_dir, &result);
     }
     let (info, summaries) = load(run_dir)?;
+    let figures = figures::figures(run_dir, &info, &summaries);
+    let drawn = plots::write_files(run_dir, &figures)?;
     let path = run_dir.join("report.md");
-    std::fs::write(&path, markdown::markdown(&info, &summaries))
+    std::fs::write(&path, markdown::markdown(&info, &summaries, &figures))
         .with_context(|| format!("writing {}", path.display()))?;
-    let page = html::html(run_dir, &info, &summaries)?;
     let path = run_dir.join("report.html");
-    std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))
+    std::fs::write(&path, html::html(&info, &summaries, &drawn))
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// What was run, where and on what: the lines both reports open with,

@@ -1,14 +1,60 @@
-//! The report's plots, drawn with plotters into SVG text that `report.html`
-//! embeds: lateness CDF on a percentile axis, lateness over time, and cost
-//! per cancelled order. Every plot gives each strategy the same colour.
+//! The report's plots, drawn with plotters. Each plot is a [`Chart`], its
+//! data and how to draw it, drawn by one generic function on any plotters
+//! backend: the SVG that `report.html` embeds and `plots/<name>.svg` hold,
+//! and the PNG in `plots/<name>.png` (bitmap backend, with a font embedded
+//! in the binary so that no system font is needed). Every plot gives each
+//! strategy the same colour and keeps its legend beside the data, never
+//! over it.
 
-use anyhow::Result;
+use anyhow::{anyhow, Context, Result};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::ops::Range;
+use std::path::Path;
 
+/// Width and height of a plot's data area with its axes; a legend panel
+/// and a key below add to them.
 const WIDTH: u32 = 900;
 const HEIGHT: u32 = 420;
-const FONT: &str = "sans-serif";
+/// Size of a cost chart (two of them side by side on the page).
+const BAR_WIDTH: u32 = 450;
+const BAR_HEIGHT: u32 = 320;
+
+/// The family every text is drawn in. The bitmap backend (and plotters'
+/// text layout, SVG's included) finds the embedded DejaVu Sans under this
+/// name; SVG writes it as the `font-family` list, so a viewer without
+/// DejaVu Sans falls back to its own sans-serif.
+const FONT: &str = "DejaVu Sans, sans-serif";
+
+/// DejaVu Sans; its license is next to it in `harness/assets/fonts/`.
+static DEJAVU_SANS: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+
+/// Registers the embedded font, once per process, before any text is laid
+/// out: without it plotters has no font to measure or draw text with.
+fn register_font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // The bytes are part of the binary: failing here is a build error
+        // that the tests catch, not a condition to report at run time.
+        if plotters::style::register_font(FONT, FontStyle::Normal, DEJAVU_SANS).is_err() {
+            panic!("the embedded DejaVu Sans does not parse as a font");
+        }
+    });
+}
+
+fn font(size: u32) -> FontDesc<'static> {
+    register_font();
+    FontDesc::new(FontFamily::from(FONT), size as f64, FontStyle::Normal)
+}
+
+/// Width in pixels of `text` drawn at `size`.
+fn text_width(text: &str, size: u32) -> u32 {
+    font(size)
+        .box_size(text)
+        .map(|(w, _)| w)
+        .unwrap_or(text.chars().count() as u32 * size / 2)
+}
 
 /// Colour of the strategy at `index` in the run's order (Tableau 10).
 pub fn color(index: usize) -> RGBColor {
@@ -35,6 +81,106 @@ pub struct Line {
     pub points: Vec<(f64, f64)>,
 }
 
+/// A shaded stretch of the x axis: `tag` is printed at its top and `label`,
+/// if any, in the key under the plot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Band {
+    pub from: f64,
+    pub to: f64,
+    pub kind: BandKind,
+    pub tag: String,
+    pub label: Option<String>,
+}
+
+/// What a band marks, which sets its shade.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BandKind {
+    /// The warm-up, whose orders are not measured.
+    WarmUp,
+    /// A fault in effect.
+    Fault,
+    /// A worker that died from outside the run's faults.
+    Death,
+}
+
+impl BandKind {
+    fn shade(self) -> RGBAColor {
+        match self {
+            BandKind::WarmUp => BLACK.mix(0.08),
+            BandKind::Fault => RGBColor(214, 39, 40).mix(0.16),
+            BandKind::Death => BLACK.mix(0.4),
+        }
+    }
+}
+
+/// A plot, ready to draw on any backend.
+#[derive(Debug, Clone)]
+pub enum Chart {
+    Lines(LineChart),
+    Sweep(SweepChart),
+    Bars(BarChart),
+    ByTimeout(TimeoutChart),
+}
+
+/// Lateness lines on a log axis, with shaded bands under them.
+#[derive(Debug, Clone)]
+pub struct LineChart {
+    caption: &'static str,
+    x_desc: &'static str,
+    x: Range<f64>,
+    x_labels: usize,
+    x_label: fn(&f64) -> String,
+    lines: Vec<Line>,
+    bands: Vec<Band>,
+}
+
+/// One strategy's sweep: `(x, low, high, held)` per step, e.g. offered
+/// rate with p50 and p99 lateness.
+#[derive(Debug, Clone)]
+pub struct RateLine {
+    pub name: String,
+    pub color: usize,
+    pub points: Vec<(f64, f64, f64, bool)>,
+}
+
+/// A sweep chart: `high` solid, `low` thin, a dashed horizontal line at
+/// `bound` if given; both axes log, and x values of 0 are drawn at 1 and
+/// labelled 0 (a backlog of none). A step that did not hold is a cross.
+#[derive(Debug, Clone)]
+pub struct SweepChart {
+    pub caption: &'static str,
+    pub x_desc: &'static str,
+    pub y_desc: &'static str,
+    pub bound: Option<(f64, String)>,
+    pub lines: Vec<RateLine>,
+}
+
+/// One bar per strategy: `(name, colour index, value)`.
+#[derive(Debug, Clone)]
+pub struct BarChart {
+    caption: &'static str,
+    unit: &'static str,
+    bars: Vec<(String, usize, f64)>,
+}
+
+/// Lateness of each timeout class, grouped by strategy: per class a p99
+/// bar with a p50 tick, in ms.
+#[derive(Debug, Clone)]
+pub struct TimeoutChart {
+    /// Every class any strategy had, shortest first.
+    timeouts_ms: Vec<u64>,
+    /// Each strategy's name and its classes.
+    strategies: Vec<(String, Vec<ClassLateness>)>,
+}
+
+/// The lateness of one strategy's orders of one timeout class.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClassLateness {
+    pub timeout_ms: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
 /// The smallest lateness a log axis shows; 0 ms is drawn here.
 const FLOOR_MS: f64 = 0.01;
 
@@ -53,9 +199,8 @@ fn percentile_label(x: &f64) -> String {
     format!("p{text}")
 }
 
-/// A log range in ms, widened to whole decades, covering every point.
-fn log_range(lines: &[Line]) -> std::ops::Range<f64> {
-    let values = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+/// A log range in ms, widened to whole decades, covering every value.
+fn log_range(values: impl Iterator<Item = f64>) -> Range<f64> {
     let (lo, hi) = values.fold((f64::MAX, 0f64), |(lo, hi), v| {
         let v = v.max(FLOOR_MS);
         (lo.min(v), hi.max(v))
@@ -68,171 +213,507 @@ fn log_range(lines: &[Line]) -> std::ops::Range<f64> {
     lo..hi
 }
 
+fn lines_range(lines: &[Line]) -> Range<f64> {
+    log_range(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)))
+}
+
 /// Lateness CDF on a percentile axis: each line's points are
 /// `(nines(q), lateness ms)`; `max_nines` ends the axis.
-pub fn lateness_cdf(lines: &[Line], max_nines: f64) -> Result<String> {
-    let y = log_range(lines);
+pub fn lateness_cdf(lines: Vec<Line>, max_nines: f64) -> Chart {
     // Whole nines only, so the axis reads p0, p90, p99, p99.9, ...
     let end = max_nines.max(1.0).ceil();
-    line_chart(
-        "Lateness by percentile (log scale)",
-        "percentile of cancelled orders",
-        (0f64..end, end as usize + 1),
-        &percentile_label,
-        y,
+    Chart::Lines(LineChart {
+        caption: "Lateness by percentile (log scale)",
+        x_desc: "percentile of cancelled orders",
+        x: 0f64..end,
+        x_labels: end as usize + 1,
+        x_label: percentile_label,
         lines,
-        &[],
-    )
+        bands: Vec::new(),
+    })
 }
 
 /// p99 lateness of the orders whose deadline fell in each second of the
-/// run, with a dashed vertical line and a label at each `(second, event)`
-/// marker (faults).
-pub fn lateness_over_time(lines: &[Line], markers: &[(f64, String)]) -> Result<String> {
-    let y = log_range(lines);
-    let end = lines
+/// run, over shaded `bands` (warm-up, faults); a band reaching past the
+/// last point ends with the axis.
+pub fn lateness_over_time(lines: Vec<Line>, bands: Vec<Band>) -> Chart {
+    let last = lines
         .iter()
         .flat_map(|l| l.points.iter().map(|p| p.0))
+        .chain(bands.iter().map(|b| b.from))
         .fold(1f64, f64::max);
-    line_chart(
-        "p99 lateness per second of deadline (log scale)",
-        "seconds since the run started",
-        (0f64..end + 1.0, 12),
-        &|x: &f64| format!("{x:.0}"),
-        y,
+    let end = last + 1.0;
+    let bands = bands
+        .into_iter()
+        .map(|b| Band {
+            to: b.to.min(end),
+            ..b
+        })
+        .collect();
+    Chart::Lines(LineChart {
+        caption: "p99 lateness per second of deadline (log scale)",
+        x_desc: "seconds since the run started",
+        x: 0f64..end,
+        x_labels: 12,
+        x_label: |x| format!("{x:.0}"),
         lines,
-        markers,
+        bands,
+    })
+}
+
+/// One bar per strategy; missing values are left out by the caller.
+pub fn bars(caption: &'static str, unit: &'static str, bars: Vec<(String, usize, f64)>) -> Chart {
+    Chart::Bars(BarChart {
+        caption,
+        unit,
+        bars,
+    })
+}
+
+/// Lateness by timeout class: each strategy's name and its classes.
+pub fn lateness_by_timeout(strategies: Vec<(String, Vec<ClassLateness>)>) -> Chart {
+    let mut timeouts_ms: Vec<u64> = strategies
+        .iter()
+        .flat_map(|(_, classes)| classes.iter().map(|c| c.timeout_ms))
+        .collect();
+    timeouts_ms.sort_unstable();
+    timeouts_ms.dedup();
+    Chart::ByTimeout(TimeoutChart {
+        timeouts_ms,
+        strategies,
+    })
+}
+
+/// The colour of timeout class `index`: shades of one hue, so they do not
+/// read as strategies.
+fn timeout_color(index: usize, classes: usize) -> RGBColor {
+    let darkest = (8.0, 48.0, 107.0);
+    let lightest = (158.0, 202.0, 225.0);
+    let k = if classes > 1 {
+        index as f64 / (classes - 1) as f64
+    } else {
+        0.0
+    };
+    let mix = |a: f64, b: f64| (a + (b - a) * k) as u8;
+    RGBColor(
+        mix(lightest.0, darkest.0),
+        mix(lightest.1, darkest.1),
+        mix(lightest.2, darkest.2),
     )
 }
 
-fn line_chart(
-    caption: &str,
-    x_desc: &str,
-    (x, x_labels): (std::ops::Range<f64>, usize),
-    x_label: &dyn Fn(&f64) -> String,
-    y: std::ops::Range<f64>,
-    lines: &[Line],
-    markers: &[(f64, String)],
-) -> Result<String> {
-    let (y_lo, y_hi) = (y.start, y.end);
-    let mut svg = String::new();
+/// One row of a legend panel.
+struct LegendEntry {
+    text: String,
+    color: RGBColor,
+    swatch: Swatch,
+}
+
+enum Swatch {
+    /// A short line, for a line series.
+    Line,
+    /// A filled square, for bars.
+    Square,
+}
+
+const LEGEND_FONT: u32 = 13;
+const LEGEND_ROW: u32 = 18;
+/// Where the legend's first row sits: level with the top of the data, below
+/// the caption.
+const LEGEND_TOP: u32 = 44;
+const KEY_FONT: u32 = 12;
+const KEY_ROW: u32 = 16;
+/// Fault labels longer than this are cut, so that two columns fit.
+const KEY_LABEL_CHARS: usize = 60;
+
+fn legend_width(entries: &[LegendEntry]) -> u32 {
+    let widest = entries
+        .iter()
+        .map(|e| text_width(&e.text, LEGEND_FONT))
+        .max()
+        .unwrap_or(0);
+    widest + 48
+}
+
+fn legend_height(entries: usize) -> u32 {
+    LEGEND_TOP + entries as u32 * LEGEND_ROW + 16
+}
+
+/// Draws `entries` in `panel`, one per row from the top.
+fn draw_legend<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    entries: &[LegendEntry],
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    for (row, entry) in entries.iter().enumerate() {
+        let y = (LEGEND_TOP + row as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32;
+        match entry.swatch {
+            Swatch::Line => panel.draw(&PathElement::new(
+                vec![(8, y), (30, y)],
+                entry.color.stroke_width(2),
+            ))?,
+            Swatch::Square => panel.draw(&Rectangle::new(
+                [(12, y - 6), (24, y + 6)],
+                entry.color.filled(),
+            ))?,
+        }
+        panel.draw(&Text::new(
+            entry.text.as_str(),
+            (36, y),
+            font(LEGEND_FONT)
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+    }
+    Ok(())
+}
+
+/// Splits a legend panel for `entries` off the right of `root`, draws the
+/// legend there and returns what is left for the data.
+fn beside_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    entries: &[LegendEntry],
+) -> Result<DrawingArea<DB, Shift>>
+where
+    DB::ErrorType: 'static,
+{
+    let width = root.dim_in_pixel().0;
+    let (data, panel) = root.split_horizontally(width.saturating_sub(legend_width(entries)));
+    draw_legend(&panel, entries)?;
+    Ok(data)
+}
+
+/// The key lines under a plot with bands: `tag label` of each band that
+/// has a label, cut to fit a column.
+fn key_lines(bands: &[Band]) -> Vec<String> {
+    bands
+        .iter()
+        .filter_map(|b| {
+            let label = b.label.as_ref()?;
+            let text = format!("{} {label}", b.tag);
+            Some(if text.chars().count() > KEY_LABEL_CHARS {
+                let cut: String = text.chars().take(KEY_LABEL_CHARS - 1).collect();
+                format!("{cut}…")
+            } else {
+                text
+            })
+        })
+        .collect()
+}
+
+/// Rows of the key: two columns.
+fn key_rows(lines: usize) -> u32 {
+    lines.div_ceil(2) as u32
+}
+
+fn key_height(lines: usize) -> u32 {
+    if lines == 0 {
+        0
+    } else {
+        key_rows(lines) * KEY_ROW + 12
+    }
+}
+
+/// The key under a plot: column-major in two columns.
+fn draw_key<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, lines: &[String]) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let rows = key_rows(lines.len()).max(1) as usize;
+    let column = area.dim_in_pixel().0 as i32 / 2;
+    for (i, line) in lines.iter().enumerate() {
+        let (col, row) = (i / rows, i % rows);
+        area.draw(&Text::new(
+            line.as_str(),
+            (
+                16 + col as i32 * column,
+                (row as u32 * KEY_ROW + KEY_ROW / 2) as i32,
+            ),
+            font(KEY_FONT)
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+    }
+    Ok(())
+}
+
+fn line_legend(lines: &[Line]) -> Vec<LegendEntry> {
+    lines
+        .iter()
+        .map(|l| LegendEntry {
+            text: l.name.clone(),
+            color: color(l.color),
+            swatch: Swatch::Line,
+        })
+        .collect()
+}
+
+fn sweep_legend(lines: &[RateLine]) -> Vec<LegendEntry> {
+    lines
+        .iter()
+        .map(|l| LegendEntry {
+            text: l.name.clone(),
+            color: color(l.color),
+            swatch: Swatch::Line,
+        })
+        .collect()
+}
+
+fn timeout_legend(chart: &TimeoutChart) -> Vec<LegendEntry> {
+    let classes = chart.timeouts_ms.len();
+    chart
+        .timeouts_ms
+        .iter()
+        .enumerate()
+        .map(|(i, t)| LegendEntry {
+            text: format!("timeout {t} ms"),
+            color: timeout_color(i, classes),
+            swatch: Swatch::Square,
+        })
+        .collect()
+}
+
+/// Category names under bars: level when they fit their slot, else turned
+/// to read upwards.
+struct CategoryLabels {
+    turned: bool,
+    /// Height of the label area under the axis.
+    area: u32,
+}
+
+const CATEGORY_FONT: u32 = 11;
+
+impl CategoryLabels {
+    fn new(names: impl Iterator<Item = String>, slots: usize, plot_width: u32) -> Self {
+        let widest = names
+            .map(|n| text_width(&n, CATEGORY_FONT))
+            .max()
+            .unwrap_or(0);
+        let slot = plot_width / slots.max(1) as u32;
+        if widest + 4 <= slot {
+            CategoryLabels {
+                turned: false,
+                area: 36,
+            }
+        } else {
+            CategoryLabels {
+                turned: true,
+                area: widest + 14,
+            }
+        }
+    }
+
+    /// Draws `name` under the axis point `(x, y)` of `root`.
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        name: &str,
+        (x, y): (i32, i32),
+    ) -> Result<()>
+    where
+        DB::ErrorType: 'static,
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let style = if self.turned {
+            // Turned a quarter left, the text's end at the axis.
+            font(CATEGORY_FONT)
+                .transform(FontTransform::Rotate270)
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Right, VPos::Center))
+        } else {
+            font(CATEGORY_FONT)
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Top))
+        };
+        root.draw(&Text::new(name, (x, y + 6), style))?;
+        Ok(())
+    }
+}
+
+/// Pixels left and right of the data in a bar chart: the y labels and
+/// margins.
+const BAR_Y_AREA: u32 = 60;
+const BAR_MARGIN: u32 = 10;
+
+impl BarChart {
+    fn labels(&self) -> CategoryLabels {
+        CategoryLabels::new(
+            self.bars.iter().map(|b| b.0.clone()),
+            self.bars.len(),
+            BAR_WIDTH - BAR_Y_AREA - 2 * BAR_MARGIN,
+        )
+    }
+}
+
+/// Width of the data (axes included) of a timeout chart.
+const TIMEOUT_Y_AREA: u32 = 70;
+
+impl TimeoutChart {
+    fn labels(&self) -> CategoryLabels {
+        CategoryLabels::new(
+            self.strategies.iter().map(|s| s.0.clone()),
+            self.strategies.len(),
+            WIDTH - TIMEOUT_Y_AREA - 24,
+        )
+    }
+}
+
+impl Chart {
+    /// Pixel size: the data with its axes, the legend to its right, the
+    /// key or the turned category names below.
+    pub fn size(&self) -> (u32, u32) {
+        match self {
+            Chart::Lines(c) => {
+                let legend = line_legend(&c.lines);
+                (
+                    WIDTH + legend_width(&legend),
+                    HEIGHT.max(legend_height(legend.len())) + key_height(key_lines(&c.bands).len()),
+                )
+            }
+            Chart::Sweep(c) => {
+                let legend = sweep_legend(&c.lines);
+                (
+                    WIDTH + legend_width(&legend),
+                    HEIGHT.max(legend_height(legend.len())),
+                )
+            }
+            Chart::Bars(c) => (BAR_WIDTH, BAR_HEIGHT - 36 + c.labels().area),
+            Chart::ByTimeout(c) => {
+                let legend = timeout_legend(c);
+                (WIDTH + legend_width(&legend), HEIGHT - 40 + c.labels().area)
+            }
+        }
+    }
+
+    /// The chart as SVG text.
+    pub fn svg(&self) -> Result<String> {
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, self.size()).into_drawing_area();
+            self.draw(&root)?;
+            root.present()?;
+        }
+        Ok(svg)
+    }
+
+    /// Writes the chart as a PNG file at `path`.
+    pub fn write_png(&self, path: &Path) -> Result<()> {
+        let root = BitMapBackend::new(path, self.size()).into_drawing_area();
+        self.draw(&root)?;
+        root.present()
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Draws the chart on `root`, whatever the backend: SVG and PNG are
+    /// the same drawing.
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
         root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(caption, (FONT, 18))
+        match self {
+            Chart::Lines(c) => c.draw(root),
+            Chart::Sweep(c) => c.draw(root),
+            Chart::Bars(c) => c.draw(root),
+            Chart::ByTimeout(c) => c.draw(root),
+        }
+    }
+}
+
+impl LineChart {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        let keys = key_lines(&self.bands);
+        let height = root.dim_in_pixel().1;
+        let (upper, key) = root.split_vertically(height - key_height(keys.len()));
+        draw_key(&key, &keys)?;
+        let data = beside_legend(&upper, &line_legend(&self.lines))?;
+        let y = lines_range(&self.lines);
+        let (y_lo, y_hi) = (y.start, y.end);
+        let mut chart = ChartBuilder::on(&data)
+            .caption(self.caption, font(18))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(70)
-            .build_cartesian_2d(x, y.log_scale())?;
+            .build_cartesian_2d(self.x.clone(), y.log_scale())?;
         chart
             .configure_mesh()
-            .x_desc(x_desc)
-            .x_labels(x_labels)
+            .x_desc(self.x_desc)
+            .x_labels(self.x_labels)
             .y_desc("lateness (ms)")
-            .x_label_formatter(x_label)
+            .x_label_formatter(&self.x_label)
             .y_label_formatter(&|v| format!("{v}"))
+            .label_style(font(12))
+            .axis_desc_style(font(14))
             .draw()?;
-        for (x, label) in markers {
-            let dashes = (0..40).map(|i| {
-                let f = |k: f64| y_lo * (y_hi / y_lo).powf(k / 40.0);
-                PathElement::new(vec![(*x, f(i as f64)), (*x, f(i as f64 + 0.5))], BLACK)
-            });
-            chart.draw_series(dashes)?;
-            chart.draw_series(std::iter::once(Text::new(
-                label.clone(),
-                (*x, y_hi),
-                (FONT, 12)
-                    .into_font()
+        // An instant (a killed session, a death) is still a visible stripe.
+        let thinnest = (self.x.end - self.x.start) / 250.0;
+        chart.draw_series(self.bands.iter().map(|b| {
+            let to = b.to.max(b.from + thinnest);
+            Rectangle::new([(b.from, y_lo), (to, y_hi)], b.kind.shade().filled())
+        }))?;
+        // Tags at the top, a row lower when the previous one would overlap.
+        let mut last_end = (i32::MIN, i32::MIN);
+        for band in &self.bands {
+            let (x, top) = chart.backend_coord(&(band.from, y_hi));
+            let width = text_width(&band.tag, KEY_FONT) as i32;
+            let row = if x < last_end.0 + 4 { 1 } else { 0 };
+            let y = top + 2 + row * KEY_ROW as i32;
+            if row == 0 {
+                last_end.0 = x + 2 + width;
+            } else {
+                last_end.1 = x + 2 + width;
+            }
+            data.draw(&Text::new(
+                band.tag.as_str(),
+                (x + 2, y),
+                font(KEY_FONT)
                     .color(&BLACK)
                     .pos(Pos::new(HPos::Left, VPos::Top)),
-            )))?;
+            ))?;
         }
-        for line in lines {
+        for line in &self.lines {
             let style = color(line.color).stroke_width(2);
             let points = line.points.iter().map(|&(x, y)| (x, y.max(FLOOR_MS)));
-            chart
-                .draw_series(LineSeries::new(points, style))?
-                .label(line.name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+            chart.draw_series(LineSeries::new(points, style))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 13))
-            .draw()?;
-        root.present()?;
+        Ok(())
     }
-    Ok(svg)
 }
 
-/// One strategy's sweep: `(x, low, high, held)` per step, e.g. offered
-/// rate with p50 and p99 lateness.
-#[derive(Debug, Clone)]
-pub struct RateLine {
-    pub name: String,
-    pub color: usize,
-    pub points: Vec<(f64, f64, f64, bool)>,
-}
-
-/// What a sweep chart shows: `high` solid, `low` thin, a dashed
-/// horizontal line at `bound` if given; x values of 0 are drawn at 1 and
-/// labelled 0 (a backlog of none).
-#[derive(Debug, Clone)]
-pub struct SweepChart<'a> {
-    pub caption: &'a str,
-    pub x_desc: &'a str,
-    pub y_desc: &'a str,
-    pub bound: Option<(f64, String)>,
-}
-
-/// Both axes log; a step that did not hold is drawn as a cross.
-pub fn sweep_chart(chart_spec: &SweepChart, lines: &[RateLine]) -> Result<String> {
-    let lines: Vec<RateLine> = lines
-        .iter()
-        .map(|l| RateLine {
-            points: l
-                .points
-                .iter()
-                .map(|p| (p.0.max(1.0), p.1, p.2, p.3))
-                .collect(),
-            ..l.clone()
-        })
-        .collect();
-    let lines = &lines[..];
-    let as_lines: Vec<Line> = lines
-        .iter()
-        .map(|l| Line {
-            name: l.name.clone(),
-            color: l.color,
-            points: l
-                .points
-                .iter()
-                .flat_map(|p| [(p.0, p.1), (p.0, p.2)])
-                .chain(chart_spec.bound.as_ref().map(|b| (1.0, b.0)))
-                .collect(),
-        })
-        .collect();
-    let y = log_range(&as_lines);
-    let rates = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
-    let (lo, hi) = rates.fold((f64::MAX, 1f64), |(lo, hi), r| (lo.min(r), hi.max(r)));
-    let x = (lo.min(hi) / 1.5).max(0.1)..hi * 1.5;
-    let mut svg = String::new();
+impl SweepChart {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB::ErrorType: 'static,
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(chart_spec.caption, (FONT, 18))
+        let data = beside_legend(root, &sweep_legend(&self.lines))?;
+        // A backlog of none sits at 1 on the log axis.
+        let at_least_one = |x: f64| x.max(1.0);
+        let y = log_range(
+            self.lines
+                .iter()
+                .flat_map(|l| l.points.iter().flat_map(|p| [p.1, p.2]))
+                .chain(self.bound.as_ref().map(|b| b.0)),
+        );
+        let xs = self
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| at_least_one(p.0)));
+        let (lo, hi) = xs.fold((f64::MAX, 1f64), |(lo, hi), r| (lo.min(r), hi.max(r)));
+        let x = (lo.min(hi) / 1.5).max(0.1)..hi * 1.5;
+        let mut chart = ChartBuilder::on(&data)
+            .caption(self.caption, font(18))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(70)
             .build_cartesian_2d(x.clone().log_scale(), y.clone().log_scale())?;
         chart
             .configure_mesh()
-            .x_desc(chart_spec.x_desc)
-            .y_desc(chart_spec.y_desc)
+            .x_desc(self.x_desc)
+            .y_desc(self.y_desc)
             .x_label_formatter(&|v| {
                 if *v <= 1.0 {
                     "0".to_string()
@@ -241,8 +722,10 @@ pub fn sweep_chart(chart_spec: &SweepChart, lines: &[RateLine]) -> Result<String
                 }
             })
             .y_label_formatter(&|v| format!("{v}"))
+            .label_style(font(12))
+            .axis_desc_style(font(14))
             .draw()?;
-        if let Some((bound, label)) = &chart_spec.bound {
+        if let Some((bound, label)) = &self.bound {
             let dashes = (0..60).map(|i| {
                 let f = |k: f64| x.start * (x.end / x.start).powf(k / 60.0);
                 PathElement::new(
@@ -251,105 +734,150 @@ pub fn sweep_chart(chart_spec: &SweepChart, lines: &[RateLine]) -> Result<String
                 )
             });
             chart.draw_series(dashes)?;
-            // At the right end: the legend sits at the upper left.
             chart.draw_series(std::iter::once(Text::new(
                 label.clone(),
                 (x.end, *bound),
-                (FONT, 12)
-                    .into_font()
+                font(12)
                     .color(&BLACK)
                     .pos(Pos::new(HPos::Right, VPos::Bottom)),
             )))?;
         }
-        for line in lines {
+        for line in &self.lines {
             let c = color(line.color);
-            let p99 = line.points.iter().map(|p| (p.0, p.2.max(FLOOR_MS)));
-            let p50 = line.points.iter().map(|p| (p.0, p.1.max(FLOOR_MS)));
-            chart
-                .draw_series(LineSeries::new(p99, c.stroke_width(2)))?
-                .label(line.name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
-            chart.draw_series(LineSeries::new(p50, c.stroke_width(1)))?;
-            chart.draw_series(line.points.iter().map(|p| {
-                let at = (p.0, p.2.max(FLOOR_MS));
-                if p.3 {
-                    EmptyElement::at(at) + Circle::new((0, 0), 3, c.filled())
-                } else {
-                    EmptyElement::at(at) + Circle::new((0, 0), 0, c.filled())
-                }
-            }))?;
+            let at = |x: f64, y: f64| (at_least_one(x), y.max(FLOOR_MS));
+            let high = line.points.iter().map(|p| at(p.0, p.2));
+            let low = line.points.iter().map(|p| at(p.0, p.1));
+            chart.draw_series(LineSeries::new(high, c.stroke_width(2)))?;
+            chart.draw_series(LineSeries::new(low, c.stroke_width(1)))?;
+            chart.draw_series(
+                line.points
+                    .iter()
+                    .filter(|p| p.3)
+                    .map(|p| Circle::new(at(p.0, p.2), 3, c.filled())),
+            )?;
             chart.draw_series(
                 line.points
                     .iter()
                     .filter(|p| !p.3)
-                    .map(|p| Cross::new((p.0, p.2.max(FLOOR_MS)), 5, c.stroke_width(2))),
+                    .map(|p| Cross::new(at(p.0, p.2), 5, c.stroke_width(2))),
             )?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 13))
-            .draw()?;
-        root.present()?;
+        Ok(())
     }
-    Ok(svg)
 }
 
-/// One bar per strategy: `(name, colour index, value)`; missing values are
-/// left out by the caller.
-pub fn bars(caption: &str, unit: &str, bars: &[(String, usize, f64)]) -> Result<String> {
-    let mut svg = String::new();
+impl BarChart {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB::ErrorType: 'static,
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH / 2, 320)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let top = bars.iter().map(|b| b.2).fold(0f64, f64::max);
-        let top = if top > 0.0 { top * 1.2 } else { 1.0 };
-        let mut chart = ChartBuilder::on(&root)
-            .caption(caption, (FONT, 16))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..bars.len().max(1) as f64, 0f64..top)?;
+        let labels = self.labels();
+        let top = self.bars.iter().map(|b| b.2).fold(0f64, f64::max);
+        // Headroom for the values over the bars; turned ones need more.
+        let headroom = if labels.turned { 1.35 } else { 1.2 };
+        let top = if top > 0.0 { top * headroom } else { 1.0 };
+        let mut chart = ChartBuilder::on(root)
+            .caption(self.caption, font(16))
+            .margin(BAR_MARGIN)
+            .x_label_area_size(labels.area)
+            .y_label_area_size(BAR_Y_AREA)
+            .build_cartesian_2d(0f64..self.bars.len().max(1) as f64, 0f64..top)?;
         // Bar i spans [i, i + 1]; names go under the bars, drawn on the root
         // area because a numeric axis cannot label categories.
         chart
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(0)
-            .y_desc(unit)
+            .y_desc(self.unit)
+            .label_style(font(12))
+            .axis_desc_style(font(13))
             .draw()?;
-        chart.draw_series(bars.iter().enumerate().map(|(i, (_, c, v))| {
+        chart.draw_series(self.bars.iter().enumerate().map(|(i, (_, c, v))| {
             let x = i as f64;
             Rectangle::new([(x + 0.15, 0.0), (x + 0.85, *v)], color(*c).filled())
         }))?;
-        chart.draw_series(bars.iter().enumerate().map(|(i, (_, _, v))| {
-            Text::new(
-                format_value(*v),
-                (i as f64 + 0.5, *v),
-                (FONT, 12)
-                    .into_font()
-                    .color(&BLACK)
-                    .pos(Pos::new(HPos::Center, VPos::Bottom)),
-            )
+        // Values over the bars, turned upwards like the names when the bars
+        // are too narrow for them.
+        let value_style = if labels.turned {
+            font(CATEGORY_FONT)
+                .transform(FontTransform::Rotate270)
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Left, VPos::Center))
+        } else {
+            font(12)
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Bottom))
+        };
+        chart.draw_series(self.bars.iter().enumerate().map(|(i, (_, _, v))| {
+            Text::new(format_value(*v), (i as f64 + 0.5, *v), value_style.clone())
         }))?;
-        for (i, (name, _, _)) in bars.iter().enumerate() {
-            let (x, y) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
-            root.draw(&Text::new(
-                name.as_str(),
-                (x, y + 6),
-                (FONT, 11)
-                    .into_font()
-                    .color(&BLACK)
-                    .pos(Pos::new(HPos::Center, VPos::Top)),
-            ))?;
+        for (i, (name, _, _)) in self.bars.iter().enumerate() {
+            labels.draw(root, name, chart.backend_coord(&(i as f64 + 0.5, 0.0)))?;
         }
-        root.present()?;
+        Ok(())
     }
-    Ok(svg)
+}
+
+impl TimeoutChart {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        let data = beside_legend(root, &timeout_legend(self))?;
+        let labels = self.labels();
+        let y = log_range(
+            self.strategies
+                .iter()
+                .flat_map(|s| s.1.iter().flat_map(|c| [c.p50_ms, c.p99_ms])),
+        );
+        let y_lo = y.start;
+        let mut chart = ChartBuilder::on(&data)
+            .caption(
+                "Lateness by configured timeout: p99 bar, p50 tick (log scale)",
+                font(18),
+            )
+            .margin(12)
+            .x_label_area_size(labels.area)
+            .y_label_area_size(TIMEOUT_Y_AREA)
+            .build_cartesian_2d(0f64..self.strategies.len().max(1) as f64, y.log_scale())?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_desc("lateness (ms)")
+            .y_label_formatter(&|v| format!("{v}"))
+            .label_style(font(12))
+            .axis_desc_style(font(14))
+            .draw()?;
+        // Strategy i spans [i, i + 1]; its classes share the middle 80%.
+        let classes_count = self.timeouts_ms.len().max(1);
+        let width = 0.8 / classes_count as f64;
+        let slot = |i: usize, class: usize| {
+            let from = i as f64 + 0.1 + class as f64 * width;
+            (from, from + width * 0.9)
+        };
+        for (i, (name, classes)) in self.strategies.iter().enumerate() {
+            for c in classes {
+                let class = self
+                    .timeouts_ms
+                    .iter()
+                    .position(|t| *t == c.timeout_ms)
+                    .unwrap_or(0);
+                let (p50, p99) = (c.p50_ms.max(FLOOR_MS), c.p99_ms.max(FLOOR_MS));
+                let (from, to) = slot(i, class);
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(from, y_lo), (to, p99)],
+                    timeout_color(class, classes_count).filled(),
+                )))?;
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(from, p50), (to, p50)],
+                    BLACK.stroke_width(2),
+                )))?;
+            }
+            labels.draw(&data, name, chart.backend_coord(&(i as f64 + 0.5, y_lo)))?;
+        }
+        Ok(())
+    }
 }
 
 /// Three significant figures, no exponent.
@@ -376,6 +904,99 @@ pub fn parse_hgrm(text: &str) -> Vec<(f64, f64)> {
             Some((quantile, value))
         })
         .collect()
+}
+
+/// A plot of a report: its chart and where it goes.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// The file name under `plots/`, without `.svg` or `.png`.
+    pub name: &'static str,
+    /// What it shows, in a few words (alt text and link).
+    pub title: String,
+    /// The report section it belongs under.
+    pub section: Section,
+    pub chart: Chart,
+}
+
+/// The report sections plots go under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// Lateness, every strategy together.
+    Lateness,
+    /// What each cancel cost.
+    Cost,
+    /// A sweep's result.
+    Sweep,
+}
+
+/// The folder of a run's plot files.
+pub const PLOTS_DIR: &str = "plots";
+
+impl Figure {
+    pub fn svg_path(&self) -> String {
+        format!("{PLOTS_DIR}/{}.svg", self.name)
+    }
+
+    pub fn png_path(&self) -> String {
+        format!("{PLOTS_DIR}/{}.png", self.name)
+    }
+}
+
+/// Markdown lines showing every figure of `section`: the PNG inline, the
+/// SVG linked next to it.
+pub fn markdown_links(figures: &[Figure], section: Section) -> String {
+    figures
+        .iter()
+        .filter(|f| f.section == section)
+        .map(|f| {
+            format!(
+                "![{}]({}) ([SVG]({}))\n\n",
+                f.title,
+                f.png_path(),
+                f.svg_path()
+            )
+        })
+        .collect()
+}
+
+/// A figure drawn, with its SVG text for the page to embed.
+#[derive(Debug)]
+pub struct DrawnFigure<'a> {
+    pub figure: &'a Figure,
+    pub svg: String,
+}
+
+/// Writes every figure to `plots/<name>.svg` and `plots/<name>.png` in
+/// `run_dir` and returns them drawn, in order.
+/// Image files there that no figure wrote any more (a chart the data no
+/// longer has) are removed, so the folder shows only what the report links.
+pub fn write_files<'a>(run_dir: &Path, figures: &'a [Figure]) -> Result<Vec<DrawnFigure<'a>>> {
+    let dir = run_dir.join(PLOTS_DIR);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut drawn = Vec::new();
+    for figure in figures {
+        let svg = figure
+            .chart
+            .svg()
+            .with_context(|| format!("drawing {}", figure.title))?;
+        let path = run_dir.join(figure.svg_path());
+        std::fs::write(&path, &svg).with_context(|| format!("writing {}", path.display()))?;
+        figure.chart.write_png(&run_dir.join(figure.png_path()))?;
+        drawn.push(DrawnFigure { figure, svg });
+    }
+    let written: Vec<String> = figures
+        .iter()
+        .flat_map(|f| [format!("{}.svg", f.name), format!("{}.png", f.name)])
+        .collect();
+    for entry in std::fs::read_dir(&dir)?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let image = name.ends_with(".svg") || name.ends_with(".png");
+        if image && !written.contains(&name) {
+            std::fs::remove_file(entry.path())
+                .map_err(|e| anyhow!("removing stale {}: {e}", entry.path().display()))?;
+        }
+    }
+    Ok(drawn)
 }
 
 #[cfg(test)]
@@ -417,13 +1038,12 @@ mod tests {
             color: 0,
             points: vec![(0.0, 0.0), (1.0, 3.2), (2.0, 240.0)],
         };
-        assert_eq!(log_range(&[line]), FLOOR_MS..1000.0);
-        assert_eq!(log_range(&[]), FLOOR_MS..1.0);
+        assert_eq!(lines_range(&[line]), FLOOR_MS..1000.0);
+        assert_eq!(lines_range(&[]), FLOOR_MS..1.0);
     }
 
-    #[test]
-    fn charts_render_one_path_per_strategy_and_every_label() {
-        let lines = vec![
+    fn two_lines() -> Vec<Line> {
+        vec![
             Line {
                 name: "db-scan".into(),
                 color: 0,
@@ -434,20 +1054,124 @@ mod tests {
                 color: 1,
                 points: vec![(0.0, 0.5), (1.0, 2.0), (2.0, 4.0)],
             },
-        ];
-        let svg = lateness_cdf(&lines, 3.0).unwrap();
+        ]
+    }
+
+    #[test]
+    fn charts_render_one_path_per_strategy_and_every_label() {
+        let svg = lateness_cdf(two_lines(), 3.0).svg().unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
         for text in ["db-scan", "timing-wheel", "p99", "p99.9", "lateness (ms)"] {
             assert!(svg.contains(text), "CDF lacks {text}");
         }
+        assert!(svg.contains(&format!("font-family=\"{FONT}\"")), "{svg}");
         let svg = bars(
             "statements",
             "per cancel",
-            &[("db-scan".into(), 0, 5.1), ("timing-wheel".into(), 1, 3.0)],
+            vec![("db-scan".into(), 0, 5.1), ("timing-wheel".into(), 1, 3.0)],
         )
+        .svg()
         .unwrap();
         assert!(svg.contains("db-scan") && svg.contains("5.10"), "{svg}");
-        let one = bars("one", "unit", &[("redis-zset".into(), 4, 25.4)]).unwrap();
+        let one = bars("one", "unit", vec![("redis-zset".into(), 4, 25.4)])
+            .svg()
+            .unwrap();
         assert!(one.contains("redis-zset") && one.contains("25.4"), "{one}");
+    }
+
+    /// The x of every SVG `<text>` element whose text is `text`.
+    fn text_x(svg: &str, text: &str) -> Vec<u32> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|element| {
+                let element = &element[..element.find("</text>")?];
+                let (attributes, content) = element.split_once('>')?;
+                (content.trim() == text).then_some(())?;
+                let x = &attributes[attributes.find("x=\"")? + 3..];
+                x[..x.find('"')?].parse().ok()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_legend_sits_right_of_the_data() {
+        let chart = lateness_cdf(two_lines(), 3.0);
+        let svg = chart.svg().unwrap();
+        // The legend's text starts past the data area's right edge.
+        let legend_x = text_x(&svg, "db-scan");
+        assert!(
+            !legend_x.is_empty() && legend_x.iter().all(|x| *x > WIDTH),
+            "{svg}"
+        );
+        assert!(chart.size().0 > WIDTH);
+    }
+
+    #[test]
+    fn bands_are_shaded_and_their_labels_keyed_under_the_plot() {
+        let bands = vec![
+            Band {
+                from: 0.0,
+                to: 0.5,
+                kind: BandKind::WarmUp,
+                tag: "warm-up".into(),
+                label: None,
+            },
+            Band {
+                from: 1.0,
+                to: 99.0,
+                kind: BandKind::Fault,
+                tag: "#1".into(),
+                label: Some("kill instance 0 at 1s, no restart".into()),
+            },
+        ];
+        let chart = lateness_over_time(two_lines(), bands);
+        let svg = chart.svg().unwrap();
+        for text in ["warm-up", "#1 kill instance 0 at 1s, no restart"] {
+            assert!(svg.contains(text), "lacks {text}: {svg}");
+        }
+        // The fault band ends with the axis, not at 99 s.
+        let Chart::Lines(lines) = &chart else {
+            panic!()
+        };
+        assert_eq!(lines.bands[1].to, 3.0);
+        assert!(chart.size().1 > HEIGHT);
+    }
+
+    fn class(timeout_ms: u64, p50_ms: f64, p99_ms: f64) -> ClassLateness {
+        ClassLateness {
+            timeout_ms,
+            p50_ms,
+            p99_ms,
+        }
+    }
+
+    #[test]
+    fn png_files_are_drawn_with_the_embedded_font() {
+        let dir = tempfile::tempdir().unwrap();
+        let figure = Figure {
+            name: "lateness-by-timeout",
+            title: "Lateness by timeout".into(),
+            section: Section::Lateness,
+            chart: lateness_by_timeout(vec![
+                (
+                    "db-scan".into(),
+                    vec![class(500, 20.0, 48.0), class(1000, 21.0, 49.0)],
+                ),
+                ("timing-wheel".into(), vec![class(500, 1.0, 2.0)]),
+            ]),
+        };
+        let drawn = write_files(dir.path(), std::slice::from_ref(&figure)).unwrap();
+        let svg = &drawn[0].svg;
+        assert!(svg.contains("timeout 1000 ms"), "{svg}");
+        let png = std::fs::read(dir.path().join(figure.png_path())).unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 1000);
+        assert_eq!(
+            &std::fs::read_to_string(dir.path().join(figure.svg_path())).unwrap(),
+            svg
+        );
+        // A stale plot goes when the report is written again.
+        std::fs::write(dir.path().join("plots/old.png"), b"x").unwrap();
+        write_files(dir.path(), &[figure]).unwrap();
+        assert!(!dir.path().join("plots/old.png").exists());
     }
 }

@@ -1,9 +1,10 @@
 //! The sweep's report, rendered from `run.json` and `sweep.json` alone:
 //! `report.md` with the trade-off table (maximum sustainable rate, share of
-//! the ceiling, what limited it) and every step, and `sweep.svg`, lateness
-//! against offered rate.
+//! the ceiling, what limited it) and every step, and `plots/sweep.svg` and
+//! `.png`, lateness against offered rate (a backlog sweep: against the
+//! backlog held, and its cost).
 
-use super::plots::{self, RateLine};
+use super::plots::{self, markdown_links, Chart, Figure, RateLine, Section, SweepChart};
 use super::run_facts;
 use crate::model::run_info::RunInfo;
 use crate::model::summary::Status;
@@ -16,21 +17,29 @@ use std::path::Path;
 /// checks it against.
 pub const CEILING_GOAL: f64 = 0.8;
 
-/// Writes `report.md` and the plots (`sweep.svg`; for a backlog sweep
-/// `backlog.svg` and `backlog-cost.svg`) into `run_dir`.
+/// Plot files that sweeps of earlier versions wrote at the folder's root;
+/// the plots are in `plots/` now, and the copies here would be stale.
+const OLD_PLOT_FILES: [&str; 3] = ["sweep.svg", "backlog.svg", "backlog-cost.svg"];
+
+/// Writes `report.md` and the plots (`plots/sweep.*`; for a backlog sweep
+/// `plots/backlog.*` and `plots/backlog-cost.*`) into `run_dir`.
 pub fn write(run_dir: &Path, result: &SweepResult) -> Result<()> {
     let info = RunInfo::read(run_dir)?;
-    for (file, svg) in plot_files(result)? {
-        let path = run_dir.join(file);
-        std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+    let figures = figures(result);
+    plots::write_files(run_dir, &figures)?;
+    for old in OLD_PLOT_FILES {
+        let path = run_dir.join(old);
+        if path.exists() {
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        }
     }
     let path = run_dir.join("report.md");
-    std::fs::write(&path, markdown(&info, result))
+    std::fs::write(&path, markdown(&info, result, &figures))
         .with_context(|| format!("writing {}", path.display()))
 }
 
-/// The sweep's plots, by file name.
-fn plot_files(result: &SweepResult) -> Result<Vec<(&'static str, String)>> {
+/// The sweep's plots.
+fn figures(result: &SweepResult) -> Vec<Figure> {
     let x_of = |st: &SweepStep| st.pending.map(|n| n as f64).unwrap_or(st.rate);
     let lateness = lines(result, |st| {
         (st.cancels > 0).then(|| {
@@ -43,33 +52,50 @@ fn plot_files(result: &SweepResult) -> Result<Vec<(&'static str, String)>> {
     });
     let bound = Some((result.bound_ms, format!("bound {} ms", result.bound_ms)));
     if result.axis != "pending" {
-        let spec = plots::SweepChart {
-            caption: "Lateness at commit against offered rate (p99 solid, p50 thin; log scales)",
-            x_desc: "offered orders/s (x: a step that did not hold)",
-            y_desc: "lateness (ms)",
-            bound,
-        };
-        return Ok(vec![("sweep.svg", plots::sweep_chart(&spec, &lateness)?)]);
+        return vec![Figure {
+            name: "sweep",
+            title: "p50 and p99 lateness against offered rate".into(),
+            section: Section::Sweep,
+            chart: Chart::Sweep(SweepChart {
+                caption:
+                    "Lateness at commit against offered rate (p99 solid, p50 thin; log scales)",
+                x_desc: "offered orders/s (x: a step that did not hold)",
+                y_desc: "lateness (ms)",
+                bound,
+                lines: lateness,
+            }),
+        }];
     }
-    let spec = plots::SweepChart {
-        caption: "Lateness at commit against backlog held (p99 solid, p50 thin; log scales)",
-        x_desc: "pending backlog orders (x: a step that did not hold)",
-        y_desc: "lateness (ms)",
-        bound,
-    };
     let cost = lines(result, |st| {
         st.server_rows_read_per_cancel.map(|r| (x_of(st), r, r))
     });
-    let cost_spec = plots::SweepChart {
-        caption: "Database rows read per cancel against backlog held (log scales)",
-        x_desc: "pending backlog orders (x: a step that did not hold)",
-        y_desc: "rows read per cancel",
-        bound: None,
-    };
-    Ok(vec![
-        ("backlog.svg", plots::sweep_chart(&spec, &lateness)?),
-        ("backlog-cost.svg", plots::sweep_chart(&cost_spec, &cost)?),
-    ])
+    vec![
+        Figure {
+            name: "backlog",
+            title: "p50 and p99 lateness against backlog".into(),
+            section: Section::Sweep,
+            chart: Chart::Sweep(SweepChart {
+                caption:
+                    "Lateness at commit against backlog held (p99 solid, p50 thin; log scales)",
+                x_desc: "pending backlog orders (x: a step that did not hold)",
+                y_desc: "lateness (ms)",
+                bound,
+                lines: lateness,
+            }),
+        },
+        Figure {
+            name: "backlog-cost",
+            title: "rows read per cancel against backlog".into(),
+            section: Section::Sweep,
+            chart: Chart::Sweep(SweepChart {
+                caption: "Database rows read per cancel against backlog held (log scales)",
+                x_desc: "pending backlog orders (x: a step that did not hold)",
+                y_desc: "rows read per cancel",
+                bound: None,
+                lines: cost,
+            }),
+        },
+    ]
 }
 
 /// One line per strategy of `(x, low, high)` points from its steps.
@@ -141,7 +167,8 @@ fn at_max(s: &crate::model::sweep::StrategySweep) -> Option<&SweepStep> {
         .and_then(|m| s.steps.iter().find(|st| st.rate == m))
 }
 
-pub fn markdown(info: &RunInfo, result: &SweepResult) -> String {
+/// The report; `figures` are the plots, linked under the main table.
+pub fn markdown(info: &RunInfo, result: &SweepResult, figures: &[Figure]) -> String {
     let mut out = String::new();
     let sc = &info.scenario;
     let _ = writeln!(out, "# delaybench sweep {}\n", result.run_id);
@@ -215,6 +242,7 @@ pub fn markdown(info: &RunInfo, result: &SweepResult) -> String {
     } else {
         rate_tables(&mut out, result);
     }
+    let _ = write!(out, "\n{}", markdown_links(figures, Section::Sweep));
     step_tables(&mut out, result);
     out
 }
@@ -320,11 +348,6 @@ fn backlog_tables(out: &mut String, result: &SweepResult) {
          `instances` starts every instance afresh, `redis` and `rabbitmq` run the scenario's \
          restart command.\n"
     );
-    let _ = writeln!(
-        out,
-        "![p50 and p99 lateness against backlog](backlog.svg)\n\n\
-         ![rows read per cancel against backlog](backlog-cost.svg)\n"
-    );
 }
 
 /// The rate sweep's table: each strategy's maximum sustainable rate.
@@ -425,10 +448,6 @@ fn rate_tables(out: &mut String, result: &SweepResult) {
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "\n![p50 and p99 lateness against offered rate](sweep.svg)\n"
-    );
 }
 
 /// Every step of every strategy.
