@@ -7,9 +7,13 @@
 %% Message header carrying the delay in milliseconds.
 -define(HDR_DELAY, <<"x-delay">>).
 
-%% Mnesia table of pending messages (ordered_set, disc_copies,
-%% local_content). One record per delayed message.
--define(TABLE, delaybench_delayed_message).
+%% Pending messages: an ETS ordered_set in RAM (public, owned by
+%% delaybench_delayed_store) and a DETS file on disk, both of
+%% #delaybench_delayed_message{} records. The ETS name differs from the
+%% Mnesia table of plugin versions before 0.2.0, which on RabbitMQ 3.x is
+%% also a named ETS table and may still exist.
+-define(ETS, delaybench_delayed_pending).
+-define(DETS, delaybench_delayed_pending).
 
 -record(delaybench_delayed_message,
         {key,      %% {DueMicros, Seq, Guid}: wall-clock due time in

@@ -1,5 +1,5 @@
-%% Application callback: starts the scheduler's supervisor. The exchange
-%% type and the table are set up by boot steps (see
+%% Application callback: starts the supervisor of the store and the
+%% scheduler. The exchange type is registered by a boot step (see
 %% delaybench_delayed_exchange), which RabbitMQ runs before starting this
 %% application.
 -module(delaybench_delayed_app).

@@ -31,11 +31,9 @@
                     {requires, rabbit_registry},
                     {enables, kernel_ready}]}).
 
--rabbit_boot_step({delaybench_delayed_store,
-                   [{description, "delayed message store (delaybench)"},
-                    {mfa, {delaybench_delayed_store, setup, []}},
-                    {requires, database},
-                    {enables, external_infrastructure}]}).
+%% No boot step for the store: it is a process of this application
+%% (delaybench_delayed_sup), not a Mnesia table, so nothing here depends on
+%% RabbitMQ's `database' step.
 
 %%----------------------------------------------------------------------------
 %% rabbit_exchange_type callbacks

@@ -1,104 +1,314 @@
-%% Storage of pending delayed messages.
+%% Storage of pending delayed messages, without Mnesia.
 %%
-%% One Mnesia table, ?TABLE: an ordered_set keyed by
+%% In RAM: one ETS table, ?ETS, an ordered_set keyed by
 %% {DueMicros, Seq, Guid}, so the first key is always the message due
-%% first. It is disc_copies (kept in RAM, logged and checkpointed to the
-%% node's Mnesia directory, reloaded at boot), so pending messages survive
-%% `rabbitmqctl stop_app'/`start_app' and broker restarts. It is
-%% local_content: in a cluster every node keeps and releases the messages
-%% that were published through it.
+%% first. It is public: channel processes insert into it directly from
+%% route/2 and the scheduler reads and deletes from it, so a delayed
+%% publish costs one ETS insert and two casts, and never waits for a disk.
+%%
+%% On disk: one DETS file, <node data dir>/delaybench_delayed/pending.dets
+%% (see data_dir/0), a copy of the ETS table. This module is also the
+%% gen_server that owns both tables (started first by
+%% delaybench_delayed_sup); it is the only process that opens, writes or
+%% syncs the DETS file. At start it opens the file (repairing it if the
+%% node stopped uncleanly) and loads it into ETS; at a clean stop it
+%% writes what is left in its mailbox and closes the file.
+%%
+%% Writers tell the server which key changed, the server makes DETS agree
+%% with ETS for that key:
+%%   - insert: ETS insert, then cast {persist, Key}; the server copies the
+%%     record from ETS to DETS if it is still in ETS (if it is not, it was
+%%     already released or purged, so it must not reach the file);
+%%   - delete: ETS delete, then cast {forget, Key}; the server deletes the
+%%     key from DETS;
+%%   - purge: ETS select_delete, then cast {purge, XName}.
+%% ETS is the truth; whatever the order in which casts from different
+%% processes arrive, DETS ends up holding exactly what ETS holds once the
+%% mailbox is drained.
+%%
+%% Durability (README, "Durability"): DETS keeps writes in its own cache
+%% and the OS page cache; the server calls dets:sync/1 (which writes the
+%% cache, marks the file consistent and fsyncs it) ?DEFAULT_SYNC_MS after
+%% the first unsynced write, i.e. at least once a second while there are
+%% writes. With the application environment `sync_interval_ms' set to 0 it
+%% syncs whenever its mailbox is empty (group commit per burst). A clean
+%% stop loses nothing; a crash of the VM or of the machine loses at most
+%% the writes of the last interval.
 -module(delaybench_delayed_store).
+-behaviour(gen_server).
 
 -include_lib("rabbit_common/include/rabbit.hrl").
 -include("delaybench_delayed.hrl").
 
--export([setup/0, insert/3, first/0, read/1, delete/1, purge/1,
-         count/0, count/1, now_micros/0, due_of/1]).
+-export([start_link/0, insert/3, first/0, read/1, delete/1, purge/1,
+         count/0, count/1, now_micros/0, due_of/1, sync/0, info/0,
+         import/1, data_dir/0, file_path/0]).
+-export([init/1, handle_call/3, handle_cast/2, handle_info/2,
+         terminate/2, code_change/3]).
 
--define(WAIT_FOR_TABLE_MS, 60000).
+-define(SERVER, ?MODULE).
+-define(DEFAULT_SYNC_MS, 1000).
+-define(SUBDIR, "delaybench_delayed").
+-define(FILE_NAME, "pending.dets").
+%% Writes applied to the file together at most.
+-define(BATCH, 2000).
 
-%% Boot step (requires `database'): create the table if it does not exist,
-%% make sure this node holds a disc copy, and wait until it is loaded.
-setup() ->
-    Def = [{record_name, delaybench_delayed_message},
-           {attributes, record_info(fields, delaybench_delayed_message)},
-           {type, ordered_set},
-           {local_content, true},
-           {disc_copies, [node()]}],
-    Created = case mnesia:create_table(?TABLE, Def) of
-                  {atomic, ok} -> ok;
-                  {aborted, {already_exists, ?TABLE}} -> ensure_local_copy();
-                  {aborted, Reason} -> {error, {create_table, Reason}}
-              end,
-    case Created of
-        ok ->
-            case mnesia:wait_for_tables([?TABLE], ?WAIT_FOR_TABLE_MS) of
-                ok -> ok;
-                {timeout, Tabs} -> {error, {table_not_loaded, Tabs}};
-                {error, _} = E -> E
-            end;
-        Error ->
-            Error
-    end.
+-record(state, {file :: string(),
+                sync_ms :: non_neg_integer(),
+                timer = undefined :: undefined | reference(),
+                dirty = false :: boolean(),
+                writes = 0 :: non_neg_integer(),
+                syncs = 0 :: non_neg_integer(),
+                last_sync_us = undefined :: undefined | integer()}).
 
-ensure_local_copy() ->
-    case lists:member(node(), mnesia:table_info(?TABLE, disc_copies)) of
-        true ->
-            ok;
-        false ->
-            case mnesia:add_table_copy(?TABLE, node(), disc_copies) of
-                {atomic, ok} -> ok;
-                {aborted, {already_exists, ?TABLE, _}} ->
-                    {atomic, ok} = mnesia:change_table_copy_type(
-                                     ?TABLE, node(), disc_copies),
-                    ok;
-                {aborted, Reason} -> {error, {add_table_copy, Reason}}
-            end
-    end.
+start_link() ->
+    gen_server:start_link({local, ?SERVER}, ?MODULE, [], []).
+
+%%----------------------------------------------------------------------------
+%% API used by the exchange and the scheduler (any process)
 
 %% Store Msg, published to XName, to be routed DelayMs from now, and tell
-%% the scheduler about the new due time.
+%% the scheduler about the new due time. Fails the publish with
+%% INTERNAL_ERROR when the store is not running (plugin stopping).
 insert(XName, DelayMs, Msg) when is_integer(DelayMs), DelayMs > 0 ->
     Due = now_micros() + DelayMs * 1000,
     Key = {Due, erlang:unique_integer([monotonic, positive]), rabbit_guid:gen()},
-    ok = mnesia:dirty_write(?TABLE, #delaybench_delayed_message{
-                                       key = Key,
-                                       exchange = XName,
-                                       message = Msg}),
+    Rec = #delaybench_delayed_message{key = Key, exchange = XName,
+                                      message = Msg},
+    try ets:insert(?ETS, Rec) of
+        true -> ok
+    catch
+        error:badarg ->
+            rabbit_misc:protocol_error(
+              internal_error,
+              "delayed message store (~s) is not running", [?MODULE])
+    end,
+    gen_server:cast(?SERVER, {persist, Key}),
     delaybench_delayed_scheduler:notify(Due).
 
 %% The key of the message due first, or '$end_of_table'.
 first() ->
-    mnesia:dirty_first(?TABLE).
+    ets:first(?ETS).
 
 read(Key) ->
-    mnesia:dirty_read(?TABLE, Key).
+    ets:lookup(?ETS, Key).
 
 delete(Key) ->
-    mnesia:dirty_delete(?TABLE, Key).
+    true = ets:delete(?ETS, Key),
+    gen_server:cast(?SERVER, {forget, Key}).
 
 %% Delete every pending message of exchange XName; returns how many.
 purge(XName) ->
-    Keys = mnesia:dirty_select(
-             ?TABLE,
-             [{#delaybench_delayed_message{key = '$1', exchange = XName,
-                                           _ = '_'},
-               [], ['$1']}]),
-    lists:foreach(fun (K) -> mnesia:dirty_delete(?TABLE, K) end, Keys),
-    length(Keys).
+    N = ets:select_delete(
+          ?ETS, [{#delaybench_delayed_message{exchange = XName, _ = '_'},
+                  [], [true]}]),
+    gen_server:cast(?SERVER, {purge, XName}),
+    N.
 
 %% Number of pending messages (all exchanges of this node).
 count() ->
-    mnesia:table_info(?TABLE, size).
+    ets:info(?ETS, size).
 
 %% Number of pending messages of one exchange (scans the table).
 count(XName) ->
-    length(mnesia:dirty_select(
-             ?TABLE,
-             [{#delaybench_delayed_message{exchange = XName, _ = '_'},
-               [], [true]}])).
+    ets:select_count(
+      ?ETS, [{#delaybench_delayed_message{exchange = XName, _ = '_'},
+              [], [true]}]).
 
 now_micros() ->
     erlang:system_time(microsecond).
 
 due_of({Due, _Seq, _Guid}) -> Due.
+
+%% Write everything cast so far by the caller, and fsync the file.
+sync() ->
+    gen_server:call(?SERVER, sync, infinity).
+
+%% Where and how the store keeps its file, for rabbitmqctl eval.
+info() ->
+    gen_server:call(?SERVER, info, infinity).
+
+%% Adds already-built records (e.g. from an older store), keeping their
+%% keys, and syncs; returns how many were added. Used by install.sh to
+%% carry over messages left in the Mnesia table of plugin versions before
+%% 0.2.0.
+import(Recs) when is_list(Recs) ->
+    gen_server:call(?SERVER, {import, Recs}, infinity).
+
+%% The node's data directory on every supported release:
+%% rabbit:data_dir/0 where it exists (3.13, 4.x; not 3.10); on 3.10 the same
+%% directory (RABBITMQ_MNESIA_DIR, e.g.
+%% /var/lib/rabbitmq/mnesia/rabbit@localhost) is the `dir' environment of
+%% the mnesia application, which rabbit's prelaunch sets whether or not
+%% Mnesia is used.
+data_dir() ->
+    _ = code:ensure_loaded(rabbit),
+    case erlang:function_exported(rabbit, data_dir, 0) of
+        true ->
+            rabbit:data_dir();
+        false ->
+            case application:get_env(mnesia, dir) of
+                {ok, Dir} -> Dir;
+                undefined -> exit({no_data_dir, ?MODULE})
+            end
+    end.
+
+file_path() ->
+    filename:join([data_dir(), ?SUBDIR, ?FILE_NAME]).
+
+%%----------------------------------------------------------------------------
+%% gen_server: owns ?ETS and the DETS file
+
+init([]) ->
+    process_flag(trap_exit, true),
+    File = file_path(),
+    ok = filelib:ensure_dir(File),
+    ok = open_dets(File),
+    _ = ets:new(?ETS, [ordered_set, public, named_table,
+                       {keypos, #delaybench_delayed_message.key},
+                       {read_concurrency, true},
+                       {write_concurrency, true}]),
+    ?ETS = dets:to_ets(?DETS, ?ETS),
+    rabbit_log:info("delaybench_delayed_exchange: ~b pending delayed "
+                    "message(s) loaded from ~ts", [count(), File]),
+    SyncMs = application:get_env(delaybench_delayed_exchange,
+                                 sync_interval_ms, ?DEFAULT_SYNC_MS),
+    {ok, #state{file = File, sync_ms = SyncMs}}.
+
+open_dets(File) ->
+    Opts = [{file, File}, {type, set},
+            {keypos, #delaybench_delayed_message.key},
+            {repair, true},
+            %% We sync on our own timer; DETS's idle auto-save is off.
+            {auto_save, infinity}],
+    case dets:open_file(?DETS, Opts) of
+        {ok, ?DETS} ->
+            ok;
+        {error, Reason} ->
+            %% Unreadable even after repair: keep it for inspection and
+            %% start empty rather than keep the exchange type unusable.
+            Aside = File ++ ".unreadable-" ++
+                integer_to_list(erlang:system_time(second)),
+            rabbit_log:error("delaybench_delayed_exchange: cannot open ~ts "
+                             "(~p); moved to ~ts, starting with no pending "
+                             "messages", [File, Reason, Aside]),
+            ok = file:rename(File, Aside),
+            {ok, ?DETS} = dets:open_file(?DETS, Opts),
+            ok
+    end.
+
+handle_call(sync, _From, S) ->
+    {reply, ok, do_sync(S)};
+handle_call(info, _From, S = #state{file = File, sync_ms = SyncMs,
+                                    writes = W, syncs = N,
+                                    last_sync_us = Last}) ->
+    Reply = #{file => File,
+              pending => count(),
+              on_disk => dets:info(?DETS, size),
+              file_size => dets:info(?DETS, file_size),
+              sync_interval_ms => SyncMs,
+              writes => W,
+              syncs => N,
+              last_sync_us => Last},
+    {reply, Reply, S, timeout(S)};
+handle_call({import, Recs}, _From, S) ->
+    New = [R || R = #delaybench_delayed_message{key = K} <- Recs,
+                not ets:member(?ETS, K)],
+    true = ets:insert(?ETS, New),
+    ok = dets:insert(?DETS, New),
+    S1 = do_sync(S#state{dirty = true}),
+    [delaybench_delayed_scheduler:notify(due_of(K))
+     || #delaybench_delayed_message{key = K} <- New],
+    {reply, length(New), S1};
+handle_call(_Req, _From, S) ->
+    {reply, {error, unknown_call}, S, timeout(S)}.
+
+handle_cast(Msg, S) ->
+    %% Take this write and those waiting behind it as one batch: one
+    %% dets:insert/2 of many records costs far less than many of one.
+    S1 = apply_writes(take_batch([Msg], ?BATCH - 1), S),
+    {noreply, S1, timeout(S1)}.
+
+handle_info({timeout, Ref, sync}, S = #state{timer = Ref}) ->
+    {noreply, do_sync(S#state{timer = undefined})};
+handle_info(timeout, S) ->
+    %% sync_interval_ms = 0: the mailbox is empty, sync the burst.
+    {noreply, do_sync(S)};
+handle_info(_Info, S) ->
+    {noreply, S, timeout(S)}.
+
+terminate(_Reason, S) ->
+    %% Clean stop: take in what writers cast before we were told to stop,
+    %% then close the file (which writes DETS's cache and marks the file
+    %% consistent) after an fsync.
+    S1 = drain(S),
+    _ = do_sync(S1),
+    _ = dets:close(?DETS),
+    ok.
+
+code_change(_OldVsn, S, _Extra) ->
+    {ok, S}.
+
+%%----------------------------------------------------------------------------
+
+%% Further casts already in the mailbox, at most N, oldest first.
+take_batch(Acc, 0) ->
+    lists:reverse(Acc);
+take_batch(Acc, N) ->
+    receive
+        {'$gen_cast', Msg} -> take_batch([Msg | Acc], N - 1)
+    after 0 ->
+        lists:reverse(Acc)
+    end.
+
+%% Applies a batch of writes so that DETS agrees with ETS for every key
+%% they name: purges first, then the records still in ETS (one insert;
+%% a key no longer in ETS was released or purged and must not reach the
+%% file), then deletions. Keys are never reused, so this order gives the
+%% same result as applying the casts one by one in any arrival order.
+apply_writes(Msgs, S = #state{writes = W}) ->
+    Purges = [X || {purge, X} <- Msgs],
+    Recs = lists:append([ets:lookup(?ETS, K) || {persist, K} <- Msgs]),
+    Forgets = [K || {forget, K} <- Msgs],
+    [ok = dets:match_delete(?DETS, #delaybench_delayed_message{
+                                      exchange = X, _ = '_'})
+     || X <- Purges],
+    ok = case Recs of
+             [] -> ok;
+             _ -> dets:insert(?DETS, Recs)
+         end,
+    [ok = dets:delete(?DETS, K) || K <- Forgets],
+    case length(Purges) + length(Recs) + length(Forgets) of
+        0 -> S;
+        N -> written(S#state{writes = W + N})
+    end.
+
+written(S = #state{sync_ms = 0}) ->
+    S#state{dirty = true};
+written(S = #state{timer = undefined, sync_ms = Ms}) ->
+    Ref = erlang:start_timer(Ms, self(), sync),
+    S#state{dirty = true, timer = Ref};
+written(S) ->
+    S#state{dirty = true}.
+
+%% With sync_interval_ms = 0, a gen_server timeout of 0 makes us sync as
+%% soon as no message is waiting.
+timeout(#state{sync_ms = 0, dirty = true}) -> 0;
+timeout(_) -> infinity.
+
+do_sync(S = #state{dirty = false}) ->
+    S;
+do_sync(S = #state{syncs = N, timer = T}) ->
+    ok = dets:sync(?DETS),
+    _ = case T of
+            undefined -> ok;
+            _ -> erlang:cancel_timer(T, [{async, true}, {info, false}])
+        end,
+    S#state{dirty = false, timer = undefined, syncs = N + 1,
+            last_sync_us = now_micros()}.
+
+drain(S) ->
+    case take_batch([], ?BATCH) of
+        [] -> S;
+        Msgs -> drain(apply_writes(Msgs, S))
+    end.
