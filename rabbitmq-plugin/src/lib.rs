@@ -37,6 +37,22 @@ pub const HEADER_DELAY: &str = "x-delay";
 pub const INSTALL_HINT: &str =
     "run `bash rabbitmq-plugin/install.sh` (as root) to build and enable it";
 
+/// Environment variable naming the broker's Erlang node (e.g.
+/// `dlbplug@localhost`) for the `rabbitmqctl` calls of the tests; unset,
+/// `rabbitmqctl` picks its default node (`RABBITMQ_NODENAME` or
+/// `rabbit@<host>`).
+pub const RABBIT_NODE_ENV: &str = "DELAYBENCH_RABBIT_NODE";
+
+/// `["-n", node]` when [`RABBIT_NODE_ENV`] is set (and not empty), else
+/// nothing: the arguments that make `rabbitmqctl` talk to the broker under
+/// test.
+pub fn rabbitmqctl_node_args() -> Vec<String> {
+    match std::env::var(RABBIT_NODE_ENV) {
+        Ok(node) if !node.is_empty() => vec!["-n".to_owned(), node],
+        _ => Vec::new(),
+    }
+}
+
 /// The broker URL: `DELAYBENCH_AMQP_URL` or [`DEFAULT_AMQP_URL`].
 pub fn amqp_url() -> String {
     std::env::var(AMQP_URL_ENV).unwrap_or_else(|_| DEFAULT_AMQP_URL.to_owned())

@@ -1,5 +1,7 @@
 //! Tests of the `x-delayed-message` plugin against the real broker
-//! (`DELAYBENCH_AMQP_URL`, default `amqp://guest:guest@127.0.0.1:5672/%2f`).
+//! (`DELAYBENCH_AMQP_URL`, default `amqp://guest:guest@127.0.0.1:5672/%2f`;
+//! the restart test's `rabbitmqctl` calls go to `DELAYBENCH_RABBIT_NODE`
+//! when it is set, e.g. `dlbplug@localhost` for a second node).
 //!
 //! They fail, never skip, when the broker is unreachable or the plugin is
 //! not enabled (`bash rabbitmq-plugin/install.sh`). Every test uses its own
@@ -25,8 +27,8 @@ use lapin::options::{
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Channel, Connection, Consumer, ExchangeKind};
 use rabbitmq_plugin::{
-    amqp_url, check_plugin, connect, declare_delayed_exchange, delay_headers, unique_name,
-    EXCHANGE_TYPE, HEADER_DELAY,
+    amqp_url, check_plugin, connect, declare_delayed_exchange, delay_headers,
+    rabbitmqctl_node_args, unique_name, EXCHANGE_TYPE, HEADER_DELAY,
 };
 use tokio::sync::RwLock;
 
@@ -614,9 +616,20 @@ async fn run(program: &str, args: &[&str]) -> Result<(), String> {
     }
 }
 
+/// Runs `rabbitmqctl [-n node] args` (node: `DELAYBENCH_RABBIT_NODE`).
+async fn try_rabbitmqctl(args: &[&str]) -> Result<(), String> {
+    let node = rabbitmqctl_node_args();
+    let all: Vec<&str> = node
+        .iter()
+        .map(String::as_str)
+        .chain(args.iter().copied())
+        .collect();
+    run("rabbitmqctl", &all).await
+}
+
 /// Runs `rabbitmqctl args`, panicking with its output if it fails.
 async fn rabbitmqctl(args: &[&str]) {
-    if let Err(e) = run("rabbitmqctl", args).await {
+    if let Err(e) = try_rabbitmqctl(args).await {
         panic!("{e}");
     }
 }
@@ -635,7 +648,7 @@ async fn restart_broker() {
         // await_startup fails until the new node has registered: retry.
         let mut last = String::new();
         for _ in 0..60 {
-            match run("rabbitmqctl", &["await_startup", "--timeout", "60"]).await {
+            match try_rabbitmqctl(&["await_startup", "--timeout", "60"]).await {
                 Ok(()) => {
                     last.clear();
                     break;
