@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{delaybench, mysql, pg, run_dir_of, stderr};
+use common::{assert_plot_files, delaybench, mysql, pg, run_dir_of, stderr};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -89,6 +89,15 @@ fn summary(run: &Path, strategy: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// The plots every run of TINY has, lateness first, as files in `plots/`.
+const RUN_PLOTS: [&str; 5] = [
+    "lateness-cdf",
+    "lateness-over-time",
+    "lateness-by-timeout",
+    "cost-statements",
+    "cost-cpu",
+];
+
 /// The keys outside checkers read are present, and a correct strategy is clean.
 fn assert_clean(run: &Path, strategy: &str, kind: &str) {
     let s = summary(run, strategy);
@@ -163,6 +172,15 @@ fn assert_clean(run: &Path, strategy: &str, kind: &str) {
         page.contains(&format!("<td>{strategy}</td>")) && page.contains("<svg"),
         "report.html lacks {strategy} or its plots"
     );
+    // TINY mixes two timeouts, hence the plot by timeout.
+    let plots = assert_plot_files(run, &RUN_PLOTS);
+    for svg in &plots[..3] {
+        assert!(
+            svg.contains(strategy),
+            "a lateness plot lacks {strategy}: {svg}"
+        );
+    }
+    assert!(plots[1].contains("warm-up"), "{}", plots[1]);
     let info: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
     assert_eq!(info["seed"], 7);
@@ -206,10 +224,13 @@ fn default_selection_runs_clean_on_sqlite_and_reports_skipped_strategies() {
             info.name
         );
     }
-    // The reports are regenerated from the JSON (and lateness.hgrm) alone.
+    // The reports and their plots are regenerated from the JSON (and
+    // lateness.hgrm) alone.
     let page = std::fs::read_to_string(run.join("report.html")).unwrap();
+    let svgs = assert_plot_files(&run, &RUN_PLOTS);
     std::fs::remove_file(run.join("report.md")).unwrap();
     std::fs::remove_file(run.join("report.html")).unwrap();
+    std::fs::remove_dir_all(run.join("plots")).unwrap();
     let o = delaybench(&["report", run.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(std::fs::read_to_string(run.join("report.md"))
@@ -219,6 +240,9 @@ fn default_selection_runs_clean_on_sqlite_and_reports_skipped_strategies() {
         std::fs::read_to_string(run.join("report.html")).unwrap(),
         page
     );
+    assert_eq!(assert_plot_files(&run, &RUN_PLOTS), svgs);
+    // The page embeds the very drawings the files hold.
+    assert!(svgs.iter().all(|svg| page.contains(svg.as_str())));
 }
 
 #[test]
@@ -409,6 +433,13 @@ fn a_killed_instance_loses_the_timing_wheels_orders_and_none_of_db_scans() {
         "{report}"
     );
     assert!(report.contains("killed with SIGKILL"), "{report}");
+    // The kill is a shaded band from 1 s to the end (no restart), tagged #1
+    // and labelled in the key under the plot.
+    let over_time = &assert_plot_files(&run, &["lateness-over-time"])[0];
+    assert!(
+        over_time.contains("#1 kill instance 0 at 1s, no restart"),
+        "{over_time}"
+    );
 }
 
 #[test]
@@ -463,6 +494,13 @@ fn a_run_command_fault_records_its_exit_status_and_the_run_goes_on() {
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(report.contains("exit status: 3"), "{report}");
     assert!(report.contains("broker is gone"), "{report}");
+    // Each command is shaded while it ran; the failed one says so.
+    let over_time = &assert_plot_files(&run, &["lateness-over-time"])[0];
+    assert!(over_time.contains("#1 run `sh -c touch"), "{over_time}");
+    assert!(
+        over_time.contains("#2 FAILED: run `sh -c echo broker is gone"),
+        "{over_time}"
+    );
 }
 
 /// Runs `sql` with one id bound against a finished run's SQLite file.

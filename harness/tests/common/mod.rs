@@ -37,3 +37,32 @@ pub fn run_dir_of(run: &Output) -> std::path::PathBuf {
         .unwrap_or_else(|| panic!("no run folder line: {stdout}"));
     std::path::PathBuf::from(dir)
 }
+
+/// Checks that the run folder has `plots/<name>.svg` and `.png` for each
+/// of `names`, each a real image, that `report.md` links both files, and
+/// returns the SVGs' text in the order of `names`.
+pub fn assert_plot_files(dir: &std::path::Path, names: &[&str]) -> Vec<String> {
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    names
+        .iter()
+        .map(|name| {
+            let png = std::fs::read(dir.join(format!("plots/{name}.png")))
+                .unwrap_or_else(|e| panic!("plots/{name}.png in {}: {e}", dir.display()));
+            assert!(
+                png.len() > 1000 && png.starts_with(b"\x89PNG\r\n\x1a\n"),
+                "plots/{name}.png is no PNG ({} bytes)",
+                png.len()
+            );
+            let svg = std::fs::read_to_string(dir.join(format!("plots/{name}.svg")))
+                .unwrap_or_else(|e| panic!("plots/{name}.svg in {}: {e}", dir.display()));
+            assert!(svg.starts_with("<svg"), "plots/{name}.svg: {svg}");
+            for file in [format!("(plots/{name}.png)"), format!("(plots/{name}.svg)")] {
+                assert!(
+                    report.contains(&file),
+                    "report.md does not link {file}: {report}"
+                );
+            }
+            svg
+        })
+        .collect()
+}
