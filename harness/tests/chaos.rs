@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{delaybench, pg, run_dir_of, stderr};
+use common::{assert_plot_files, delaybench, pg, run_dir_of, stderr};
 use serde_json::Value;
 
 fn summary(dir: &std::path::Path, strategy: &str) -> Value {
@@ -176,4 +176,15 @@ fn chaos_short_applies_every_fault_kind_and_attributes_every_loss() {
         report.contains("## Faults: what each strategy lost, and where"),
         "{report}"
     );
+    // Each fault is a shaded band on the lateness-over-time plot, keyed
+    // under it by its number in the faults table and its label (the key
+    // cuts long labels, so their start is checked).
+    let over_time = &assert_plot_files(&dir, &["lateness-over-time"])[0];
+    for (i, f) in faults.iter().enumerate() {
+        let key: String = format!("#{} {}", i + 1, f["label"].as_str().unwrap())
+            .chars()
+            .take(40)
+            .collect();
+        assert!(over_time.contains(&key), "no {key}: {over_time}");
+    }
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{delaybench, pg, run_dir_of};
+use common::{assert_plot_files, delaybench, pg, run_dir_of};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -162,20 +162,19 @@ fn a_tiny_sweep_finds_the_ceiling_and_each_strategys_limit() {
         report.contains("| db-scan | < 40 (the first step failed) |"),
         "{report}"
     );
-    assert!(
-        report.contains("(sweep.svg)") && report.contains("**Generator check**"),
-        "{report}"
-    );
-    let svg = std::fs::read_to_string(dir.join("sweep.svg")).unwrap();
-    assert!(svg.contains("<svg") && svg.contains("timing-wheel") && svg.contains("bound 400 ms"));
-    // `report` regenerates it from the JSON alone.
+    assert!(report.contains("**Generator check**"), "{report}");
+    let svg = &assert_plot_files(&dir, &["sweep"])[0];
+    assert!(svg.contains("timing-wheel") && svg.contains("bound 400 ms"));
+    // `report` regenerates them from the JSON alone.
     std::fs::remove_file(dir.join("report.md")).unwrap();
+    std::fs::remove_dir_all(dir.join("plots")).unwrap();
     let o = delaybench(&["report", dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(
         std::fs::read_to_string(dir.join("report.md")).unwrap(),
         report
     );
+    assert_eq!(&assert_plot_files(&dir, &["sweep"])[0], svg);
 }
 
 #[test]
@@ -331,9 +330,7 @@ fn a_tiny_backlog_is_preloaded_held_and_survives_restarts() {
     );
     assert!(rows("db-scan", 1) < 2.0 * rows("db-scan", 0) + 1.0);
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
-    assert!(
-        report.contains("## Holding a backlog") && report.contains("(backlog.svg)"),
-        "{report}"
-    );
-    assert!(dir.join("backlog.svg").exists() && dir.join("backlog-cost.svg").exists());
+    assert!(report.contains("## Holding a backlog"), "{report}");
+    let plots = assert_plot_files(&dir, &["backlog", "backlog-cost"]);
+    assert!(plots.iter().all(|svg| svg.contains("db-scan-noindex")));
 }
