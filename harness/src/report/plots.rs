@@ -942,21 +942,23 @@ impl Figure {
     }
 }
 
-/// Markdown lines showing every figure of `section`: the PNG inline, the
-/// SVG linked next to it.
+/// Markdown paragraphs showing every figure of `section`, the PNG inline
+/// and the SVG linked next to it, each ending in one newline; empty when
+/// the section has none.
 pub fn markdown_links(figures: &[Figure], section: Section) -> String {
     figures
         .iter()
         .filter(|f| f.section == section)
         .map(|f| {
             format!(
-                "![{}]({}) ([SVG]({}))\n\n",
+                "![{}]({}) ([SVG]({}))\n",
                 f.title,
                 f.png_path(),
                 f.svg_path()
             )
         })
-        .collect()
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A figure drawn, with its SVG text for the page to embed.

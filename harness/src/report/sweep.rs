@@ -242,7 +242,7 @@ pub fn markdown(info: &RunInfo, result: &SweepResult, figures: &[Figure]) -> Str
     } else {
         rate_tables(&mut out, result);
     }
-    let _ = write!(out, "\n{}", markdown_links(figures, Section::Sweep));
+    let _ = writeln!(out, "\n{}", markdown_links(figures, Section::Sweep));
     step_tables(&mut out, result);
     out
 }
@@ -346,7 +346,7 @@ fn backlog_tables(out: &mut String, result: &SweepResult) {
          delayed exchange of the node. Recovery: seconds from the restart's start until the \
          strategy held its backlog again and a fresh, already-due order was cancelled; \
          `instances` starts every instance afresh, `redis` and `rabbitmq` run the scenario's \
-         restart command.\n"
+         restart command."
     );
 }
 
