@@ -159,14 +159,14 @@ async fn redis_holdings(url: &str, prefix: &str) -> Result<(u64, u64)> {
 }
 
 /// Messages in the strategy's queues, in the delayed store (`None` when
-/// the plugin's table is not there), and the node's memory, in one
+/// the plugin's store is not running), and the node's memory, in one
 /// `rabbitmqctl eval` (the broker on this host).
 async fn rabbitmq_holdings(prefix: &str) -> Result<(u64, Option<u64>, u64)> {
     let expr = format!(
         "Qs = [Q || Q <- rabbit_amqqueue:list(), \
                binary:match(element(4, amqqueue:get_name(Q)), <<\"dlb.{prefix}.\">>) =/= nomatch], \
          Msgs = lists:sum([N || Q <- Qs, {{messages, N}} <- rabbit_amqqueue:info(Q, [messages])]), \
-         Delayed = try mnesia:table_info(delaybench_delayed_message, size) catch _:_ -> -1 end, \
+         Delayed = try delaybench_delayed_store:count() catch _:_ -> -1 end, \
          {{Msgs, Delayed, erlang:memory(total)}}."
     );
     let out = tokio::time::timeout(

@@ -1,6 +1,7 @@
 //! `delaybench`: drives one order/payment workload against every delay
 //! strategy and reports lateness, cost and invariant violations.
 
+mod adr;
 mod backlog;
 mod db_stats;
 mod driver;
@@ -84,6 +85,23 @@ enum Command {
     Report {
         /// A run folder, e.g. results/20261129-201500-quick.
         dir: PathBuf,
+    },
+    /// Draft an architecture decision record from run folders and a service-level objective.
+    Adr {
+        /// Run folders: a run without faults, a fault run (chaos), a rate sweep, a backlog
+        /// sweep; any subset, e.g. results/reference/*/.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// The objective, comma-separated terms: p50|p90|p99|p999|max <= duration,
+        /// missed / anomalies <= count, paid-after-deadline <= share (1%), max-rate >= orders/s.
+        #[arg(
+            long,
+            default_value = "p99<=2s,missed=0,paid-after-deadline<=1%,max-rate>=500"
+        )]
+        sla: String,
+        /// The Markdown file to write; its links to the figures are relative to it.
+        #[arg(long, default_value = "adr-draft.md")]
+        out: PathBuf,
     },
     /// Compare two run folders strategy by strategy (markdown on stdout).
     Compare {
@@ -175,6 +193,15 @@ fn main() -> ExitCode {
                     dir.join("report.md").display(),
                     dir.join("report.html").display()
                 );
+                Ok(())
+            }
+            Command::Adr { dirs, sla, out } => {
+                adr::write(&adr::AdrArgs {
+                    dirs,
+                    sla,
+                    out: out.clone(),
+                })?;
+                println!("draft decision record: {}", out.display());
                 Ok(())
             }
             Command::Compare { base, other } => {
