@@ -139,6 +139,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a terminal: a redirected log stays plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
@@ -183,16 +185,12 @@ fn main() -> ExitCode {
                 if dir.join("sweep.json").exists() {
                     let result = model::sweep::SweepResult::read(&dir)?;
                     println!("{}", report::sweep::terminal_table(&result));
-                    println!("report: {}", dir.join("report.md").display());
+                    println!("{}", report::written_to(&dir));
                     return Ok(());
                 }
                 let (_, summaries) = report::load(&dir)?;
                 println!("{}", report::terminal_table(&summaries));
-                println!(
-                    "report: {} (plots: {})",
-                    dir.join("report.md").display(),
-                    dir.join("report.html").display()
-                );
+                println!("{}", report::written_to(&dir));
                 Ok(())
             }
             Command::Adr { dirs, sla, out } => {

@@ -192,11 +192,7 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
         }
     }
     println!("\n{}", report::terminal_table(&summaries));
-    println!(
-        "report: {} (plots: {})",
-        run_dir.join("report.md").display(),
-        run_dir.join("report.html").display()
-    );
+    println!("{}", report::written_to(&run_dir));
     Ok(run_dir)
 }
 

@@ -156,15 +156,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
     result.write(&run_dir)?;
     report::sweep::write(&run_dir, &result)?;
     println!("\n{}", report::sweep::terminal_table(&result));
-    println!(
-        "report: {} (plots: {})",
-        run_dir.join("report.md").display(),
-        if result.axis == "pending" {
-            "backlog.svg, backlog-cost.svg"
-        } else {
-            "sweep.svg"
-        }
-    );
+    println!("{}", report::written_to(&run_dir));
     Ok(run_dir)
 }
 

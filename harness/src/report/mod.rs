@@ -10,6 +10,7 @@ mod html;
 mod markdown;
 mod plots;
 pub mod sweep;
+mod text_table;
 
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{LatenessStats, Pct, Status, Summary};
@@ -506,27 +507,19 @@ the whole run's, server-wide and workload included, marked `(whole run)`; none o
 The yes/no columns are the strategy's declared capabilities; the conformance suite runs a \
 check for each one declared yes (see `strategies/src/canceller.rs` for what it cannot check).";
 
-/// The table for the terminal, columns aligned.
+/// The line that tells the user where a run folder's report went.
+pub fn written_to(run_dir: &Path) -> String {
+    format!(
+        "report: {} (and report.html; plots as SVG and PNG in {})",
+        run_dir.join("report.md").display(),
+        run_dir.join("plots").display()
+    )
+}
+
+/// The table for the terminal: figures right-aligned, text left.
 pub fn terminal_table(summaries: &[Summary]) -> String {
     let table = rows(summaries);
-    let widths: Vec<usize> = (0..table[0].len())
-        .map(|i| {
-            table
-                .iter()
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in &table {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
-    }
+    let mut out = text_table::render(&table[0], &table[1..]);
     for s in summaries.iter().filter(|s| s.status != Status::Ok) {
         let _ = writeln!(
             out,

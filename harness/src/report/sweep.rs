@@ -505,23 +505,27 @@ fn step_tables(out: &mut String, result: &SweepResult) {
 /// The maximum-rate table for the terminal (for a backlog sweep: each
 /// step's hand-off and recovery times).
 pub fn terminal_table(result: &SweepResult) -> String {
+    let strings = |cells: &[&str]| cells.iter().map(|c| c.to_string()).collect::<Vec<_>>();
     if result.axis == "pending" {
-        let mut out = format!(
-            "{:<24} {:>10} {:>6} {:>10} {:>10}  recovery s\n",
-            "strategy", "pending", "holds", "hand-off s", "p99 ms"
-        );
+        let header = strings(&[
+            "strategy",
+            "pending",
+            "holds",
+            "hand-off s",
+            "p99 ms",
+            "recovery s",
+        ]);
+        let mut rows = Vec::new();
         for s in &result.strategies {
             if s.status != Status::Ok {
-                let _ = writeln!(out, "{:<24} {}", s.strategy, s.status.as_str());
+                rows.push(vec![s.strategy.clone(), s.status.as_str().to_string()]);
             }
             for st in &s.steps {
                 let b = st.backlog.as_ref();
-                let _ = writeln!(
-                    out,
-                    "{:<24} {:>10} {:>6} {:>10} {:>10}  {}",
-                    s.strategy,
-                    st.pending.unwrap_or(0),
-                    if st.holds { "yes" } else { "NO" },
+                rows.push(vec![
+                    s.strategy.clone(),
+                    st.pending.unwrap_or(0).to_string(),
+                    if st.holds { "yes" } else { "NO" }.to_string(),
                     b.map(|b| format!("{:.2}", b.handoff_s))
                         .unwrap_or_else(|| "-".into()),
                     ms(st.p99_us),
@@ -540,35 +544,42 @@ pub fn terminal_table(result: &SweepResult) -> String {
                             .collect::<Vec<_>>()
                             .join(", ")
                     })
-                    .unwrap_or_default()
-                );
+                    .unwrap_or_default(),
+                ]);
             }
         }
-        return out;
+        return super::text_table::render(&header, &rows);
     }
-    let mut out = format!(
-        "{:<24} {:>12} {:>10} {:>12}  limited by\n",
-        "strategy", "max rate/s", "% ceiling", "failed at/s"
-    );
-    for s in &result.strategies {
-        let _ = writeln!(
-            out,
-            "{:<24} {:>12} {:>10} {:>12}  {}",
-            s.strategy,
-            match s.status {
-                Status::Ok => s.max_rate.map(rate).unwrap_or_else(|| "none".into()),
-                other => other.as_str().to_string(),
-            },
-            s.share_of_ceiling
-                .map(|x| format!("{:.0}%", x * 100.0))
-                .unwrap_or_else(|| "-".into()),
-            s.first_failed_rate.map(rate).unwrap_or_else(|| "-".into()),
-            s.limited_by
-                .as_deref()
-                .or(s.reason.as_deref())
-                .unwrap_or("-")
-        );
-    }
+    let header = strings(&[
+        "strategy",
+        "max rate/s",
+        "% ceiling",
+        "failed at/s",
+        "limited by",
+    ]);
+    let rows: Vec<Vec<String>> = result
+        .strategies
+        .iter()
+        .map(|s| {
+            vec![
+                s.strategy.clone(),
+                match s.status {
+                    Status::Ok => s.max_rate.map(rate).unwrap_or_else(|| "none".into()),
+                    other => other.as_str().to_string(),
+                },
+                s.share_of_ceiling
+                    .map(|x| format!("{:.0}%", x * 100.0))
+                    .unwrap_or_else(|| "-".into()),
+                s.first_failed_rate.map(rate).unwrap_or_else(|| "-".into()),
+                s.limited_by
+                    .as_deref()
+                    .or(s.reason.as_deref())
+                    .unwrap_or("-")
+                    .to_string(),
+            ]
+        })
+        .collect();
+    let mut out = super::text_table::render(&header, &rows);
     if let Some(g) = &result.generator {
         let _ = writeln!(out, "generator: {}", g.verdict);
     }
