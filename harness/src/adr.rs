@@ -321,6 +321,14 @@ enum Verdict {
 }
 
 impl Verdict {
+    fn of(ok: bool, figures: Vec<Figure>, note: String) -> Verdict {
+        if ok {
+            Verdict::Meets(figures, note)
+        } else {
+            Verdict::Fails(figures, note)
+        }
+    }
+
     fn cell(&self, base: &Path) -> String {
         let figs = |f: &[Figure]| {
             f.iter()
@@ -350,6 +358,22 @@ struct Evidence<'a> {
 impl<'a> Evidence<'a> {
     /// Summaries of `name` in runs without / with faults; falls back to the
     /// base strategy in runs without faults (the caller says so).
+    /// [`Self::plain`], or the verdict that says no run without faults
+    /// measured `name` and which command would.
+    #[allow(clippy::type_complexity)]
+    fn plain_or_not_measured(
+        &self,
+        name: &str,
+    ) -> Result<(Vec<(&'a Source, &'a Summary)>, Option<String>), Verdict> {
+        let (found, note) = self.plain(name);
+        if found.is_empty() {
+            return Err(Verdict::NotMeasured(format!(
+                "no run without faults ran {name}: `delaybench run --scenario quick --strategies {name}`"
+            )));
+        }
+        Ok((found, note))
+    }
+
     fn plain(&self, name: &str) -> (Vec<(&'a Source, &'a Summary)>, Option<String>) {
         let exact = self.summaries(name, false);
         if !exact.is_empty() {
@@ -551,12 +575,10 @@ fn judge(term: &Term, option: &Option_, ev: &Evidence) -> Verdict {
     let name = option.name.as_str();
     match term.metric {
         Metric::Lateness(p) => {
-            let (found, note) = ev.plain(name);
-            if found.is_empty() {
-                return Verdict::NotMeasured(format!(
-                    "no run without faults ran {name}: `delaybench run --scenario quick --strategies {name}`"
-                ));
-            }
+            let (found, note) = match ev.plain_or_not_measured(name) {
+                Ok(found) => found,
+                Err(not_measured) => return not_measured,
+            };
             let mut figures = Vec::new();
             let mut ok = true;
             let mut undecided = false;
@@ -581,11 +603,7 @@ fn judge(term: &Term, option: &Option_, ev: &Evidence) -> Verdict {
                     links.join(", ")
                 ));
             }
-            if ok {
-                Verdict::Meets(figures, note)
-            } else {
-                Verdict::Fails(figures, note)
-            }
+            Verdict::of(ok, figures, note)
         }
         Metric::Missed | Metric::Anomalies => {
             let (mut found, note) = ev.plain(name);
@@ -628,19 +646,13 @@ fn judge(term: &Term, option: &Option_, ev: &Evidence) -> Verdict {
                     " (the fault run did not include {name}: `--scenario chaos --strategies {name}`)"
                 ));
             }
-            if ok {
-                Verdict::Meets(figures, note)
-            } else {
-                Verdict::Fails(figures, note)
-            }
+            Verdict::of(ok, figures, note)
         }
         Metric::PaidAfterDeadline => {
-            let (found, note) = ev.plain(name);
-            if found.is_empty() {
-                return Verdict::NotMeasured(format!(
-                    "no run without faults ran {name}: `delaybench run --scenario quick --strategies {name}`"
-                ));
-            }
+            let (found, note) = match ev.plain_or_not_measured(name) {
+                Ok(found) => found,
+                Err(not_measured) => return not_measured,
+            };
             let mut figures = Vec::new();
             let mut ok = true;
             for (source, s) in found {
@@ -687,11 +699,7 @@ fn judge(term: &Term, option: &Option_, ev: &Evidence) -> Verdict {
                 figures.push(figure);
             }
             let note = note.unwrap_or_default();
-            if ok {
-                Verdict::Meets(figures, note)
-            } else {
-                Verdict::Fails(figures, note)
-            }
+            Verdict::of(ok, figures, note)
         }
         Metric::MaxRate => {
             let Some((source, sweep, note)) = ev.rate_sweep(name) else {
@@ -978,88 +986,80 @@ fn consequences(out: &mut String, options: &[Option_], ev: &Evidence, base: &Pat
         let name = o.name.as_str();
         let (plain, note) = ev.plain(name);
         let note = note.unwrap_or_default();
-        let lateness = if plain.is_empty() {
-            "not measured (`--scenario quick`)".to_string()
-        } else {
+        // One cell from the runs without faults, or what would measure it.
+        let each_plain = |cell: &dyn Fn(PathBuf, &Summary) -> String| {
+            if plain.is_empty() {
+                return "not measured (`--scenario quick`)".to_string();
+            }
             plain
                 .iter()
-                .map(|(source, s)| {
-                    let file = summary_file(source, s);
-                    let p50 = Figure::new(
-                        format!("p50 {}", ms_text(s.lateness_us.p50 as f64)),
-                        file.clone(),
-                        "lateness_us.p50",
-                        s.lateness_us.p50,
-                    );
-                    let (p99, _, _) = lateness_figure(file, &s.lateness_us, Pct::P99);
-                    format!("{}, {}", p50.render(base), p99.render(base))
-                })
+                .map(|(source, s)| cell(summary_file(source, s), s))
                 .collect::<Vec<_>>()
                 .join("; ")
                 + &note
         };
-        let cost = if plain.is_empty() {
-            "not measured (`--scenario quick`)".to_string()
-        } else {
-            plain
-                .iter()
-                .map(|(source, s)| {
-                    let file = summary_file(source, s);
-                    let c = &s.cost;
-                    // The canceller's own reads where measured (as the
-                    // report's trade-off table); else the whole run's, said so.
-                    let rows = match c.canceller_server_rows_read_per_cancel {
-                        Some(_) => (
-                            "canceller_rows_per_cancel",
-                            "cost.canceller_server_rows_read_per_cancel",
-                            c.canceller_server_rows_read_per_cancel,
-                            "DB rows read by the canceller",
-                        ),
-                        None => (
-                            "server_rows_per_cancel",
-                            "cost.server_rows_read_per_cancel",
-                            c.server_rows_read_per_cancel,
-                            "DB rows read (whole run, workload included)",
-                        ),
-                    };
-                    [
-                        (
-                            "stmts_per_cancel",
-                            "cost.statements_per_cancel",
-                            c.statements_per_cancel,
-                            "DB statements",
-                        ),
-                        rows,
-                        (
-                            "cpu_us_per_cancel",
-                            "cost.cpu_us_per_cancel",
-                            c.cpu_us_per_cancel,
-                            "µs CPU",
-                        ),
-                        (
-                            "broker_msgs_per_cancel",
-                            "cost.broker_messages_per_cancel",
-                            c.broker_messages_per_cancel,
-                            "broker messages",
-                        ),
-                        (
-                            "redis_cmds_per_cancel",
-                            "cost.redis_commands_per_cancel",
-                            c.redis_commands_per_cancel,
-                            "Redis commands",
-                        ),
-                    ]
-                    .into_iter()
-                    .filter_map(|(name, key, value, unit)| {
-                        median_figure(s, &file, name, key, value, unit).map(|f| f.render(base))
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
-                + &note
-        };
+        let lateness = each_plain(&|file, s| {
+            let p50 = Figure::new(
+                format!("p50 {}", ms_text(s.lateness_us.p50 as f64)),
+                file.clone(),
+                "lateness_us.p50",
+                s.lateness_us.p50,
+            );
+            let (p99, _, _) = lateness_figure(file, &s.lateness_us, Pct::P99);
+            format!("{}, {}", p50.render(base), p99.render(base))
+        });
+        let cost = each_plain(&|file, s| {
+            let c = &s.cost;
+            // The canceller's own reads where measured (as the
+            // report's trade-off table); else the whole run's, said so.
+            let rows = match c.canceller_server_rows_read_per_cancel {
+                Some(_) => (
+                    "canceller_rows_per_cancel",
+                    "cost.canceller_server_rows_read_per_cancel",
+                    c.canceller_server_rows_read_per_cancel,
+                    "DB rows read by the canceller",
+                ),
+                None => (
+                    "server_rows_per_cancel",
+                    "cost.server_rows_read_per_cancel",
+                    c.server_rows_read_per_cancel,
+                    "DB rows read (whole run, workload included)",
+                ),
+            };
+            [
+                (
+                    "stmts_per_cancel",
+                    "cost.statements_per_cancel",
+                    c.statements_per_cancel,
+                    "DB statements",
+                ),
+                rows,
+                (
+                    "cpu_us_per_cancel",
+                    "cost.cpu_us_per_cancel",
+                    c.cpu_us_per_cancel,
+                    "µs CPU",
+                ),
+                (
+                    "broker_msgs_per_cancel",
+                    "cost.broker_messages_per_cancel",
+                    c.broker_messages_per_cancel,
+                    "broker messages",
+                ),
+                (
+                    "redis_cmds_per_cancel",
+                    "cost.redis_commands_per_cancel",
+                    c.redis_commands_per_cancel,
+                    "Redis commands",
+                ),
+            ]
+            .into_iter()
+            .filter_map(|(name, key, value, unit)| {
+                median_figure(s, &file, name, key, value, unit).map(|f| f.render(base))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+        });
         let faulted = ev.summaries(name, true);
         let faults = if !ev.has_faults() {
             "not measured (`--scenario chaos`)".to_string()
