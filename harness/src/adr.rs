@@ -273,17 +273,8 @@ fn trim(v: f64) -> String {
     }
 }
 
+/// The percentile's name, which is also its key in `lateness_us`.
 fn pct_name(p: Pct) -> &'static str {
-    match p {
-        Pct::P50 => "p50",
-        Pct::P90 => "p90",
-        Pct::P99 => "p99",
-        Pct::P999 => "p999",
-        Pct::Max => "max",
-    }
-}
-
-fn pct_key(p: Pct) -> &'static str {
     match p {
         Pct::P50 => "p50",
         Pct::P90 => "p90",
@@ -540,7 +531,7 @@ fn lateness_figure(file: PathBuf, stats: &LatenessStats, p: Pct) -> (Figure, f64
             Figure::new(
                 format!("{} {} (n={})", pct_name(p), ms_text(v as f64), stats.count),
                 file,
-                &format!("lateness_us.{}", pct_key(p)),
+                &format!("lateness_us.{}", pct_name(p)),
                 v,
             ),
             v as f64,
