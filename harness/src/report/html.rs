@@ -13,7 +13,8 @@ const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em aut
 table{border-collapse:collapse;margin:1em 0;font-size:14px}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}td.bad{background:#fbd5d5;font-weight:bold}
 .skipped{color:#666}.plots svg{max-width:100%;height:auto}.bars{display:flex;flex-wrap:wrap}
-code{background:#f3f3f3;padding:0 3px}p.note{font-size:13px;color:#444}";
+code{background:#f3f3f3;padding:0 3px}p.note{font-size:13px;color:#444}
+.wide{overflow-x:auto}td{white-space:nowrap}td.text{white-space:normal;min-width:24em;text-align:left}";
 
 pub fn html(info: &RunInfo, summaries: &[Summary], plots: &[DrawnFigure]) -> String {
     let ran: Vec<(usize, &Summary)> = summaries
@@ -191,7 +192,15 @@ fn plots_section(out: &mut String, plots: &[DrawnFigure]) {
 
 /// An HTML table, header first; `bad(column, cell)` marks a cell.
 fn table(out: &mut String, rows: &[Vec<String>], bad: impl Fn(usize, &str) -> bool) {
-    let _ = write!(out, "<table><tr>");
+    // Figures stay on one line and a wide table scrolls sideways; a
+    // column of prose (warnings, reasons) wraps in a readable width
+    // instead of squeezing every row into a tall narrow cell.
+    let prose = |col: usize| {
+        rows[1..]
+            .iter()
+            .any(|r| r.get(col).is_some_and(|c| c.len() > 40))
+    };
+    let _ = write!(out, "<div class=\"wide\"><table><tr>");
     for cell in &rows[0] {
         let _ = write!(out, "<th>{}</th>", esc(cell));
     }
@@ -199,12 +208,17 @@ fn table(out: &mut String, rows: &[Vec<String>], bad: impl Fn(usize, &str) -> bo
     for row in &rows[1..] {
         let _ = write!(out, "<tr>");
         for (col, cell) in row.iter().enumerate() {
-            let class = if bad(col, cell) { " class=\"bad\"" } else { "" };
+            let class = match (bad(col, cell), prose(col)) {
+                (true, true) => " class=\"bad text\"",
+                (true, false) => " class=\"bad\"",
+                (false, true) => " class=\"text\"",
+                (false, false) => "",
+            };
             let _ = write!(out, "<td{class}>{}</td>", esc(cell));
         }
         let _ = writeln!(out, "</tr>");
     }
-    let _ = writeln!(out, "</table>");
+    let _ = writeln!(out, "</table></div>");
 }
 
 /// Escapes text for HTML element content and attribute values.
