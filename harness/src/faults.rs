@@ -143,7 +143,7 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
     let since_t0 = || t0.elapsed().as_millis() as u64;
     let mut record = FaultRecord::planned(&fault);
     tokio::time::sleep_until(t0 + fault.at).await;
-    let index = fault.instance as usize;
+    let index = fault.instance() as usize;
     match fault.kind {
         FaultKind::KillInstance => {
             match cx.pool.kill(index).await {
@@ -301,7 +301,7 @@ async fn crash_at(fault: &Fault, cx: &FaultContext, record: &mut FaultRecord) {
         record.detail = Some(why);
         return;
     }
-    let index = fault.instance as usize;
+    let index = fault.instance() as usize;
     let restart_after = fault.restart_after.unwrap_or(Duration::from_secs(1));
     let mut crashes = Vec::new();
     let start = since_t0();
@@ -436,7 +436,7 @@ mod tests {
         let fault = Fault {
             kind: FaultKind::PauseInstance,
             at: Duration::from_secs(10),
-            instance: 1,
+            instance: Some(1),
             restart_after: None,
             command: vec![],
             target: None,

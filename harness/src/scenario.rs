@@ -184,9 +184,9 @@ pub struct Fault {
     #[serde(with = "humantime_serde")]
     pub at: Duration,
     /// Which canceller instance, 0-based (default 0): `kill-instance`,
-    /// `pause-instance`, `crash-at`.
-    #[serde(default)]
-    pub instance: u32,
+    /// `pause-instance`, `crash-at`. Read it with [`Fault::instance`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<u32>,
     /// `kill-instance` and `crash-at`: start a fresh process for the
     /// instance this long after it died; omitted, `kill-instance` leaves
     /// it down for the rest of the run and `crash-at` restarts it after 1s.
@@ -261,6 +261,12 @@ impl FaultKind {
 }
 
 impl Fault {
+    /// The instance a `kill-instance`, `pause-instance` or `crash-at`
+    /// hits (0 when the scenario does not say).
+    pub fn instance(&self) -> u32 {
+        self.instance.unwrap_or(0)
+    }
+
     /// How long the fault itself lasts (0 for the instantaneous ones).
     pub fn window(&self) -> Duration {
         self.lasts.unwrap_or_default()
@@ -274,7 +280,7 @@ impl Fault {
             FaultKind::RunCommand => format!("run `{}` at {at}", self.command.join(" ")),
             FaultKind::KillInstance => format!(
                 "kill instance {} at {at}, {}",
-                self.instance,
+                self.instance(),
                 match self.restart_after {
                     Some(r) => format!("restart {} later", humantime::format_duration(r)),
                     None => "no restart".to_string(),
@@ -293,7 +299,7 @@ impl Fault {
             ),
             FaultKind::PauseInstance => format!(
                 "pause instance {} for {}{} from {at}",
-                self.instance,
+                self.instance(),
                 d(self.lasts),
                 self.point
                     .map(|p| format!(" at {}", p.as_str()))
@@ -302,7 +308,7 @@ impl Fault {
             FaultKind::KillDbConnections => format!("kill database sessions at {at}"),
             FaultKind::CrashAt => format!(
                 "crash instance {} at {} x{} from {at}",
-                self.instance,
+                self.instance(),
                 self.point.map(CrashPoint::as_str).unwrap_or("?"),
                 self.times
             ),
@@ -337,6 +343,11 @@ impl Fault {
             !self.command.is_empty() && k != RunCommand,
             "command",
             "kind = \"run-command\"",
+        )?;
+        ignores(
+            self.instance.is_some() && !matches!(k, KillInstance | PauseInstance | CrashAt),
+            "instance",
+            "kind = \"kill-instance\", \"pause-instance\" and \"crash-at\" (the others hit every instance)",
         )?;
         ignores(
             self.restart_after.is_some() && !matches!(k, KillInstance | CrashAt),
@@ -664,10 +675,10 @@ impl Scenario {
                     arrivals
                 );
             }
-            if f.instance >= self.instances {
+            if f.instance() >= self.instances {
                 bail!(
                     "field `faults[{i}].instance` = {} is out of range; accepted values: 0 to instances - 1 ({})",
-                    f.instance,
+                    f.instance(),
                     self.instances - 1
                 );
             }
@@ -873,7 +884,7 @@ mod tests {
             vec![Fault {
                 kind: FaultKind::KillInstance,
                 at: Duration::from_secs(8),
-                instance: 1,
+                instance: Some(1),
                 restart_after: Some(Duration::from_secs(3)),
                 command: Vec::new(),
                 target: None,
@@ -884,7 +895,10 @@ mod tests {
             }]
         );
         let s = Scenario::parse(&with("kind = \"kill-instance\"\nat = \"8s\""), "f.toml").unwrap();
-        assert_eq!((s.faults[0].instance, s.faults[0].restart_after), (0, None));
+        assert_eq!(
+            (s.faults[0].instance(), s.faults[0].restart_after),
+            (0, None)
+        );
         let err =
             |fault: &str| format!("{:#}", Scenario::parse(&with(fault), "f.toml").unwrap_err());
         let msg = err("kind = \"kill-instance\"\nat = \"8s\"\ninstance = 2");
@@ -979,6 +993,40 @@ mod tests {
             msg.contains("pull-the-plug") && msg.contains("kill-instance"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn a_field_its_fault_kind_ignores_is_refused_by_name() {
+        let err = |fault: &str| {
+            let text = format!("{QUICK}\n[[faults]]\nat = \"8s\"\n{fault}\n");
+            format!("{:#}", Scenario::parse(&text, "f.toml").unwrap_err())
+        };
+        for (fault, field) in [
+            (
+                "kind = \"partition\"\ntarget = \"redis\"\nfor = \"1s\"\ninstance = 1",
+                "instance",
+            ),
+            ("kind = \"kill-db-connections\"\ninstance = 0", "instance"),
+            ("kind = \"kill-instance\"\ncommand = [\"true\"]", "command"),
+            (
+                "kind = \"partition\"\ntarget = \"redis\"\nfor = \"1s\"\nrestart-after = \"1s\"",
+                "restart-after",
+            ),
+            ("kind = \"kill-instance\"\ntarget = \"redis\"", "target"),
+            ("kind = \"kill-instance\"\nfor = \"1s\"", "for"),
+            (
+                "kind = \"partition\"\ntarget = \"redis\"\nfor = \"1s\"\nadd = \"5ms\"",
+                "add",
+            ),
+            ("kind = \"kill-instance\"\npoint = \"after-claim\"", "point"),
+            ("kind = \"kill-instance\"\ntimes = 2", "times"),
+        ] {
+            let msg = err(fault);
+            assert!(
+                msg.contains(&format!("faults[0].{field}`")) && msg.contains("applies to"),
+                "{fault}: {msg}"
+            );
+        }
     }
 
     #[test]

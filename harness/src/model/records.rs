@@ -189,7 +189,7 @@ impl FaultRecord {
     pub fn planned(fault: &Fault) -> FaultRecord {
         FaultRecord {
             kind: fault.kind,
-            instance: fault.instance,
+            instance: fault.instance(),
             planned_at_ms: fault.at.as_millis() as u64,
             killed_at_ms: None,
             killed_pid: None,
@@ -487,7 +487,7 @@ mod tests {
         let mut f = FaultRecord::planned(&Fault {
             kind,
             at: Duration::from_secs(at_s),
-            instance: 0,
+            instance: None,
             restart_after: None,
             command: vec![],
             target: None,
