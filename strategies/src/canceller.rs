@@ -197,7 +197,8 @@ pub trait Canceller: Send + Sync + std::fmt::Debug {
     /// keeps. Called once by the harness after every instance stopped, also
     /// when the run failed midway, possibly on a fresh instance built for the
     /// purpose (so it must not depend on state held since `setup`, except
-    /// to restore a setting), and possibly when `setup` itself failed
+    /// to restore a setting), on an instance whose store may already be
+    /// closed (it needs none), and possibly when `setup` itself failed
     /// halfway: deleting what does not exist is not an error. Idempotent.
     async fn teardown(&self) -> Result<()>;
 

@@ -74,3 +74,35 @@ fn a_test_that_panics_leaves_no_queue_and_no_key() {
         assert!(keys.is_empty(), "{strategy}: Redis keys left: {keys:?}");
     }
 }
+
+/// The harness's guard: a run that sets up and then stops without its
+/// teardown (an early error, a panic, a dropped future) still tears down.
+#[test]
+fn a_run_dropped_after_setup_still_tears_down() {
+    use strategies::leftovers::TeardownGuard;
+    use strategies::{registry, DbServer, OrderStore};
+    let options = common::test_options();
+    let dir = std::env::temp_dir().join(format!("delaybench-guard-{}", std::process::id()));
+    let rt = runtime();
+    let (prefix, before) = rt.block_on(async {
+        let server = DbServer::parse(&common::sqlite_url()).unwrap();
+        let namespace = format!(
+            "t_guard_{}_{}",
+            std::process::id(),
+            now_us() % 1_000_000_000
+        );
+        let location = server.create_namespace(&namespace, &dir).await.unwrap();
+        let guard = TeardownGuard::new("rabbit-ttl", &options, &location);
+        let store = OrderStore::connect(&location, 1).await.unwrap();
+        let instance = registry::build("rabbit-ttl", &options, store).unwrap();
+        instance.setup().await.expect("setup");
+        let before = left(&options, &location.resource_prefix()).await.0;
+        // An error midway: the guard goes out of scope unfinished.
+        drop(guard);
+        (location.resource_prefix(), before)
+    });
+    assert!(!before.is_empty(), "setup declared no queue");
+    let (queues, _) = rt.block_on(left(&options, &prefix));
+    assert!(queues.is_empty(), "queues left: {queues:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
