@@ -3,6 +3,7 @@
 
 mod adr;
 mod backlog;
+mod clean;
 mod db_stats;
 mod driver;
 mod faults;
@@ -127,6 +128,12 @@ enum Command {
         #[arg(long, env = "DELAYBENCH_REDIS", hide_env_values = true)]
         redis: Option<String>,
     },
+    /// List what earlier runs and tests left on the services (database namespaces,
+    /// dlb.* queues and exchanges, dlb:* Redis keys); remove them with --yes.
+    Clean {
+        #[command(flatten)]
+        args: clean::CleanArgs,
+    },
     /// Internal: one canceller instance, started by `run`.
     #[command(hide = true)]
     Worker,
@@ -222,6 +229,10 @@ fn main() -> ExitCode {
                     "{}",
                     probe::list(&db, amqp.as_deref(), redis.as_deref()).await?
                 );
+                Ok(())
+            }
+            Command::Clean { args } => {
+                print!("{}", clean::clean(&args).await?);
                 Ok(())
             }
             Command::Worker => instance::worker_main().await,

@@ -68,6 +68,24 @@ pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> 
         .parse()
         .map_err(|e: String| Error::Config(format!("AMQP URL `{}`: {e}", redact_url(amqp_url))))?;
     let host = uri.authority.host.clone();
+    let reachable = tokio::time::timeout(
+        Duration::from_secs(5),
+        tokio::net::TcpStream::connect((host.as_str(), uri.authority.port)),
+    )
+    .await;
+    if let Err(reason) = reachable
+        .map_err(|_| "no connection within 5s".to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()))
+    {
+        return Err(Error::Unreachable {
+            service: "RabbitMQ",
+            url: redact_url(amqp_url),
+            reason,
+            hint: "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
+                   `rabbitmq-server -detached`; or pass --amqp / DELAYBENCH_AMQP"
+                .into(),
+        });
+    }
     let api = format!("http://{host}:15672/api");
     let http_error = match list_over_http(&uri).await {
         Ok(objects) => return Ok((objects, format!("management API {api}"))),
@@ -372,8 +390,9 @@ async fn redis_connect(redis_url: &str) -> Result<redis::aio::MultiplexedConnect
         service: "Redis",
         url: redact_url(redis_url),
         reason,
-        hint: "start Redis: `docker compose up -d --wait redis`, or on a Debian host \
-               `redis-server --daemonize yes`"
+        hint: "start Redis: `docker compose up -d --wait redis`, or \
+               `redis-server --daemonize yes --port 6379 --save \"\" --appendonly no`; \
+               or pass --redis / DELAYBENCH_REDIS"
             .into(),
     };
     let client = redis::Client::open(redis_url).map_err(|e| unreachable(e.to_string()))?;
