@@ -143,3 +143,68 @@ async fn clean_lists_then_removes_what_runs_left() {
     assert!(on_services(&options, &ns).await.is_empty());
     assert!(!std::path::Path::new(&locations[2].1.namespace).exists());
 }
+
+/// A run interrupted (SIGINT) while a broker strategy is measured tears
+/// that strategy down before exiting: no queue of the run is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_run_leaves_no_queue() {
+    let out = common::Scratch::new();
+    let scenario = out.path().join("long.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"interrupted\"\nseed = 1\nwarmup = \"0s\"\nduration = \"60s\"\ndrain = \"1s\"\n\
+         rate = 20.0\ninstances = 1\n[[timeouts]]\nafter = \"30s\"\n",
+    )
+    .unwrap();
+    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_delaybench"))
+        .args(["run", "--strategies", "rabbit-ttl", "--scenario"])
+        .arg(&scenario)
+        .arg("--out")
+        .arg(out.path().join("results"))
+        .env("CI", "true")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start delaybench run");
+    let options = StrategyOptions::default();
+    // The run's namespace, once its folder exists; then its queues.
+    let mut ns = None;
+    for _ in 0..60 {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let run_id = std::fs::read_dir(out.path().join("results"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .next()
+            .map(|e| e.file_name().to_string_lossy().into_owned());
+        if let Some(run_id) = run_id {
+            let prefix = strategies::store::identifier(&format!("dlb_{run_id}_rabbit_ttl"));
+            if !on_services(&options, &prefix).await.is_empty() {
+                ns = Some(prefix);
+                break;
+            }
+        }
+    }
+    let ns = ns.expect("the run declared its queues within 30s");
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &run.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let output = tokio::task::spawn_blocking(move || {
+        let status = run.wait().unwrap();
+        let mut err = String::new();
+        use std::io::Read;
+        run.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        (status, err)
+    })
+    .await
+    .unwrap();
+    assert!(
+        !output.0.success(),
+        "an interrupted run fails: {}",
+        output.1
+    );
+    assert!(output.1.contains("interrupted"), "{}", output.1);
+    assert_eq!(on_services(&options, &ns).await, Vec::<String>::new());
+}
