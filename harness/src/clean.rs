@@ -79,7 +79,18 @@ pub async fn clean(args: &CleanArgs) -> Result<String> {
     let amqp = args.amqp.clone().unwrap_or(defaults.rabbit.url);
     let redis = args.redis.clone().unwrap_or(defaults.redis_zset.url);
     let mut places = Vec::new();
-    for url in &args.db {
+    let servers: Vec<&String> = args
+        .db
+        .iter()
+        .filter(|u| !u.starts_with("sqlite:"))
+        .collect();
+    if servers.is_empty() {
+        places.push(Place {
+            title: "PostgreSQL / MariaDB".into(),
+            found: Err("no --db postgres://... or mysql://... given (or DELAYBENCH_DB)".into()),
+        });
+    }
+    for url in servers {
         places.push(database(url).await?);
     }
     places.push(sqlite_files(&args.out));
