@@ -460,6 +460,29 @@ async fn teardown_fresh(
     result
 }
 
+/// Runs `step` until it succeeds, at most [`CLEANUP_ATTEMPTS`] times,
+/// [`CLEANUP_BACKOFF`] apart (a broker or Redis restarting under another
+/// test or a fault); returns the last error.
+async fn with_retries<T, F, Fut>(mut step: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut attempt = 1;
+    loop {
+        match step().await {
+            Err(_) if attempt < CLEANUP_ATTEMPTS => {
+                attempt += 1;
+                tokio::time::sleep(CLEANUP_BACKOFF).await;
+            }
+            done => return done,
+        }
+    }
+}
+
+const CLEANUP_ATTEMPTS: u32 = 5;
+const CLEANUP_BACKOFF: Duration = Duration::from_secs(2);
+
 /// Arms a strategy's [`Canceller::teardown`] for one run: call
 /// [`TeardownGuard::finish`] on every normal path (it returns the teardown's
 /// error, if any, for the caller to record beside its own outcome); if the
@@ -510,7 +533,8 @@ impl Drop for TeardownGuard {
         );
         block_on_fresh_thread(
             move || async move {
-                if let Err(e) = teardown_fresh(&strategy, &options, &location).await {
+                let teardown = with_retries(|| teardown_fresh(&strategy, &options, &location));
+                if let Err(e) = teardown.await {
                     tracing::warn!(strategy, error = %e, "teardown after a failed run failed");
                 }
             },
@@ -539,30 +563,36 @@ struct Scope {
 }
 
 impl Scope {
+    /// Tests have no log subscriber: what could not be removed is printed.
     async fn clean(self, thorough: bool) {
         let requires = registry::info(&self.strategy)
             .map(|i| i.requires.to_vec())
             .unwrap_or_default();
         let prefix = self.location.resource_prefix();
+        let (strategy, options, location) = (&self.strategy, &self.options, &self.location);
         if requires.contains(&Service::RabbitMq) {
-            if let Err(e) = teardown_fresh(&self.strategy, &self.options, &self.location).await {
-                tracing::warn!(error = %e, "test cleanup: teardown failed");
+            if let Err(e) = with_retries(|| teardown_fresh(strategy, options, location)).await {
+                eprintln!("test cleanup: teardown of {prefix} failed: {e}");
             }
             if thorough {
-                if let Err(e) = delete_broker_prefix(&self.options.rabbit.url, &prefix).await {
-                    tracing::warn!(error = %e, "test cleanup: broker objects left");
+                let deleted =
+                    with_retries(|| delete_broker_prefix(&options.rabbit.url, &prefix)).await;
+                if let Err(e) = deleted {
+                    eprintln!("test cleanup: broker objects of {prefix} left: {e}");
                 }
             }
         }
         // Keys only: a server-wide setting is the strategy's teardown's to
         // restore (the keyspace-expiry variant's tests do).
         if requires.contains(&Service::Redis) {
-            if let Err(e) = delete_redis_prefix(&self.options.redis_zset.url, &prefix).await {
-                tracing::warn!(error = %e, "test cleanup: Redis keys left");
+            let deleted =
+                with_retries(|| delete_redis_prefix(&options.redis_zset.url, &prefix)).await;
+            if let Err(e) = deleted {
+                eprintln!("test cleanup: Redis keys of {prefix} left: {e}");
             }
         }
-        if let Err(e) = self.server.drop_namespace(&self.location).await {
-            tracing::warn!(error = %e, "test cleanup: namespace left");
+        if let Err(e) = with_retries(|| self.server.drop_namespace(location)).await {
+            eprintln!("test cleanup: namespace {prefix} left: {e}");
         }
     }
 }

@@ -42,7 +42,7 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn a_test_that_panics_leaves_no_queue_and_no_key() {
     let options = common::test_options();
-    for strategy in ["rabbit-ttl", "redis-zset"] {
+    for strategy in ["rabbit-ttl", "rabbit-delayed", "redis-zset"] {
         let prefix = Arc::new(Mutex::new(None));
         let seen = Arc::new(Mutex::new(None));
         let failed = std::thread::spawn({
