@@ -3,6 +3,7 @@
 
 mod adr;
 mod backlog;
+mod clean;
 mod db_stats;
 mod driver;
 mod faults;
@@ -127,6 +128,12 @@ enum Command {
         #[arg(long, env = "DELAYBENCH_REDIS", hide_env_values = true)]
         redis: Option<String>,
     },
+    /// List what earlier runs and tests left on the services (database namespaces,
+    /// dlb.* queues and exchanges, dlb:* Redis keys); remove them with --yes.
+    Clean {
+        #[command(flatten)]
+        args: clean::CleanArgs,
+    },
     /// Internal: one canceller instance, started by `run`.
     #[command(hide = true)]
     Worker,
@@ -151,7 +158,7 @@ fn main() -> ExitCode {
                 allow_anomalies,
                 repeat,
             } => {
-                let run_dir = run::run(&run::RunArgs { common, repeat }).await?;
+                let run_dir = interruptible(run::run(&run::RunArgs { common, repeat })).await?;
                 // For scripts: the last line of stdout.
                 println!("DELAYBENCH_RUN_DIR={}", run_dir.display());
                 let (_, summaries) = report::load(&run_dir)?;
@@ -167,7 +174,8 @@ fn main() -> ExitCode {
                 }
             }
             Command::Sweep { common, repeat } => {
-                let run_dir = sweep::sweep(&sweep::SweepArgs { common, repeat }).await?;
+                let run_dir =
+                    interruptible(sweep::sweep(&sweep::SweepArgs { common, repeat })).await?;
                 println!("DELAYBENCH_RUN_DIR={}", run_dir.display());
                 let problems = model::sweep::SweepResult::read(&run_dir)?.problems();
                 if problems.is_empty() {
@@ -222,6 +230,10 @@ fn main() -> ExitCode {
                 );
                 Ok(())
             }
+            Command::Clean { args } => {
+                print!("{}", clean::clean(&args).await?);
+                Ok(())
+            }
             Command::Worker => instance::worker_main().await,
         }
     });
@@ -230,6 +242,45 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs `work` until it ends or the process is asked to stop (Ctrl-C,
+/// SIGTERM): then `work` is dropped, so the strategy under way tears down
+/// (its queues and Redis keys go; see `strategies::leftovers::TeardownGuard`)
+/// and its workers are killed, before the error is returned.
+async fn interruptible<T>(
+    work: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    let stop = async {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => tokio::select! {
+                    _ = tokio::signal::ctrl_c() => "interrupted",
+                    _ = term.recv() => "terminated",
+                },
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    "interrupted"
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "interrupted"
+        }
+    };
+    tokio::select! {
+        done = work => done,
+        why = stop => {
+            eprintln!("delaybench: {why}; tearing down the strategy under way");
+            Err(anyhow::anyhow!(
+                "{why}: the run folder holds what finished; `delaybench clean` lists anything left"
+            ))
         }
     }
 }

@@ -22,9 +22,11 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use strategies::leftovers::TeardownGuard;
 use strategies::registry::{self, STRATEGIES};
 use strategies::{
-    checker, now_us, DbKind, DbLocation, DbServer, OrderId, OrderStore, Service, StoreStats,
+    checker, now_us, Canceller, DbKind, DbLocation, DbServer, OrderId, OrderStore, Service,
+    StoreStats,
 };
 use tokio::time::Instant;
 
@@ -463,12 +465,43 @@ async fn run_strategy(
     }
 }
 
+/// Measures one strategy with its teardown on every exit path: the guard
+/// is armed before `setup` (which may fail halfway) and finished after the
+/// measurement, whatever it returned; a panic or a dropped future tears
+/// down from the guard's `Drop`. A failed teardown is logged and recorded
+/// in the summary, never in place of the measurement's own error.
 async fn measure(
     name: &str,
     scenario: &Scenario,
     plan: &Plan,
     location: &DbLocation,
     dir: &Path,
+) -> Result<Summary> {
+    let guard = TeardownGuard::new(name, &scenario.strategy_options(), location);
+    // The instance that ran `setup` tears down, so a server-wide setting it
+    // changed is restored; when none was built, a fresh one does.
+    let mut set_up = None;
+    let measured = measure_set_up(name, scenario, plan, location, dir, &mut set_up).await;
+    let teardown_error = guard
+        .finish(set_up.as_deref())
+        .await
+        .err()
+        .map(|e| format!("{e:#}"));
+    let mut summary = measured?;
+    summary.teardown_error = teardown_error;
+    summary.warnings = summary::warnings(&summary);
+    Ok(summary)
+}
+
+/// The measurement proper; `set_up` receives the instance that runs
+/// `setup`, for [`measure`] to tear down with.
+async fn measure_set_up(
+    name: &str,
+    scenario: &Scenario,
+    plan: &Plan,
+    location: &DbLocation,
+    dir: &Path,
+    set_up: &mut Option<Box<dyn Canceller>>,
 ) -> Result<Summary> {
     let started = Instant::now();
     let connections = harness_connections(scenario.rate, location.kind);
@@ -504,7 +537,8 @@ async fn measure(
     // built in setup (db-scan's `index` option: a heap scan of a 1M-order
     // backlog) read as 700 rows per cancel of run cost.
     let setup_store = OrderStore::connect(location, 1).await?;
-    registry::build(name, &options, setup_store.clone())?
+    set_up
+        .insert(registry::build(name, &options, setup_store.clone())?)
         .setup()
         .await
         .context("strategy setup")?;
@@ -667,14 +701,8 @@ async fn measure(
         .await?;
     }
     store.close().await;
-    // Last, so the backlog's restarts find the queues and keys in place. A
-    // failed teardown (say, Redis restarted by a fault and the old
-    // connection broken) leaves objects behind but measured nothing wrong:
-    // keep the results and say so.
-    let teardown_error = control.teardown().await.err().map(|e| {
-        tracing::warn!(strategy = name, error = %e, "teardown failed");
-        format!("{e:#}")
-    });
+    // Teardown follows in `measure`, so the backlog's restarts found the
+    // queues and keys in place.
     let timeouts_us: Vec<i64> = scenario
         .timeouts
         .iter()
@@ -779,7 +807,7 @@ async fn measure(
         worker_events: record.events,
         warnings: Vec::new(),
         faults,
-        teardown_error,
+        teardown_error: None,
         capabilities: Some(capabilities),
         instances: scenario.instances,
         timeouts: scenario.timeouts_label(),

@@ -424,26 +424,32 @@ impl StepContext<'_> {
             &format!("generator_{}", rate.to_string().replace('.', "_")),
         );
         let location = self.server.create_namespace(&namespace, &dir).await?;
-        let connections = run::harness_connections(rate, location.kind);
-        let store = OrderStore::connect(&location, connections).await?;
-        store
-            .install_schema(scenario.stock.skus, scenario.stock.initial)
-            .await?;
-        // No instances: every created order is "unscheduled", nothing cancels.
-        let pool = Pool::spawn(Vec::new(), None).await?;
-        let progress = run::progress_bar("generator", plan.events.len() as u64);
-        let t0 = Instant::now();
-        pool.set_t0(t0);
-        let cpu = resources::measure_window(
-            t0 + Duration::from_micros(plan.measured_from_us as u64),
-            t0 + scenario.warmup + scenario.duration,
-        );
-        let health = driver::drive(&plan, &store, &pool, t0, &progress, connections).await;
-        progress.finish_and_clear();
-        let cpu = cpu.await.context("reading CPU use")?;
-        store.close().await;
-        let _ = pool.stop().await;
+        // The namespace is dropped whatever the step returns.
+        let measured = async {
+            let connections = run::harness_connections(rate, location.kind);
+            let store = OrderStore::connect(&location, connections).await?;
+            store
+                .install_schema(scenario.stock.skus, scenario.stock.initial)
+                .await?;
+            // No instances: every created order is "unscheduled", nothing cancels.
+            let pool = Pool::spawn(Vec::new(), None).await?;
+            let progress = run::progress_bar("generator", plan.events.len() as u64);
+            let t0 = Instant::now();
+            pool.set_t0(t0);
+            let cpu = resources::measure_window(
+                t0 + Duration::from_micros(plan.measured_from_us as u64),
+                t0 + scenario.warmup + scenario.duration,
+            );
+            let health = driver::drive(&plan, &store, &pool, t0, &progress, connections).await;
+            progress.finish_and_clear();
+            let cpu = cpu.await.context("reading CPU use")?;
+            store.close().await;
+            let _ = pool.stop().await;
+            anyhow::Ok((health, cpu))
+        }
+        .await;
         self.drop_namespace(&location.namespace).await;
+        let (health, cpu) = measured?;
         let errors = health.create_errors + health.payment_errors;
         let holds =
             errors == 0 && health.lag_us_p99 <= self.scenario.sweep.keep_up.as_micros() as u64;

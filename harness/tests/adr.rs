@@ -83,7 +83,7 @@ fn shown(text: &str) -> (f64, usize) {
 
 #[test]
 fn every_number_of_the_draft_matches_the_summaries_it_links() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let file = out.path().join("decision/adr.md");
     let dirs = reference_folders();
     assert!(dirs.len() >= 4, "{dirs:?}");
@@ -165,7 +165,7 @@ fn every_number_of_the_draft_matches_the_summaries_it_links() {
 
 #[test]
 fn what_no_run_measured_reads_not_measured_with_the_preset_that_would() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let file = out.path().join("adr.md");
     let quick = reference_folders()
         .into_iter()

@@ -63,7 +63,7 @@ fn assert_lost_only_under(s: &Value, fault: usize) -> u64 {
 
 #[test]
 fn chaos_short_applies_every_fault_kind_and_attributes_every_loss() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let run = delaybench(&[
         "run",
         "--scenario",

@@ -189,7 +189,7 @@ fn assert_clean(run: &Path, strategy: &str, kind: &str) {
 
 #[test]
 fn default_selection_runs_clean_on_sqlite_and_reports_skipped_strategies() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let run = tiny_run("sqlite://", "", out.path());
     // The embedded default runs what needs no service besides the database...
     for strategy in ["db-scan", "timing-wheel"] {
@@ -247,7 +247,7 @@ fn default_selection_runs_clean_on_sqlite_and_reports_skipped_strategies() {
 
 #[test]
 fn db_scan_and_timing_wheel_run_clean_on_postgres() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let run = tiny_run(&pg(), "db-scan,timing-wheel", out.path());
     assert_clean(&run, "db-scan", "postgres");
     assert_clean(&run, "timing-wheel", "postgres");
@@ -255,7 +255,7 @@ fn db_scan_and_timing_wheel_run_clean_on_postgres() {
 
 #[test]
 fn db_scan_and_timing_wheel_run_clean_on_mariadb() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let run = tiny_run(&mysql(), "db-scan,timing-wheel", out.path());
     assert_clean(&run, "db-scan", "mysql");
     assert_clean(&run, "timing-wheel", "mysql");
@@ -263,7 +263,7 @@ fn db_scan_and_timing_wheel_run_clean_on_mariadb() {
 
 #[test]
 fn unreachable_database_names_url_and_how_to_start_it_without_the_password() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let o = delaybench(&[
         "run",
         "--db",
@@ -310,7 +310,7 @@ fn unreachable_database_names_url_and_how_to_start_it_without_the_password() {
 
 #[test]
 fn malformed_scenario_names_file_and_field() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::Scratch::new();
     let file = dir.path().join("bad.toml");
     std::fs::write(&file, TINY.replace("pay-ratio = 0.5", "pay-ratio = 2.0")).unwrap();
     let o = delaybench(&[
@@ -376,7 +376,7 @@ fn count(s: &Value, pointer: &str) -> u64 {
 
 #[test]
 fn a_killed_instance_loses_the_timing_wheels_orders_and_none_of_db_scans() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let run = run_scenario_with(
         &with_kill(None),
         "sqlite://",
@@ -444,7 +444,7 @@ fn a_killed_instance_loses_the_timing_wheels_orders_and_none_of_db_scans() {
 
 #[test]
 fn a_restarted_timing_wheel_reloads_what_its_killed_process_held() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let run = run_scenario(
         &with_kill(Some("200ms")),
         "sqlite://",
@@ -466,7 +466,7 @@ fn a_restarted_timing_wheel_reloads_what_its_killed_process_held() {
 
 #[test]
 fn a_run_command_fault_records_its_exit_status_and_the_run_goes_on() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let marker = out.path().join("ran");
     let mut text = TINY.to_string();
     text += &format!(
@@ -522,7 +522,7 @@ async fn count_in(namespace: &str, sql: &str, id: i64) -> i64 {
 /// gives is real when looked up in the database afterwards.
 #[tokio::test]
 async fn teaching_variants_damage_is_reported_and_every_example_is_real() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let run = tiny_run(
         "sqlite://",
         "timing-wheel-unconditional,timing-wheel-release-first",
@@ -672,7 +672,7 @@ fn run_with_outside_kills(scenario: &Path, db: &str, strategies: &str, out: &Pat
 /// the capability admits (db-scan: nothing; the wheel: the orders its dead
 /// process held, all of them instance 0's, and nothing else).
 fn outside_kill_keeps_every_measurement(db: &str, kind: &str) {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let scenario = out.path().join("outside.toml");
     std::fs::write(&scenario, LONGER).unwrap();
     let run = run_with_outside_kills(&scenario, db, "db-scan,timing-wheel", out.path());
@@ -784,7 +784,7 @@ fn paid_after_deadline_under_a_payment_race(db: &str) {
             "late-by = \"400ms\"\nnear-deadline-share = 0.8\nnear-deadline-epsilon = \"200ms\"",
         )
         .replace("pay-ratio = 0.5", "pay-ratio = 0.9");
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let run = run_scenario(&race, db, "db-scan,timing-wheel", out.path());
     let scan = summary(&run, "db-scan");
     let wheel = summary(&run, "timing-wheel");
@@ -809,7 +809,7 @@ fn paid_after_deadline_under_a_payment_race(db: &str) {
 /// results folder or the output.
 #[test]
 fn passwords_never_reach_the_results() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let secret = "sekrit-pw";
     let text = format!(
         "{TINY}\n[strategies.rabbit]\nurl = \"amqp://guest:{secret}@127.0.0.1:5672/%2f\"\n\
@@ -860,7 +860,7 @@ fn passwords_never_reach_the_results() {
 fn repeated_runs_carry_their_spread_and_compare_against_it() {
     // On the servers too, each repetition with its own namespace.
     for db in [pg(), mysql()] {
-        let out = tempfile::tempdir().unwrap();
+        let out = common::Scratch::new();
         let run = run_scenario_with(TINY, &db, "db-scan", out.path(), &["--repeat", "3"]);
         let s = summary(&run, "db-scan");
         assert_eq!(s["repeats"]["count"], 3, "{db}: {s:#}");
@@ -869,7 +869,7 @@ fn repeated_runs_carry_their_spread_and_compare_against_it() {
             "{db}: {s:#}"
         );
     }
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let run = run_scenario_with(
         TINY,
         "sqlite://",
@@ -953,7 +953,7 @@ fn repeated_runs_carry_their_spread_and_compare_against_it() {
 /// the report shows the death and the restart.
 #[test]
 fn a_dead_instance_is_restarted_when_the_scenario_asks() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let scenario = out.path().join("restart.toml");
     let text = LONGER.replace(
         "instances = 2",
@@ -1002,7 +1002,7 @@ async fn pg_schemas_ending(suffix: &str) -> Vec<String> {
 /// least 80 ms after its stamp, and committed lateness exceeds row lateness.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slowed_cancel_transaction_grows_the_committed_lateness_by_that_much() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let text = TINY
         .replace("name = \"tiny\"", "name = \"slowcancel\"")
         .replace("rate = 40.0", "rate = 10.0")

@@ -19,7 +19,7 @@ fn delaybench_in(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 #[test]
 fn a_preset_runs_by_name_from_another_folder_and_the_run_keeps_its_scenario() {
-    let elsewhere = tempfile::tempdir().unwrap();
+    let elsewhere = common::Scratch::new();
     let out = elsewhere.path().join("results");
     let o = delaybench_in(
         elsewhere.path(),
@@ -59,7 +59,7 @@ fn a_preset_runs_by_name_from_another_folder_and_the_run_keeps_its_scenario() {
 
 #[test]
 fn a_repository_path_to_a_preset_works_from_another_folder_and_a_wrong_name_lists_them() {
-    let elsewhere = tempfile::tempdir().unwrap();
+    let elsewhere = common::Scratch::new();
     let o = delaybench_in(
         elsewhere.path(),
         &["scenario", "show", "scenarios/chaos.toml"],
@@ -88,7 +88,7 @@ fn a_repository_path_to_a_preset_works_from_another_folder_and_a_wrong_name_list
 
 #[test]
 fn scenario_init_writes_a_runnable_file_and_never_overwrites() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::Scratch::new();
     let file = dir.path().join("mine.toml");
     let o = delaybench_in(dir.path(), &["scenario", "init", "mine.toml"], &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -102,7 +102,7 @@ fn scenario_init_writes_a_runnable_file_and_never_overwrites() {
 
 #[test]
 fn list_probes_the_services_the_environment_names() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::Scratch::new();
     // Nothing listens on port 1: Redis is down, and only the strategies
     // needing Redis say so.
     let o = delaybench_in(
@@ -137,7 +137,7 @@ fn list_probes_the_services_the_environment_names() {
 
 #[test]
 fn a_flag_url_reaches_the_strategy_and_its_error_names_it() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::Scratch::new();
     let o = delaybench_in(
         dir.path(),
         &[

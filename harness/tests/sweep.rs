@@ -89,7 +89,7 @@ keep-up = "1s"
 
 #[test]
 fn a_tiny_sweep_finds_the_ceiling_and_each_strategys_limit() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let dir = sweep(
         RATE_SWEEP,
         "db-scan,timing-wheel",
@@ -179,7 +179,7 @@ fn a_tiny_sweep_finds_the_ceiling_and_each_strategys_limit() {
 
 #[test]
 fn a_run_refuses_several_backlog_sizes_and_names_the_field() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let file = out.path().join("b.toml");
     let text = format!("{RATE_SWEEP}\n[backlog]\npending = [0, 100]\n");
     std::fs::write(&file, text).unwrap();
@@ -230,7 +230,7 @@ restart-rabbitmq = ["sh", "-c", "rabbitmqctl -q stop_app && rabbitmqctl -q start
 
 #[test]
 fn a_tiny_backlog_is_preloaded_held_and_survives_restarts() {
-    let out = tempfile::tempdir().unwrap();
+    let out = common::Scratch::new();
     let dir = sweep(
         &backlog_scenario(),
         "db-scan,db-scan-noindex,timing-wheel,redis-zset,rabbit-ttl,rabbit-delayed",

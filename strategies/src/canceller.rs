@@ -9,7 +9,27 @@
 //!    the conformance suite): [`Canceller::run`] until `shutdown` fires, while
 //!    [`Canceller::schedule`] is called for each order *after* the order's
 //!    creating transaction committed. Instances must be correct together.
-//! 3. [`Canceller::teardown`] once, by the harness, after every instance stopped.
+//! 3. [`Canceller::teardown`] once, by the harness, after every instance
+//!    stopped, on every exit path: also when the run failed, panicked or
+//!    was cut short after (or during) `setup` (see
+//!    [`crate::leftovers::TeardownGuard`]); a failed teardown is logged and
+//!    recorded, never hides the run's own error.
+//!
+//! What a strategy run keeps, and what it must not leave behind:
+//! - **kept**: its database namespace with the orders (a PostgreSQL schema
+//!   or MariaDB database named `dlb_<run id>_<strategy>`, or the SQLite file
+//!   `<strategy>/dlb_<run id>_<strategy>.sqlite` in the run's folder), read
+//!   by the checker and by outside checkers after the run; `summary.json`
+//!   records where it is. `delaybench clean` lists and removes old ones.
+//! - **removed by `teardown`**: everything on the broker and in Redis. The
+//!   names all derive from the namespace's
+//!   [`resource_prefix`](crate::store::DbLocation::resource_prefix) `<p>`:
+//!   queues and exchanges `dlb.<p>.*`, Redis keys `dlb:{<p>:<shard>}:*` and
+//!   `dlb:{<p>}:*` (see [`crate::leftovers`]). A server-wide setting a
+//!   strategy changed in `setup` is restored.
+//! - tests name their namespaces `t_<strategy>_<pid>_<nanos>_<n>` and remove
+//!   all of it, namespace included, even when they fail
+//!   ([`crate::conformance::Fixture`]).
 //!
 //! Contract:
 //! - Every cancel goes through [`OrderStore::cancel_if_due`] (or its batch
@@ -170,8 +190,16 @@ pub trait Canceller: Send + Sync + std::fmt::Debug {
     /// Transient backend errors are counted and retried, not returned.
     async fn run(&self, shutdown: CancellationToken) -> Result<()>;
 
-    /// Removes shared resources that should not outlive the run. Called once
-    /// by the harness after every instance stopped.
+    /// Removes shared resources that should not outlive the run: every
+    /// queue, exchange and Redis key of this run's namespace (names under
+    /// `dlb.<prefix>.` and `dlb:{<prefix>`), and any server-wide setting
+    /// `setup` changed. Never touches the database namespace, which the run
+    /// keeps. Called once by the harness after every instance stopped, also
+    /// when the run failed midway, possibly on a fresh instance built for the
+    /// purpose (so it must not depend on state held since `setup`, except
+    /// to restore a setting), on an instance whose store may already be
+    /// closed (it needs none), and possibly when `setup` itself failed
+    /// halfway: deleting what does not exist is not an error. Idempotent.
     async fn teardown(&self) -> Result<()>;
 
     /// The store counters of this instance (statements, attempts, outcomes).

@@ -15,6 +15,7 @@ pub mod crash;
 pub mod db_scan;
 pub mod domain;
 pub mod error;
+pub mod leftovers;
 pub mod outbox;
 pub mod rabbit;
 pub mod redis_zset;

@@ -66,3 +66,106 @@ pub fn assert_plot_files(dir: &std::path::Path, names: &[&str]) -> Vec<String> {
         })
         .collect()
 }
+
+/// A results folder for a test's runs. When it is dropped, the test
+/// passed or panicked, `delaybench clean --yes` removes what those runs
+/// kept: each namespace a `summary.json` in it names (on that summary's
+/// database), with its queues and Redis keys, and nothing else.
+/// [`Scratch::track`] adds namespaces a test made itself.
+#[derive(Debug)]
+pub struct Scratch(tempfile::TempDir, std::sync::Mutex<Vec<(String, String)>>);
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        Scratch(
+            tempfile::tempdir().expect("temporary folder"),
+            Default::default(),
+        )
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        self.0.path()
+    }
+
+    /// Removes namespace `ns` on database `db_url` (and its queues and
+    /// keys) on drop too.
+    pub fn track(&self, db_url: &str, ns: &str) {
+        self.1
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((db_url.to_string(), ns.to_string()));
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let mut args = vec![
+            "clean".to_string(),
+            "--yes".into(),
+            "--out".into(),
+            self.path().display().to_string(),
+        ];
+        let (mut dbs, mut namespaces) = (Vec::new(), Vec::new());
+        let mut dirs = vec![self.path().to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.file_name().is_some_and(|n| n == "summary.json") {
+                    let Ok(text) = std::fs::read_to_string(&path) else {
+                        continue;
+                    };
+                    let Ok(summary) = serde_json::from_str::<serde_json::Value>(&text) else {
+                        continue;
+                    };
+                    let db = &summary["database"];
+                    if let (Some(url), Some(ns)) = (db["url"].as_str(), db["namespace"].as_str()) {
+                        // A SQLite namespace is a file path: its stem names the rest.
+                        let ns = std::path::Path::new(ns)
+                            .file_stem()
+                            .map(|s| s.to_string_lossy().into_owned())
+                            .unwrap_or_default();
+                        if !url.starts_with("sqlite") && !dbs.contains(&url.to_string()) {
+                            dbs.push(url.to_string());
+                        }
+                        if !ns.is_empty() && !namespaces.contains(&ns) {
+                            namespaces.push(ns);
+                        }
+                    }
+                }
+            }
+        }
+        for (url, ns) in self.1.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            if !url.starts_with("sqlite") && !dbs.contains(url) {
+                dbs.push(url.clone());
+            }
+            if !namespaces.contains(ns) {
+                namespaces.push(ns.clone());
+            }
+        }
+        if namespaces.is_empty() {
+            return;
+        }
+        for db in dbs {
+            args.extend(["--db".into(), db]);
+        }
+        for ns in namespaces {
+            args.extend(["--prefix".into(), ns]);
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_delaybench"))
+            .args(&args)
+            .env("CI", "true")
+            .env_remove("DELAYBENCH_DB")
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => eprintln!(
+                "test cleanup: delaybench clean failed: {}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => eprintln!("test cleanup: cannot run delaybench clean: {e}"),
+        }
+    }
+}

@@ -25,6 +25,7 @@ pub use suite::{checks_for, run_all, run_check, Check, CheckOutcome, CheckStatus
 use crate::canceller::{Canceller, Capabilities};
 use crate::checker;
 use crate::domain::{now_us, Micros, NewOrder, OrderId, OrderStatus};
+use crate::leftovers::TestNamespace;
 use crate::registry::{self, StrategyOptions};
 use crate::store::{DbLocation, DbServer, OrderStore};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,12 +62,14 @@ pub const LATENESS_BOUND: Duration = Duration::from_millis(600);
 #[derive(Debug)]
 pub struct Fixture {
     server_url: String,
-    server: DbServer,
     location: DbLocation,
     /// The order service's store: creates and pays orders.
     pub orders: OrderStore,
     strategy: String,
     options: StrategyOptions,
+    /// Removes the namespace and the strategy's broker objects and Redis
+    /// keys, also when the test panics before [`Fixture::cleanup`].
+    leftovers: TestNamespace,
     _tempdir: Option<TempDir>,
 }
 
@@ -90,7 +93,7 @@ impl Fixture {
             .expect("install schema");
         Fixture {
             server_url: server_url.to_string(),
-            server,
+            leftovers: TestNamespace::new(&server, &location, strategy, &options),
             location,
             orders,
             strategy: strategy.to_string(),
@@ -108,6 +111,12 @@ impl Fixture {
     /// The strategy under test, by registry name.
     pub fn strategy(&self) -> &str {
         &self.strategy
+    }
+
+    /// The namespace's resource prefix: its queues are `dlb.<prefix>.*`,
+    /// its Redis keys `dlb:{<prefix>...` (see [`crate::leftovers`]).
+    pub fn resource_prefix(&self) -> String {
+        self.location.resource_prefix()
     }
 
     /// The database kind and the strategy, for messages.
@@ -297,23 +306,15 @@ impl Fixture {
         Ok(())
     }
 
-    /// Drops the namespace (runs keep theirs; tests clean up) and, for a
-    /// strategy on RabbitMQ, its durable queues and exchanges: left behind,
-    /// hundreds of them slow every later broker restart. Redis strategies
-    /// keep their teardown to their own tests, since the keyspace-expiry
-    /// variant's restores a server-wide setting other tests rely on.
+    /// Drops the namespace (runs keep theirs; tests clean up) and the
+    /// strategy's queues, exchanges and Redis keys (left behind, hundreds of
+    /// durable queues slow every later broker restart). A test that panics
+    /// before calling this gets the same on drop ([`TestNamespace`]). A
+    /// server-wide setting (the keyspace-expiry variant's) is its own tests'
+    /// teardown to restore.
     pub async fn cleanup(self) {
-        let on_rabbit = registry::info(&self.strategy)
-            .is_ok_and(|i| i.requires.contains(&crate::canceller::Service::RabbitMq));
-        if on_rabbit {
-            if let Ok(store) = OrderStore::connect(&self.location, 1).await {
-                if let Ok(instance) = registry::build(&self.strategy, &self.options, store) {
-                    let _ = instance.teardown().await;
-                }
-            }
-        }
         self.orders.close().await;
-        let _ = self.server.drop_namespace(&self.location).await;
+        self.leftovers.clean().await;
     }
 }
 

@@ -1,0 +1,108 @@
+//! A test that fails still leaves nothing behind: its fixture's drop
+//! removes the strategy's queues, exchanges and Redis keys (and the
+//! namespace) on the real broker and Redis.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use strategies::conformance::Fixture;
+use strategies::leftovers::{broker_prefix, list_broker, redis_keys, redis_patterns};
+use strategies::now_us;
+
+/// What is on the services under `prefix`: broker object names, Redis keys.
+async fn left(options: &strategies::StrategyOptions, prefix: &str) -> (Vec<String>, Vec<String>) {
+    let (objects, _) = list_broker(&options.rabbit.url)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let queues = objects
+        .into_iter()
+        .filter(|o| o.name.starts_with(&broker_prefix(prefix)))
+        .map(|o| o.name)
+        .collect();
+    let mut keys = Vec::new();
+    for pattern in redis_patterns(prefix) {
+        keys.extend(
+            redis_keys(&options.redis_zset.url, &pattern)
+                .await
+                .unwrap_or_else(|e| panic!("{e}")),
+        );
+    }
+    (queues, keys)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_test_that_panics_leaves_no_queue_and_no_key() {
+    let options = common::test_options();
+    for strategy in ["rabbit-ttl", "rabbit-delayed", "redis-zset"] {
+        let prefix = Arc::new(Mutex::new(None));
+        let seen = Arc::new(Mutex::new(None));
+        let failed = std::thread::spawn({
+            let (prefix, seen, options) = (prefix.clone(), seen.clone(), options.clone());
+            move || {
+                runtime().block_on(async {
+                    let f = Fixture::new(&common::sqlite_url(), strategy, options.clone()).await;
+                    *prefix.lock().unwrap() = Some(f.resource_prefix());
+                    let instance = f.instance().await;
+                    instance
+                        .schedule(1, now_us() + Duration::from_secs(60).as_micros() as i64)
+                        .await
+                        .expect("schedule");
+                    *seen.lock().unwrap() = Some(left(&options, &f.resource_prefix()).await);
+                    panic!("{strategy}: a test failing with its objects in place (on purpose)");
+                })
+            }
+        })
+        .join();
+        assert!(failed.is_err(), "{strategy}: the inner test should panic");
+        let prefix = prefix.lock().unwrap().clone().expect("fixture made");
+        let (queues, keys) = seen.lock().unwrap().clone().expect("objects listed");
+        assert!(
+            !queues.is_empty() || !keys.is_empty(),
+            "{strategy}: the test made nothing to clean up"
+        );
+        let (queues, keys) = runtime().block_on(left(&options, &prefix));
+        assert!(queues.is_empty(), "{strategy}: queues left: {queues:?}");
+        assert!(keys.is_empty(), "{strategy}: Redis keys left: {keys:?}");
+    }
+}
+
+/// The harness's guard: a run that sets up and then stops without its
+/// teardown (an early error, a panic, a dropped future) still tears down.
+#[test]
+fn a_run_dropped_after_setup_still_tears_down() {
+    use strategies::leftovers::TeardownGuard;
+    use strategies::{registry, DbServer, OrderStore};
+    let options = common::test_options();
+    let dir = std::env::temp_dir().join(format!("delaybench-guard-{}", std::process::id()));
+    let rt = runtime();
+    let (prefix, before) = rt.block_on(async {
+        let server = DbServer::parse(&common::sqlite_url()).unwrap();
+        let namespace = format!(
+            "t_guard_{}_{}",
+            std::process::id(),
+            now_us() % 1_000_000_000
+        );
+        let location = server.create_namespace(&namespace, &dir).await.unwrap();
+        let guard = TeardownGuard::new("rabbit-ttl", &options, &location);
+        let store = OrderStore::connect(&location, 1).await.unwrap();
+        let instance = registry::build("rabbit-ttl", &options, store).unwrap();
+        instance.setup().await.expect("setup");
+        let before = left(&options, &location.resource_prefix()).await.0;
+        // An error midway: the guard goes out of scope unfinished.
+        drop(guard);
+        (location.resource_prefix(), before)
+    });
+    assert!(!before.is_empty(), "setup declared no queue");
+    let (queues, _) = rt.block_on(left(&options, &prefix));
+    assert!(queues.is_empty(), "queues left: {queues:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
