@@ -61,7 +61,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     declare_delayed_exchange(&pub_ch, &x, "direct", options).await?;
     let q = sub_ch
         .queue_declare(
-            "",
+            "".into(),
             QueueDeclareOptions {
                 exclusive: true,
                 ..Default::default()
@@ -72,17 +72,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let q = q.name().as_str().to_owned();
     sub_ch
         .queue_bind(
-            &q,
-            &x,
-            "k",
+            q.as_str().into(),
+            x.as_str().into(),
+            "k".into(),
             QueueBindOptions::default(),
             FieldTable::default(),
         )
         .await?;
     let mut consumer = sub_ch
         .basic_consume(
-            &q,
-            "",
+            q.as_str().into(),
+            "".into(),
             BasicConsumeOptions {
                 no_ack: true,
                 ..Default::default()
@@ -110,8 +110,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let sent = Instant::now();
         pub_ch
             .basic_publish(
-                &x,
-                "k",
+                x.as_str().into(),
+                "k".into(),
                 BasicPublishOptions::default(),
                 i.to_string().as_bytes(),
                 BasicProperties::default().with_headers(delay_headers(*d as i64)),
@@ -186,6 +186,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ms(*lateness_us.last().expect("non-empty")),
     );
     println!("early (before due): {early}; out of due-time order: {out_of_order}");
-    let _ = conn.close(200, "done").await;
+    let _ = conn.close(200, "done".into()).await;
     Ok(())
 }
