@@ -27,7 +27,7 @@ use rabbitmq_plugin::{
     amqp_url, check_plugin, connect, declare_delayed_exchange, delay_headers, unique_name,
 };
 use rand::seq::SliceRandom;
-use rand::Rng;
+use rand::RngExt;
 
 fn arg(n: usize, default: u64) -> u64 {
     std::env::args()
@@ -91,8 +91,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .await?;
 
-    let mut rng = rand::thread_rng();
-    let mut delays: Vec<u64> = (0..n).map(|_| rng.gen_range(min_ms..=max_ms)).collect();
+    let mut rng = rand::rng();
+    let mut delays: Vec<u64> = (0..n).map(|_| rng.random_range(min_ms..=max_ms)).collect();
     delays.shuffle(&mut rng);
 
     println!(
