@@ -86,7 +86,7 @@ impl Backends {
 /// What the backends and the pool's processes hold now.
 pub async fn holdings(backends: &Backends, pool: &Pool) -> Holdings {
     let mut held = Holdings {
-        worker_rss_kib: pool.pids().into_iter().filter_map(rss_kib).collect(),
+        worker_rss_kib: rss_kib(&pool.pids()),
         ..Holdings::default()
     };
     if let Some(url) = &backends.redis_url {
@@ -200,16 +200,23 @@ async fn rabbitmq_holdings(prefix: &str) -> Result<(u64, Option<u64>, u64)> {
     }
 }
 
-/// Resident memory of process `pid` in KiB (`VmRSS`); `None` elsewhere.
-fn rss_kib(pid: u32) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()?
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+/// Resident memory in KiB of each of `pids` still running, in order (on
+/// Linux the same figure as `VmRSS`), read through `sysinfo`; none where it
+/// does not support the system.
+fn rss_kib(pids: &[u32]) -> Vec<u64> {
+    use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
+    let wanted: Vec<Pid> = pids.iter().map(|p| Pid::from_u32(*p)).collect();
+    let mut system = System::new();
+    system.refresh_processes_specifics(
+        ProcessesToUpdate::Some(&wanted),
+        true,
+        ProcessRefreshKind::nothing().with_memory().without_tasks(),
+    );
+    wanted
+        .iter()
+        .filter_map(|pid| system.process(*pid))
+        .map(|p| p.memory() / 1024)
+        .collect()
 }
 
 /// What [`recover`] needs of the run.
@@ -418,4 +425,31 @@ async fn cancelled(store: &OrderStore, ids: &[OrderId]) -> u64 {
         .and_then(|n| n.first().copied())
         .unwrap_or(0)
         .max(0) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rss_of_live_processes_only_in_kib() {
+        if !sysinfo::IS_SUPPORTED_SYSTEM {
+            return;
+        }
+        // u32::MAX is no process's pid.
+        let rss = super::rss_kib(&[std::process::id(), u32::MAX]);
+        assert_eq!(rss.len(), 1, "{rss:?}");
+        assert!(rss[0] > 1024, "{rss:?}");
+        // Linux's own figure agrees (the test's threads may move it a little).
+        if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+            let vm_rss: u64 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .unwrap();
+            assert!(
+                rss[0].abs_diff(vm_rss) <= vm_rss / 5,
+                "{} KiB vs VmRSS {vm_rss} KiB",
+                rss[0]
+            );
+        }
+    }
 }

@@ -982,37 +982,87 @@ fn flush_of(
     }
 }
 
-/// User + system CPU of this process in ms, from `/proc/self/stat`
-/// (fields 14 and 15, in clock ticks of 10 ms on Linux). 0 elsewhere.
+/// User + system CPU of this process in ms, from `getrusage(RUSAGE_SELF)`
+/// (µs resolution, truncated to whole ms). 0 where there is no getrusage.
 fn cpu_ms() -> u64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0;
-    };
-    // The command name may contain spaces; fields start after the last ')'.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r)
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<u64>().ok())
+    #[cfg(unix)]
+    {
+        use nix::sys::resource::{getrusage, UsageWho};
+        use nix::sys::time::TimeValLike;
+        getrusage(UsageWho::RUSAGE_SELF)
+            .map(|u| {
+                let us = u.user_time().num_microseconds() + u.system_time().num_microseconds();
+                u64::try_from(us).unwrap_or(0) / 1000
+            })
             .unwrap_or(0)
-    };
-    // After ')' the first field is field 3 (state): utime is 14, stime 15.
-    (ticks(11) + ticks(12)) * 10
+    }
+    #[cfg(not(unix))]
+    {
+        0
+    }
 }
 
-/// Peak RSS in KiB from `/proc/self/status` (VmHWM). 0 elsewhere.
+/// Peak RSS of this process in KiB. On Linux its own high-water mark
+/// (VmHWM in `/proc/self/status`): getrusage's `ru_maxrss` is not, as
+/// Linux folds into it the RSS of the address space the process replaced
+/// at exec (for a worker, the harness that spawned it). Elsewhere on Unix
+/// `ru_maxrss` (bytes on macOS). 0 where neither exists.
 fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
+    #[cfg(target_os = "linux")]
+    {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+            })
+            .unwrap_or(0)
+    }
+    #[cfg(all(unix, not(target_os = "linux")))]
+    {
+        use nix::sys::resource::{getrusage, UsageWho};
+        let max_rss = getrusage(UsageWho::RUSAGE_SELF)
+            .map(|u| u64::try_from(u.max_rss()).unwrap_or(0))
+            .unwrap_or(0);
+        if cfg!(any(target_os = "macos", target_os = "ios")) {
+            max_rss / 1024
+        } else {
+            max_rss
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        0
+    }
+}
+
+#[cfg(all(test, unix))]
+mod rusage_tests {
+    #[test]
+    fn cpu_time_comes_from_getrusage_and_peak_rss_is_this_processs_own() {
+        let before = super::cpu_ms();
+        let spin_until = std::time::Instant::now() + std::time::Duration::from_millis(50);
+        let mut x = 0u64;
+        while std::time::Instant::now() < spin_until {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let spent = super::cpu_ms() - before;
+        assert!((30..2_000).contains(&spent), "{spent} ms for a 50 ms spin");
+        let rss = super::peak_rss_kib();
+        assert!(rss > 1024, "{rss} KiB");
+        // Linux's own high-water mark agrees (within what the test adds).
+        if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+            let hwm: u64 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .unwrap();
+            assert!(
+                rss.abs_diff(hwm) <= hwm / 10,
+                "{rss} KiB vs VmHWM {hwm} KiB"
+            );
+        }
+    }
 }

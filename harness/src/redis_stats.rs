@@ -5,15 +5,18 @@
 //! counts, so a snapshot carries the server's `run_id` and a delta across a
 //! restart is reported as unknown, never as a small number.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, IntoConnectionInfo};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 
 /// Total `calls=` over every command in `INFO commandstats` of the Redis at
-/// `url` (`redis://[:password@]host[:port][/db]`).
+/// `url` (`redis://[[user]:password@]host[:port][/db]`). [`snapshot`] takes
+/// the same count on the connection it already has, so only tests call this.
+#[cfg_attr(not(test), allow(dead_code))]
 pub async fn total_calls(url: &str) -> Result<u64> {
-    Ok(sum_calls(&info(url, "commandstats").await?))
+    let (mut conn, _) = connect(url).await?;
+    Ok(sum_calls(&info(&mut conn, "commandstats").await?))
 }
 
 /// The server's identity and its command count at one moment.
@@ -22,7 +25,8 @@ pub struct Snapshot {
     /// Changes whenever the server restarts.
     pub run_id: String,
     pub calls: u64,
-    /// The snapshot's own commands (INFO server, plus AUTH with a password).
+    /// The snapshot's own commands before its INFO commandstats: INFO
+    /// server, plus AUTH with a password.
     own_calls: u64,
 }
 
@@ -38,19 +42,19 @@ pub enum Delta {
 
 /// `INFO server`'s run_id, then `INFO commandstats`.
 pub async fn snapshot(url: &str) -> Result<Snapshot> {
-    let server = info(url, "server").await?;
+    let (mut conn, setup) = connect(url).await?;
+    let server = info(&mut conn, "server").await?;
     let run_id = server
         .lines()
         .find_map(|l| l.strip_prefix("run_id:"))
         .map(|v| v.trim().to_string())
         .context("INFO server has no run_id")?;
-    let calls = total_calls(url).await?;
-    let auth = u64::from(url::Url::parse(url).is_ok_and(|u| u.password().is_some()));
+    let calls = sum_calls(&info(&mut conn, "commandstats").await?);
     Ok(Snapshot {
         run_id,
         calls,
-        // Each `info` call may AUTH first.
-        own_calls: 1 + 2 * auth,
+        // The connection AUTHs (or says HELLO) once, before both INFO calls.
+        own_calls: 1 + setup,
     })
 }
 
@@ -73,8 +77,9 @@ pub async fn version(url: &str) -> Result<String> {
             .map(|v| v.trim().to_string())
             .unwrap_or_else(|| "?".into())
     };
-    let server = info(url, "server").await?;
-    let persistence = info(url, "persistence").await?;
+    let (mut conn, _) = connect(url).await?;
+    let server = info(&mut conn, "server").await?;
+    let persistence = info(&mut conn, "persistence").await?;
     Ok(format!(
         "Redis {} (append-only file {})",
         field(&server, "redis_version:"),
@@ -86,51 +91,40 @@ pub async fn version(url: &str) -> Result<String> {
     ))
 }
 
-/// The text of `INFO <section>`.
-async fn info(url: &str, section: &str) -> Result<String> {
-    let parsed = url::Url::parse(url).with_context(|| format!("malformed Redis URL {url}"))?;
-    let host = parsed.host_str().unwrap_or("127.0.0.1").to_string();
-    let port = parsed.port().unwrap_or(6379);
-    let stream = tokio::time::timeout(
-        Duration::from_secs(5),
-        TcpStream::connect((host.as_str(), port)),
-    )
-    .await
-    .context("connecting to Redis for INFO")??;
-    let mut stream = BufReader::new(stream);
-    if let Some(password) = parsed.password() {
-        stream
-            .get_mut()
-            .write_all(&command(&["AUTH", password]))
-            .await?;
-        let mut line = String::new();
-        stream.read_line(&mut line).await?;
-        if !line.starts_with('+') {
-            bail!("Redis AUTH failed: {}", line.trim());
-        }
-    }
-    stream
-        .get_mut()
-        .write_all(&command(&["INFO", section]))
-        .await?;
-    let mut header = String::new();
-    stream.read_line(&mut header).await?;
-    let len: usize = header
-        .trim()
-        .strip_prefix('$')
-        .and_then(|n| n.parse().ok())
-        .with_context(|| format!("unexpected INFO reply {header:?}"))?;
-    let mut body = vec![0; len + 2];
-    stream.read_exact(&mut body).await?;
-    Ok(String::from_utf8_lossy(&body).into_owned())
+/// A connection to the Redis at `url` that sends nothing but AUTH (or
+/// HELLO with `?protocol=resp3`) before the caller's own commands: no
+/// `CLIENT SETINFO` and no `SELECT` (INFO is server-wide), so the commands
+/// the harness itself adds to `INFO commandstats` are known exactly. With
+/// it, how many commands connecting sent (0 or 1).
+async fn connect(url: &str) -> Result<(MultiplexedConnection, u64)> {
+    let info = url
+        .into_connection_info()
+        .with_context(|| format!("malformed Redis URL {url}"))?;
+    let settings = info
+        .redis_settings()
+        .clone()
+        .set_skip_set_lib_name()
+        .set_db(0);
+    let setup = u64::from(settings.password().is_some() || settings.protocol().supports_resp3());
+    let client = redis::Client::open(info.set_redis_settings(settings))
+        .with_context(|| format!("malformed Redis URL {url}"))?;
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(5)))
+        .set_response_timeout(None);
+    let conn = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .context("connecting to Redis for INFO")?;
+    Ok((conn, setup))
 }
 
-fn command(args: &[&str]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len());
-    for a in args {
-        out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-    }
-    out.into_bytes()
+/// The text of `INFO <section>`.
+async fn info(conn: &mut MultiplexedConnection, section: &str) -> Result<String> {
+    redis::cmd("INFO")
+        .arg(section)
+        .query_async(conn)
+        .await
+        .with_context(|| format!("Redis INFO {section}"))
 }
 
 /// Sums `calls=N` of every `cmdstat_*` line.
@@ -183,6 +177,46 @@ mod tests {
             .unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
         let v = super::version(&url).await.unwrap();
         assert!(v.starts_with("Redis ") && !v.contains('?'), "{v}");
+    }
+
+    #[tokio::test]
+    async fn an_acl_user_and_password_in_the_url_authenticate() {
+        let url = std::env::var("DELAYBENCH_REDIS_URL")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        let admin = redis::Client::open(url.as_str()).unwrap();
+        let mut admin = admin.get_multiplexed_async_connection().await.unwrap();
+        let user = format!("dlb_stats_{}", std::process::id());
+        // May run INFO and nothing else.
+        let _: () = redis::cmd("ACL")
+            .arg(&["SETUSER", &user, "reset", "on", ">s3cret", "-@all", "+info"])
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        let mut with_user = url::Url::parse(&url).unwrap();
+        with_user.set_username(&user).unwrap();
+        with_user.set_password(Some("s3cret")).unwrap();
+        let mut wrong = with_user.clone();
+        wrong.set_password(Some("wrong")).unwrap();
+        let results = (
+            super::snapshot(with_user.as_str()).await,
+            super::snapshot(with_user.as_str()).await,
+            super::version(with_user.as_str()).await,
+            super::total_calls(wrong.as_str()).await,
+        );
+        let _: () = redis::cmd("ACL")
+            .arg(&["DELUSER", &user])
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        let (before, after, version, wrong) = results;
+        let (before, after) = (before.unwrap(), after.unwrap());
+        assert_eq!(before.own_calls, 2, "INFO server and AUTH");
+        match after.since(&before) {
+            super::Delta::Calls(n) => assert!(n < 5, "{n} commands between two snapshots"),
+            other => panic!("{other:?}"),
+        }
+        assert!(version.unwrap().starts_with("Redis "));
+        assert!(wrong.is_err(), "a wrong password must fail");
     }
 
     #[tokio::test]

@@ -27,7 +27,7 @@ use rabbitmq_plugin::{
     amqp_url, check_plugin, connect, declare_delayed_exchange, delay_headers, unique_name,
 };
 use rand::seq::SliceRandom;
-use rand::Rng;
+use rand::RngExt;
 
 fn arg(n: usize, default: u64) -> u64 {
     std::env::args()
@@ -61,7 +61,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     declare_delayed_exchange(&pub_ch, &x, "direct", options).await?;
     let q = sub_ch
         .queue_declare(
-            "",
+            "".into(),
             QueueDeclareOptions {
                 exclusive: true,
                 ..Default::default()
@@ -72,17 +72,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let q = q.name().as_str().to_owned();
     sub_ch
         .queue_bind(
-            &q,
-            &x,
-            "k",
+            q.as_str().into(),
+            x.as_str().into(),
+            "k".into(),
             QueueBindOptions::default(),
             FieldTable::default(),
         )
         .await?;
     let mut consumer = sub_ch
         .basic_consume(
-            &q,
-            "",
+            q.as_str().into(),
+            "".into(),
             BasicConsumeOptions {
                 no_ack: true,
                 ..Default::default()
@@ -91,8 +91,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .await?;
 
-    let mut rng = rand::thread_rng();
-    let mut delays: Vec<u64> = (0..n).map(|_| rng.gen_range(min_ms..=max_ms)).collect();
+    let mut rng = rand::rng();
+    let mut delays: Vec<u64> = (0..n).map(|_| rng.random_range(min_ms..=max_ms)).collect();
     delays.shuffle(&mut rng);
 
     println!(
@@ -110,8 +110,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let sent = Instant::now();
         pub_ch
             .basic_publish(
-                &x,
-                "k",
+                x.as_str().into(),
+                "k".into(),
                 BasicPublishOptions::default(),
                 i.to_string().as_bytes(),
                 BasicProperties::default().with_headers(delay_headers(*d as i64)),
@@ -186,6 +186,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ms(*lateness_us.last().expect("non-empty")),
     );
     println!("early (before due): {early}; out of due-time order: {out_of_order}");
-    let _ = conn.close(200, "done").await;
+    let _ = conn.close(200, "done".into()).await;
     Ok(())
 }

@@ -85,11 +85,12 @@ pub async fn check_plugin(url: &str) -> Result<(), String> {
             ..Default::default()
         };
         declare_delayed_exchange(&ch, &name, "direct", options).await?;
-        ch.exchange_delete(&name, Default::default()).await?;
+        ch.exchange_delete(name.as_str().into(), Default::default())
+            .await?;
         Ok::<_, lapin::Error>(())
     }
     .await;
-    let _ = conn.close(200, "bye").await;
+    let _ = conn.close(200, "bye".into()).await;
     result.map_err(|e| {
         format!(
             "the broker at {url} does not serve the exchange type {EXCHANGE_TYPE} \
@@ -107,7 +108,7 @@ pub async fn declare_delayed_exchange(
     options: lapin::options::ExchangeDeclareOptions,
 ) -> Result<(), lapin::Error> {
     ch.exchange_declare(
-        name,
+        name.into(),
         lapin::ExchangeKind::Custom(EXCHANGE_TYPE.into()),
         options,
         delayed_exchange_args(delayed_type),

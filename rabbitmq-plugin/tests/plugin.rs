@@ -75,7 +75,7 @@ impl Broker {
         let q = self
             .ch
             .queue_declare(
-                "",
+                "".into(),
                 QueueDeclareOptions {
                     exclusive: true,
                     ..Default::default()
@@ -86,7 +86,13 @@ impl Broker {
             .expect("declare queue");
         let name = q.name().as_str().to_owned();
         self.ch
-            .queue_bind(&name, exchange, key, QueueBindOptions::default(), args)
+            .queue_bind(
+                name.as_str().into(),
+                exchange.into(),
+                key.into(),
+                QueueBindOptions::default(),
+                args,
+            )
             .await
             .expect("bind queue");
         name
@@ -95,8 +101,8 @@ impl Broker {
     async fn consume(&self, queue: &str) -> Consumer {
         self.ch
             .basic_consume(
-                queue,
-                "",
+                queue.into(),
+                "".into(),
                 BasicConsumeOptions {
                     no_ack: true,
                     ..Default::default()
@@ -112,8 +118,8 @@ impl Broker {
         let sent = Instant::now();
         self.ch
             .basic_publish(
-                exchange,
-                key,
+                exchange.into(),
+                key.into(),
                 BasicPublishOptions::default(),
                 body.as_bytes(),
                 BasicProperties::default().with_headers(headers),
@@ -126,7 +132,7 @@ impl Broker {
     }
 
     async fn close(self) {
-        let _ = self.conn.close(200, "done").await;
+        let _ = self.conn.close(200, "done".into()).await;
     }
 }
 
@@ -436,9 +442,14 @@ async fn routing_uses_the_bindings_in_place_when_the_message_is_due() {
 
     let sent = b.publish(&x, "k", "late-bound", delay_headers(1500)).await;
     // Unbind the queue bound at publish time, bind another one.
-    b.ch.queue_unbind(&q_then, &x, "k", FieldTable::default())
-        .await
-        .expect("unbind");
+    b.ch.queue_unbind(
+        q_then.as_str().into(),
+        x.as_str().into(),
+        "k".into(),
+        FieldTable::default(),
+    )
+    .await
+    .expect("unbind");
     let q_now = b.bound_queue(&x, "k", FieldTable::default()).await;
     let mut c_now = b.consume(&q_now).await;
 
@@ -474,8 +485,8 @@ async fn mandatory_delayed_publish_is_returned_at_once_and_still_delivered() {
     let sent = Instant::now();
     let confirmation =
         b.ch.basic_publish(
-            &x,
-            "k",
+            x.as_str().into(),
+            "k".into(),
             BasicPublishOptions {
                 mandatory: true,
                 ..Default::default()
@@ -509,7 +520,7 @@ async fn deleting_the_exchange_drops_its_pending_messages() {
     };
     declare().await;
     b.publish(&x, "", "orphan", delay_headers(800)).await;
-    b.ch.exchange_delete(&x, ExchangeDeleteOptions::default())
+    b.ch.exchange_delete(x.as_str().into(), ExchangeDeleteOptions::default())
         .await
         .expect("delete");
     // A new exchange of the same name must not inherit the message.
@@ -523,7 +534,7 @@ async fn deleting_the_exchange_drops_its_pending_messages() {
         "a message of the deleted exchange came through"
     );
     assert_on_time("fresh", sent, at, 1200);
-    b.ch.exchange_delete(&x, ExchangeDeleteOptions::default())
+    b.ch.exchange_delete(x.as_str().into(), ExchangeDeleteOptions::default())
         .await
         .expect("delete");
     b.close().await;
@@ -549,7 +560,7 @@ async fn declaring_without_a_valid_x_delayed_type_is_precondition_failed() {
         let name = unique_name("refused");
         let err = ch
             .exchange_declare(
-                &name,
+                name.as_str().into(),
                 ExchangeKind::Custom(EXCHANGE_TYPE.into()),
                 ExchangeDeclareOptions {
                     auto_delete: true,
@@ -583,7 +594,7 @@ async fn declaring_without_a_valid_x_delayed_type_is_precondition_failed() {
         lapin::ErrorKind::ProtocolError(e) => assert_eq!(e.get_id(), 406, "redeclare: got {e}"),
         other => panic!("redeclare: expected PRECONDITION_FAILED, got {other:?}"),
     }
-    b.ch.exchange_delete(&x, ExchangeDeleteOptions::default())
+    b.ch.exchange_delete(x.as_str().into(), ExchangeDeleteOptions::default())
         .await
         .expect("delete");
     b.close().await;
@@ -686,7 +697,7 @@ async fn pending_messages_survive_a_broker_app_restart() {
         .await
         .expect("declare durable exchange");
     b.ch.queue_declare(
-        &q,
+        q.as_str().into(),
         QueueDeclareOptions {
             durable: true,
             ..Default::default()
@@ -696,9 +707,9 @@ async fn pending_messages_survive_a_broker_app_restart() {
     .await
     .expect("declare durable queue");
     b.ch.queue_bind(
-        &q,
-        &x,
-        "k",
+        q.as_str().into(),
+        x.as_str().into(),
+        "k".into(),
         QueueBindOptions::default(),
         FieldTable::default(),
     )
@@ -713,8 +724,8 @@ async fn pending_messages_survive_a_broker_app_restart() {
     for d in delays {
         let at = Instant::now();
         b.ch.basic_publish(
-            &x,
-            "k",
+            x.as_str().into(),
+            "k".into(),
             BasicPublishOptions::default(),
             format!("persist-{d}").as_bytes(),
             BasicProperties::default()
@@ -730,7 +741,7 @@ async fn pending_messages_survive_a_broker_app_restart() {
     // Still pending: nothing in the queue yet.
     let passive =
         b.ch.queue_declare(
-            &q,
+            q.as_str().into(),
             QueueDeclareOptions {
                 passive: true,
                 durable: true,
@@ -764,8 +775,8 @@ async fn pending_messages_survive_a_broker_app_restart() {
     let ch = conn.create_channel().await.expect("channel");
     let mut c = ch
         .basic_consume(
-            &q,
-            "",
+            q.as_str().into(),
+            "".into(),
             BasicConsumeOptions {
                 no_ack: true,
                 ..Default::default()
@@ -789,11 +800,11 @@ async fn pending_messages_survive_a_broker_app_restart() {
         );
     }
     expect_none(&mut c, Duration::from_millis(300), "after the restart").await;
-    ch.queue_delete(&q, QueueDeleteOptions::default())
+    ch.queue_delete(q.as_str().into(), QueueDeleteOptions::default())
         .await
         .expect("delete queue");
-    ch.exchange_delete(&x, ExchangeDeleteOptions::default())
+    ch.exchange_delete(x.as_str().into(), ExchangeDeleteOptions::default())
         .await
         .expect("delete exchange");
-    let _ = conn.close(200, "done").await;
+    let _ = conn.close(200, "done".into()).await;
 }

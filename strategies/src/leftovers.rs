@@ -293,14 +293,15 @@ pub async fn delete_broker(amqp_url: &str, objects: &[BrokerObject]) -> Result<u
             Ok(ch) => {
                 let done = match object.kind {
                     BrokerKind::Queue => ch
-                        .queue_delete(&object.name, Default::default())
+                        .queue_delete(object.name.as_str().into(), Default::default())
                         .await
                         .map(drop),
                     BrokerKind::Exchange => {
-                        ch.exchange_delete(&object.name, Default::default()).await
+                        ch.exchange_delete(object.name.as_str().into(), Default::default())
+                            .await
                     }
                 };
-                let _ = ch.close(200, "deleted").await;
+                let _ = ch.close(200, "deleted".into()).await;
                 done
             }
             Err(e) => Err(e),
@@ -312,7 +313,7 @@ pub async fn delete_broker(amqp_url: &str, objects: &[BrokerObject]) -> Result<u
             }
         }
     }
-    let _ = conn.close(200, "leftovers deleted").await;
+    let _ = conn.close(200, "leftovers deleted".into()).await;
     match first_error {
         Some(e) => Err(e),
         None => Ok(deleted),

@@ -37,8 +37,8 @@ async fn publish_raw(url: &str, queue: &str, body: &[u8]) {
         });
     let ch = conn.create_channel().await.unwrap();
     ch.basic_publish(
-        "",
-        queue,
+        "".into(),
+        queue.into(),
         BasicPublishOptions::default(),
         body,
         BasicProperties::default(),
@@ -47,7 +47,7 @@ async fn publish_raw(url: &str, queue: &str, body: &[u8]) {
     .unwrap()
     .await
     .unwrap();
-    let _ = conn.close(200, "done").await;
+    let _ = conn.close(200, "done".into()).await;
 }
 
 async fn queue_depth(url: &str, queue: &str) -> u32 {
@@ -57,7 +57,7 @@ async fn queue_depth(url: &str, queue: &str) -> u32 {
     let ch = conn.create_channel().await.unwrap();
     let q = ch
         .queue_declare(
-            queue,
+            queue.into(),
             QueueDeclareOptions {
                 passive: true,
                 ..Default::default()
@@ -66,7 +66,7 @@ async fn queue_depth(url: &str, queue: &str) -> u32 {
         )
         .await
         .unwrap();
-    let _ = conn.close(200, "done").await;
+    let _ = conn.close(200, "done".into()).await;
     q.message_count()
 }
 
@@ -143,8 +143,8 @@ async fn consumer_killed_between_cancel_commit_and_ack_releases_once() {
         let ch = conn.create_channel().await.unwrap();
         let mut consumer = ch
             .basic_consume(
-                probe.work_queue(),
-                "doomed",
+                probe.work_queue().into(),
+                "doomed".into(),
                 BasicConsumeOptions::default(),
                 FieldTable::default(),
             )
@@ -163,7 +163,7 @@ async fn consumer_killed_between_cancel_commit_and_ack_releases_once() {
             .unwrap();
         assert_eq!(outcome, CancelOutcome::Cancelled);
         drop(delivery);
-        conn.close(320, "killed before ack").await.unwrap();
+        conn.close(320, "killed before ack".into()).await.unwrap();
 
         // The broker redelivers to the next consumer: absorbed, acked, gone.
         let running = Running::start(f.instance().await);

@@ -45,9 +45,9 @@ pub struct WorkerReport {
     #[serde(default)]
     pub outbox_failed: u64,
     /// User + system CPU time of the process over the measured window, ms
-    /// (from /proc/self/stat, 10 ms resolution).
+    /// (from getrusage, µs resolution truncated to ms).
     pub cpu_ms: u64,
-    /// Peak resident set size (VmHWM), KiB.
+    /// Peak resident set size (VmHWM on Linux, `ru_maxrss` elsewhere), KiB.
     pub peak_rss_kib: u64,
     pub run_error: Option<String>,
     /// The counters are the process's final ones (it stopped cleanly);

@@ -216,7 +216,7 @@ pub struct Summary {
     #[serde(default)]
     pub overdue: Option<OverdueTrend>,
     /// CPU over the arrival window (warm-up end to last arrival), machine
-    /// and per service (`None` where `/proc` is missing, or in older runs).
+    /// and per service (`None` where it cannot be read, or in older runs).
     #[serde(default)]
     pub cpu: Option<super::sweep::CpuUse>,
     /// The `[backlog]` the strategy held while it ran, and its restarts.

@@ -322,7 +322,7 @@ pub fn max_sustainable(steps: &[SweepStep]) -> (Option<f64>, Option<f64>) {
 pub fn limited_by(step: &SweepStep) -> String {
     let why = step.reasons.first().cloned().unwrap_or_default();
     let Some(cpu) = &step.cpu else {
-        return format!("{why}; CPU use unknown (no /proc)");
+        return format!("{why}; CPU use unknown (not measurable on this system)");
     };
     let resource = if cpu.machine_busy >= SATURATED {
         "CPU: the machine was saturated".to_string()

@@ -201,8 +201,8 @@ impl RabbitStrategy {
         };
         let pending = ch
             .basic_publish(
-                exchange,
-                &routing_key,
+                exchange.into(),
+                routing_key.as_str().into(),
                 BasicPublishOptions::default(),
                 &message.to_bytes(),
                 props,
@@ -218,7 +218,7 @@ impl RabbitStrategy {
             }
             Err(_) => {
                 if let Some((conn, _)) = self.publisher.lock().await.take() {
-                    let _ = conn.close(0, "confirm timed out").await;
+                    let _ = conn.close(0, "confirm timed out".into()).await;
                 }
                 return Err(Error::Broker {
                     service: "RabbitMQ",
@@ -249,8 +249,8 @@ impl RabbitStrategy {
             .map_err(|e| self.broker_error("setting prefetch", e))?;
         let mut deliveries = ch
             .basic_consume(
-                &self.names.work,
-                "",
+                self.names.work.as_str().into(),
+                "".into(),
                 BasicConsumeOptions::default(),
                 FieldTable::default(),
             )
@@ -259,7 +259,7 @@ impl RabbitStrategy {
         loop {
             let next = tokio::select! {
                 _ = shutdown.cancelled() => {
-                    let _ = conn.close(200, "shutdown").await;
+                    let _ = conn.close(200, "shutdown".into()).await;
                     return Ok(());
                 }
                 next = deliveries.next() => next,
@@ -389,7 +389,7 @@ impl Canceller for RabbitStrategy {
     async fn setup(&self) -> Result<()> {
         let (conn, ch) = self.open_channel().await?;
         let declared = topology::declare(&ch, &self.names, self.mode, &self.config).await;
-        let _ = conn.close(200, "setup done").await;
+        let _ = conn.close(200, "setup done".into()).await;
         declared.map_err(|e| match self.mode {
             Mode::Delayed if e.to_string().contains("exchange type") || e.to_string().contains("COMMAND_INVALID") => {
                 Error::Unreachable {
@@ -429,7 +429,7 @@ impl Canceller for RabbitStrategy {
             }
         }
         if let Some((conn, _)) = self.publisher.lock().await.take() {
-            let _ = conn.close(200, "shutdown").await;
+            let _ = conn.close(200, "shutdown".into()).await;
         }
         Ok(())
     }
@@ -437,7 +437,7 @@ impl Canceller for RabbitStrategy {
     async fn teardown(&self) -> Result<()> {
         let (conn, ch) = self.open_channel().await?;
         let deleted = topology::delete(&ch, &self.names, self.mode, &self.config).await;
-        let _ = conn.close(200, "teardown done").await;
+        let _ = conn.close(200, "teardown done".into()).await;
         deleted.map_err(|e| self.broker_error("deleting queues", e))
     }
 

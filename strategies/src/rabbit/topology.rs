@@ -79,10 +79,14 @@ pub async fn declare(
     mode: Mode,
     config: &RabbitConfig,
 ) -> lapin::Result<()> {
-    ch.queue_declare(&names.dead, durable(), queue_args(config, None))
-        .await?;
     ch.queue_declare(
-        &names.work,
+        names.dead.as_str().into(),
+        durable(),
+        queue_args(config, None),
+    )
+    .await?;
+    ch.queue_declare(
+        names.work.as_str().into(),
         durable(),
         queue_args(config, Some(&names.dead)),
     )
@@ -95,14 +99,15 @@ pub async fn declare(
                     ShortString::from("x-message-ttl"),
                     AMQPValue::LongLongInt(ttl as i64),
                 );
-                ch.queue_declare(&names.wait(ttl), durable(), args).await?;
+                ch.queue_declare(names.wait(ttl).as_str().into(), durable(), args)
+                    .await?;
             }
         }
         Mode::Delayed => {
             let mut args = FieldTable::default();
             args.insert(ShortString::from("x-delayed-type"), text("direct"));
             ch.exchange_declare(
-                &names.delayed_exchange,
+                names.delayed_exchange.as_str().into(),
                 ExchangeKind::Custom(DELAYED_EXCHANGE_TYPE.into()),
                 ExchangeDeclareOptions {
                     durable: true,
@@ -112,9 +117,9 @@ pub async fn declare(
             )
             .await?;
             ch.queue_bind(
-                &names.work,
-                &names.delayed_exchange,
-                &names.work,
+                names.work.as_str().into(),
+                names.delayed_exchange.as_str().into(),
+                names.work.as_str().into(),
                 QueueBindOptions::default(),
                 FieldTable::default(),
             )
@@ -122,7 +127,7 @@ pub async fn declare(
         }
         Mode::SingleQueue => {
             ch.queue_declare(
-                &names.single,
+                names.single.as_str().into(),
                 durable(),
                 queue_args(config, Some(&names.work)),
             )
@@ -143,13 +148,14 @@ pub async fn delete(
     match mode {
         Mode::Ttl => queues.extend(config.ttl_ms().into_iter().map(|t| names.wait(t))),
         Mode::Delayed => {
-            ch.exchange_delete(&names.delayed_exchange, Default::default())
+            ch.exchange_delete(names.delayed_exchange.as_str().into(), Default::default())
                 .await?;
         }
         Mode::SingleQueue => queues.push(names.single.clone()),
     }
     for q in queues {
-        ch.queue_delete(&q, Default::default()).await?;
+        ch.queue_delete(q.as_str().into(), Default::default())
+            .await?;
     }
     Ok(())
 }
@@ -207,7 +213,7 @@ pub async fn broker_facts(url: &str) -> crate::error::Result<BrokerFacts> {
     args.insert(ShortString::from("x-delayed-type"), text("direct"));
     let declared = channel
         .exchange_declare(
-            &name,
+            name.as_str().into(),
             ExchangeKind::Custom(DELAYED_EXCHANGE_TYPE.into()),
             ExchangeDeclareOptions {
                 auto_delete: true,
@@ -219,12 +225,15 @@ pub async fn broker_facts(url: &str) -> crate::error::Result<BrokerFacts> {
     let delayed_exchange = declared.is_ok();
     if delayed_exchange {
         channel
-            .exchange_delete(&name, lapin::options::ExchangeDeleteOptions::default())
+            .exchange_delete(
+                name.as_str().into(),
+                lapin::options::ExchangeDeleteOptions::default(),
+            )
             .await
             .map_err(broker_error)?;
     }
     // An unknown exchange type closes the channel, not the connection.
-    let _ = connection.close(200, "probe done").await;
+    let _ = connection.close(200, "probe done".into()).await;
     Ok(BrokerFacts {
         version,
         delayed_exchange,
