@@ -131,10 +131,12 @@ start() {
   if running; then say "$NODE already running"; return 0; fi
   say "starting $NODE (AMQP 127.0.0.1:$PORT, dist $DIST_PORT)"
   # The server runs as the chroot's rabbitmq user, in its own session,
-  # detached from this shell; its console output goes to startup_log.
+  # detached from this shell (none of its processes keeps this script's
+  # stdout: runuser stays as the server's parent); its console output goes
+  # to startup_log.
   in_chroot setsid sh -c 'cd /var/lib/rabbitmq && exec runuser -u rabbitmq -- \
       /usr/lib/rabbitmq/bin/rabbitmq-server >/var/log/rabbitmq/startup_log \
-      2>/var/log/rabbitmq/startup_err </dev/null' &
+      2>/var/log/rabbitmq/startup_err </dev/null' </dev/null >/dev/null 2>&1 &
   disown || true
   local ok=""
   for _ in $(seq 1 60); do
