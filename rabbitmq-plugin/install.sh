@@ -69,9 +69,14 @@ RABBIT_COMMON=$(node_str 'code:lib_dir(rabbit_common)')
 RABBIT=$(node_str 'code:lib_dir(rabbit)')
 [ -f "$RABBIT_COMMON/include/rabbit.hrl" ] || die "rabbit.hrl not found under '$RABBIT_COMMON' (code:lib_dir(rabbit_common))"
 [ -d "$RABBIT/ebin" ] || die "rabbit's ebin not found under '$RABBIT' (code:lib_dir(rabbit))"
-# The store runs on 4.x, the exchange callbacks do not (README, "RabbitMQ
-# versions"): refuse a broker with message containers (3.13 and later).
-[ ! -f "$RABBIT/ebin/mc.beam" ] || die "this broker uses message containers (RabbitMQ >= 3.13): the plugin's exchange module is written for 3.10-3.12; see rabbitmq-plugin/README.md, 'RabbitMQ versions'"
+# The same sources serve RabbitMQ 3.10-3.12 (#delivery, route/2) and
+# 3.13+/4.x (message containers, route/3): the modules pick the API at run
+# time (README, "RabbitMQ versions"). Say which one this broker has.
+if [ -f "$RABBIT/ebin/mc.beam" ]; then
+  say "broker API: message containers (mc, route/3; RabbitMQ >= 3.13)"
+else
+  say "broker API: #delivery / #basic_message records (route/2; RabbitMQ < 3.13)"
+fi
 if [ -z "${PLUGINS_DIR:-}" ]; then
   PLUGINS_DIR=$(node_str 'element(2, application:get_env(rabbit, plugins_dir))' | cut -d: -f1)
 fi

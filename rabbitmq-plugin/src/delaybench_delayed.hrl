@@ -21,10 +21,13 @@
                    %% per-incarnation counter (FIFO among equal due times),
                    %% then a globally unique id (no clash across restarts)
          exchange, %% #resource{kind = exchange} the message was published to
-         message   %% the #basic_message{} as published
+         message   %% the message as published: a #basic_message{}
+                   %% (RabbitMQ 3.10-3.12) or a message container,
+                   %% mc:state() (3.13+/4.x)
         }).
 
 %% Process-dictionary key the scheduler sets while it routes a stored
-%% message, so that route/2 of that exchange routes at once instead of
-%% storing the message again.
+%% message, so that the route callback of that exchange (route/2 on
+%% RabbitMQ 3.10-3.12, route/3 on 3.13+/4.x) routes it at once instead of
+%% storing it again.
 -define(RELEASING, '$delaybench_delayed_releasing').

@@ -3,12 +3,22 @@
 %%
 %% An exchange of this type is declared with the argument
 %% `x-delayed-type' naming another exchange type (direct, topic, headers,
-%% fanout, ...). Every callback is delegated to that type, except route/2:
+%% fanout, ...). Every callback is delegated to that type, except routing:
 %% a message whose `x-delay' header is a positive number of milliseconds
-%% is stored (see delaybench_delayed_store) and route/2 returns no
-%% destination; the scheduler (delaybench_delayed_scheduler) routes it
+%% is stored (see delaybench_delayed_store) and the route callback returns
+%% no destination; the scheduler (delaybench_delayed_scheduler) routes it
 %% through the same exchange when it is due. Any other message is routed
 %% at once by the underlying type.
+%%
+%% One module for both exchange-type APIs, chosen by the broker at run
+%% time (the module exports the callbacks of both):
+%%   - RabbitMQ 3.10-3.12: route/2 gets a #delivery{} whose message is a
+%%     #basic_message{}; create/2 and delete/3 get a transaction marker;
+%%   - RabbitMQ 3.13+/4.x: route/3 gets a message container (mc:state())
+%%     and route options; rabbit_exchange prefers route/3 when it is
+%%     exported; create/2 and delete/2 get a serial number (or none).
+%% It compiles against either broker's rabbit.hrl (4.0.5 still defines
+%% #delivery{} and #basic_message{}).
 -module(delaybench_delayed_exchange).
 -behaviour(rabbit_exchange_type).
 
@@ -16,8 +26,8 @@
 -include_lib("rabbit_common/include/rabbit_framing.hrl").
 -include("delaybench_delayed.hrl").
 
--export([description/0, serialise_events/0, route/2, validate/1,
-         validate_binding/2, create/2, delete/3, policy_changed/2,
+-export([description/0, serialise_events/0, route/2, route/3, validate/1,
+         validate_binding/2, create/2, delete/2, delete/3, policy_changed/2,
          add_binding/3, remove_bindings/3, assert_args_equivalence/2,
          info/1, info/2]).
 -export([delay_of/1, underlying_module/1]).
@@ -47,6 +57,8 @@ description() ->
 %% callbacks pass the same transaction marker on to the underlying type.
 serialise_events() -> false.
 
+%% RabbitMQ 3.10-3.12: the message is Delivery#delivery.message, a
+%% #basic_message{}.
 route(X = #exchange{name = XName},
       Delivery = #delivery{message = Msg}) ->
     case get(?RELEASING) of
@@ -62,6 +74,32 @@ route(X = #exchange{name = XName},
                 _ ->
                     (underlying_module(X)):route(X, Delivery)
             end
+    end;
+%% RabbitMQ 3.13+/4.x callers of the deprecated route/2 pass an mc.
+route(X, Msg) ->
+    route(X, Msg, #{}).
+
+%% RabbitMQ 3.13+/4.x: Msg is a message container (mc:state()); the
+%% whole container is what gets stored.
+route(X = #exchange{name = XName}, Msg, Opts) ->
+    case get(?RELEASING) of
+        XName ->
+            underlying_route(X, Msg, Opts);
+        _ ->
+            case delay_of(Msg) of
+                Delay when is_integer(Delay), Delay > 0 ->
+                    ok = delaybench_delayed_store:insert(XName, Delay, Msg),
+                    [];
+                _ ->
+                    underlying_route(X, Msg, Opts)
+            end
+    end.
+
+underlying_route(X, Msg, Opts) ->
+    Module = underlying_module(X),
+    case exports(Module, route, 3) of
+        true -> Module:route(X, Msg, Opts);
+        false -> Module:route(X, Msg)
     end.
 
 validate(X) ->
@@ -74,6 +112,8 @@ validate_binding(X, B) ->
 create(Tx, X) ->
     (underlying_module(X)):create(Tx, X).
 
+%% RabbitMQ 3.10-3.12: called in the transaction and once after it
+%% (Tx = none).
 delete(Tx, X = #exchange{name = XName}, Bs) ->
     ok = (underlying_module(X)):delete(Tx, X, Bs),
     case Tx of
@@ -86,6 +126,12 @@ delete(Tx, X = #exchange{name = XName}, Bs) ->
         _ ->
             ok
     end.
+
+%% RabbitMQ 3.13+/4.x: called once, after the exchange is deleted.
+delete(Serial, X = #exchange{name = XName}) ->
+    ok = (underlying_module(X)):delete(Serial, X),
+    _ = delaybench_delayed_store:purge(XName),
+    ok.
 
 policy_changed(X1, X2) ->
     (underlying_module(X1)):policy_changed(X1, X2).
@@ -145,8 +191,16 @@ lookup_type(TypeBin) ->
 precondition_failed(Fmt, Args) ->
     rabbit_misc:protocol_error(precondition_failed, Fmt, Args).
 
+%% Whether Module (loaded if needed) exports F/A.
+exports(Module, F, A) ->
+    _ = code:ensure_loaded(Module),
+    erlang:function_exported(Module, F, A).
+
 %% The message's x-delay header in milliseconds, or `none'. Accepts every
-%% AMQP integer type, floats (rounded) and decimal strings.
+%% AMQP integer type, floats (rounded) and decimal strings. Msg is a
+%% #basic_message{} (3.10-3.12) or a message container (3.13+), whose
+%% mc:x_header/2 gives {Type, Value} for AMQP 0-9-1 headers and AMQP 1.0
+%% message annotations alike.
 delay_of(#basic_message{content = Content}) ->
     #content{properties = Props} =
         rabbit_binary_parser:ensure_content_decoded(Content),
@@ -158,6 +212,11 @@ delay_of(#basic_message{content = Content}) ->
             end;
         _ ->
             none
+    end;
+delay_of(Msg) ->
+    case mc:x_header(?HDR_DELAY, Msg) of
+        {_Type, Value} -> to_millis(Value);
+        _ -> none
     end.
 
 to_millis(V) when is_integer(V) ->

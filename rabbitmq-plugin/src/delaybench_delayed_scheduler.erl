@@ -141,26 +141,73 @@ lookup_exchange(XName, XCache) ->
             {Found, XCache#{XName => Found}}
     end.
 
+%% Route Msg through X (the process flag makes the exchange's route
+%% callback route it instead of storing it again) and deliver it to the
+%% queues found, statelessly. Msg is what the route callback stored: a
+%% #basic_message{} on RabbitMQ 3.10-3.12, a message container (mc) on
+%% 3.13+/4.x.
 route(X = #exchange{name = XName}, Msg) ->
-    Delivery = #delivery{mandatory = false,
-                         confirm = false,
-                         sender = self(),
-                         message = Msg,
-                         msg_seq_no = undefined,
-                         flow = noflow},
     put(?RELEASING, XName),
     try
-        QNames = rabbit_exchange:route(X, Delivery),
-        Qs = rabbit_amqqueue:lookup(QNames),
-        case rabbit_queue_type:deliver(Qs, Delivery, stateless) of
-            {ok, _, _} -> released;
-            {error, Reason} -> {dropped, Reason}
+        case mc_api() of
+            true -> route_mc(X, to_mc(Msg));
+            false -> route_delivery(X, Msg)
         end
     catch
         Class:Error ->
             {dropped, {Class, Error}}
     after
         erase(?RELEASING)
+    end.
+
+%% RabbitMQ 3.10-3.12: #delivery{} records, rabbit_exchange:route/2,
+%% rabbit_queue_type:deliver/3.
+route_delivery(X, Msg) ->
+    Delivery = #delivery{mandatory = false,
+                         confirm = false,
+                         sender = self(),
+                         message = Msg,
+                         msg_seq_no = undefined,
+                         flow = noflow},
+    QNames = rabbit_exchange:route(X, Delivery),
+    Qs = rabbit_amqqueue:lookup(QNames),
+    case rabbit_queue_type:deliver(Qs, Delivery, stateless) of
+        {ok, _, _} -> released;
+        {error, Reason} -> {dropped, Reason}
+    end.
+
+%% RabbitMQ 3.13+/4.x: the message container itself is routed
+%% (rabbit_exchange:route/3) and delivered (rabbit_queue_type:deliver/4).
+%% Destinations other than queue names (e.g. a direct-reply-to
+%% pseudo-queue in later releases) are skipped.
+route_mc(X, Mc) ->
+    QNames = [QName || Dest <- rabbit_exchange:route(X, Mc, #{}),
+                       QName <- queue_name(Dest)],
+    Qs = rabbit_amqqueue:lookup_many(QNames),
+    case rabbit_queue_type:deliver(Qs, Mc, #{}, stateless) of
+        {ok, _, _} -> released;
+        {error, Reason} -> {dropped, Reason}
+    end.
+
+queue_name(#resource{kind = queue} = QName) -> [QName];
+queue_name({#resource{kind = queue} = QName, _Infos}) -> [QName];
+queue_name(_) -> [].
+
+%% A #basic_message{} left by RabbitMQ 3.x in the store of a node now
+%% running 3.13+/4.x is converted to a message container.
+to_mc(#basic_message{} = Msg) -> mc_amqpl:from_basic_message(Msg);
+to_mc(Mc) -> Mc.
+
+%% Whether this broker has the message-container API (3.13 and later).
+mc_api() ->
+    case persistent_term:get({?MODULE, mc_api}, undefined) of
+        undefined ->
+            {module, _} = code:ensure_loaded(rabbit_queue_type),
+            Mc = erlang:function_exported(rabbit_queue_type, deliver, 4),
+            persistent_term:put({?MODULE, mc_api}, Mc),
+            Mc;
+        Mc ->
+            Mc
     end.
 
 count(released, _XName, S = #state{released = R}) ->
