@@ -195,11 +195,13 @@ fn table(out: &mut String, rows: &[Vec<String>], bad: impl Fn(usize, &str) -> bo
     // Figures stay on one line and a wide table scrolls sideways; a
     // column of prose (warnings, reasons) wraps in a readable width
     // instead of squeezing every row into a tall narrow cell.
-    let prose = |col: usize| {
-        rows[1..]
-            .iter()
-            .any(|r| r.get(col).is_some_and(|c| c.len() > 40))
-    };
+    let prose: Vec<bool> = (0..rows[0].len())
+        .map(|col| {
+            rows[1..]
+                .iter()
+                .any(|r| r.get(col).is_some_and(|c| c.len() > 40))
+        })
+        .collect();
     let _ = write!(out, "<div class=\"wide\"><table><tr>");
     for cell in &rows[0] {
         let _ = write!(out, "<th>{}</th>", esc(cell));
@@ -208,7 +210,7 @@ fn table(out: &mut String, rows: &[Vec<String>], bad: impl Fn(usize, &str) -> bo
     for row in &rows[1..] {
         let _ = write!(out, "<tr>");
         for (col, cell) in row.iter().enumerate() {
-            let class = match (bad(col, cell), prose(col)) {
+            let class = match (bad(col, cell), prose.get(col) == Some(&true)) {
                 (true, true) => " class=\"bad text\"",
                 (true, false) => " class=\"bad\"",
                 (false, true) => " class=\"text\"",
