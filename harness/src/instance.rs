@@ -1041,28 +1041,36 @@ fn peak_rss_kib() -> u64 {
 mod rusage_tests {
     #[test]
     fn cpu_time_comes_from_getrusage_and_peak_rss_is_this_processs_own() {
+        // Spinning adds CPU time. The check does not depend on how busy the
+        // machine is: the spin runs until getrusage has seen 50 ms (a fixed
+        // wall-clock spin got 20 ms of CPU on a loaded machine), and the cap
+        // only stops a broken counter from hanging the test.
         let before = super::cpu_ms();
-        let spin_until = std::time::Instant::now() + std::time::Duration::from_millis(50);
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
         let mut x = 0u64;
-        while std::time::Instant::now() < spin_until {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        while super::cpu_ms() - before < 50 {
+            assert!(
+                std::time::Instant::now() < give_up,
+                "getrusage saw {} ms of CPU in 120 s of spinning",
+                super::cpu_ms() - before
+            );
+            for _ in 0..10_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
         }
         std::hint::black_box(x);
-        let spent = super::cpu_ms() - before;
-        assert!((30..2_000).contains(&spent), "{spent} ms for a 50 ms spin");
         let rss = super::peak_rss_kib();
         assert!(rss > 1024, "{rss} KiB");
-        // Linux's own high-water mark agrees (within what the test adds).
+        // Linux's own high-water mark, read after, is never below it (a
+        // figure that counted the pre-exec image, as ru_maxrss does, would
+        // be). Not "within 10 %": the process may grow between the reads.
         if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
             let hwm: u64 = status
                 .lines()
                 .find_map(|l| l.strip_prefix("VmHWM:"))
                 .and_then(|v| v.split_whitespace().next()?.parse().ok())
                 .unwrap();
-            assert!(
-                rss.abs_diff(hwm) <= hwm / 10,
-                "{rss} KiB vs VmHWM {hwm} KiB"
-            );
+            assert!(rss <= hwm, "{rss} KiB vs VmHWM {hwm} KiB");
         }
     }
 }

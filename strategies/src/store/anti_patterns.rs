@@ -50,7 +50,7 @@ impl OrderStore {
         };
         let update = super::sql::render(kind, update);
         let mut tx = self.pool.begin().await.ctx("cancelling (anti-pattern)")?;
-        let row = sqlx::query(&self.sql.select_sku_qty)
+        let row = sqlx::query(self.sql.select_sku_qty.clone())
             .bind(order_id)
             .fetch_one(&mut *tx)
             .await
@@ -64,7 +64,10 @@ impl OrderStore {
             self.release_raw(&mut tx, order_id, sku, qty, now_us, by)
                 .await?;
         }
-        let mut query = sqlx::query(&update).bind(now_us).bind(by).bind(order_id);
+        let mut query = sqlx::query(super::sql::audited(update))
+            .bind(now_us)
+            .bind(by)
+            .bind(order_id);
         // The always-true `? = ?` keeps the bind count equal across variants.
         query = match pattern {
             AntiPattern::ReleaseBeforeUpdate => query.bind(now_us),
@@ -93,7 +96,7 @@ impl OrderStore {
         now_us: Micros,
         by: &str,
     ) -> Result<()> {
-        sqlx::query(&self.sql.insert_move)
+        sqlx::query(self.sql.insert_move.clone())
             .bind(order_id)
             .bind("RELEASE")
             .bind(qty)
@@ -102,7 +105,7 @@ impl OrderStore {
             .execute(&mut *conn)
             .await
             .ctx("releasing (anti-pattern)")?;
-        sqlx::query(&self.sql.release_stock)
+        sqlx::query(self.sql.release_stock.clone())
             .bind(i64::from(qty))
             .bind(sku)
             .execute(&mut *conn)

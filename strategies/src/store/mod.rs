@@ -21,7 +21,7 @@ use crate::error::{DbContext, Error, Result};
 use serde::{Deserialize, Serialize};
 use sql::Sql;
 use sqlx::any::{AnyPoolOptions, AnyRow};
-use sqlx::{AnyConnection, AnyPool, Connection, Executor, Row};
+use sqlx::{AnyConnection, AnyPool, AssertSqlSafe, Connection, Executor, Row};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -264,8 +264,10 @@ impl OrderStore {
             .after_connect(move |conn, _meta| {
                 let init = Arc::clone(&init);
                 Box::pin(async move {
+                    // Built above from the namespace and label, both
+                    // checked by `identifier` when the location was made.
                     for statement in init.iter() {
-                        conn.execute(statement.as_str()).await?;
+                        conn.execute(AssertSqlSafe(statement.as_str())).await?;
                     }
                     Ok(())
                 })
@@ -359,13 +361,13 @@ impl OrderStore {
     pub async fn install_schema(&self, skus: u32, initial: i64) -> Result<()> {
         for ddl in &self.sql.schema {
             self.pool
-                .execute(ddl.as_str())
+                .execute(AssertSqlSafe(ddl.as_str()))
                 .await
                 .ctx("creating the schema")?;
         }
         let mut tx = self.pool.begin().await.ctx("filling stock")?;
         for sku in 1..=i64::from(skus) {
-            sqlx::query(&self.sql.insert_stock)
+            sqlx::query(self.sql.insert_stock.clone())
                 .bind(sku)
                 .bind(initial)
                 .bind(initial)
@@ -421,7 +423,7 @@ impl OrderStore {
                     // Gone meanwhile is fine: it ended by itself.
                     if self
                         .pool
-                        .execute(format!("KILL CONNECTION {id}").as_str())
+                        .execute(AssertSqlSafe(format!("KILL CONNECTION {id}")))
                         .await
                         .is_ok()
                     {
@@ -444,10 +446,10 @@ impl OrderStore {
     }
 
     /// Runs a read-only query whose columns are all integers; the checker
-    /// and tests use it. The SQL uses `?` placeholders for `binds`.
+    /// and tests use it. The SQL uses `?` placeholders for `binds`; its
+    /// text is the caller's own (constants), never built from a value.
     pub async fn query_i64_rows(&self, sql: &str, binds: &[i64]) -> Result<Vec<Vec<i64>>> {
-        let rendered = sql::render(self.location.kind, sql);
-        let mut query = sqlx::query(&rendered);
+        let mut query = sqlx::query(sql::audited(sql::render(self.location.kind, sql)));
         for b in binds {
             query = query.bind(*b);
         }
@@ -475,7 +477,7 @@ impl OrderStore {
 
     /// Runs a read-only query returning `(text, i64)` rows (e.g. `GROUP BY status`).
     pub async fn query_text_counts(&self, sql: &str) -> Result<Vec<(String, i64)>> {
-        let rows: Vec<AnyRow> = sqlx::query(&sql::render(self.location.kind, sql))
+        let rows: Vec<AnyRow> = sqlx::query(sql::audited(sql::render(self.location.kind, sql)))
             .fetch_all(&self.pool)
             .await
             .ctx("reading for the checker")?;
@@ -494,7 +496,7 @@ impl OrderStore {
     pub async fn execute_unchecked(&self, sql: &str) -> Result<u64> {
         let done = self
             .pool
-            .execute(sql)
+            .execute(AssertSqlSafe(sql))
             .await
             .ctx("executing unchecked SQL")?;
         Ok(done.rows_affected())
@@ -508,8 +510,8 @@ impl OrderStore {
             DbKind::Mysql => ("EXPLAIN ", 5), // the `key` column
             DbKind::Sqlite => ("EXPLAIN QUERY PLAN ", 3),
         };
-        let sql = format!("{prefix}{}", self.sql.scan_due);
-        let rows = sqlx::query(&sql)
+        let sql = sql::audited(format!("{prefix}{}", self.sql.scan_due.as_str()));
+        let rows = sqlx::query(sql)
             .bind(crate::now_us())
             .bind(100_i64)
             .fetch_all(&self.pool)
@@ -560,8 +562,9 @@ async fn admin_connect(server: &DbServer) -> Result<AnyConnection> {
     }
 }
 
+/// `ddl` names a namespace that `identifier` checked.
 async fn admin_execute(conn: &mut AnyConnection, ddl: &str) -> Result<()> {
-    conn.execute(ddl)
+    conn.execute(AssertSqlSafe(ddl))
         .await
         .ctx("creating or dropping a namespace")?;
     Ok(())

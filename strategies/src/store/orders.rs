@@ -11,7 +11,7 @@ use crate::domain::{
     CancelOutcome, CreateOutcome, Micros, NewOrder, OrderId, OrderStatus, PaymentOutcome,
 };
 use crate::error::{DbContext, Error, Result};
-use sqlx::{AnyConnection, Row};
+use sqlx::{AnyConnection, Row, SqlStr};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -87,7 +87,7 @@ impl OrderStore {
     /// inside a transaction, so a transaction's own reads are the
     /// difference between a reading after BEGIN and one before COMMIT.
     async fn server_reads_so_far(&self, conn: &mut AnyConnection) -> Result<Option<u64>> {
-        let Some(sql) = self.sql.xact_rows_read.as_deref() else {
+        let Some(sql) = self.sql.xact_rows_read.clone() else {
             return Ok(None);
         };
         if !self
@@ -168,7 +168,7 @@ impl OrderStore {
         order: &NewOrder,
     ) -> Result<CreateOutcome> {
         self.count(&self.counters.statements, 1);
-        let reserved = sqlx::query(&self.sql.reserve_stock)
+        let reserved = sqlx::query(self.sql.reserve_stock.clone())
             .bind(i64::from(order.qty))
             .bind(order.sku)
             .bind(i64::from(order.qty))
@@ -180,7 +180,7 @@ impl OrderStore {
             return Ok(CreateOutcome::OutOfStock);
         }
         self.count(&self.counters.statements, 2);
-        sqlx::query(&self.sql.insert_order)
+        sqlx::query(self.sql.insert_order.clone())
             .bind(order.id)
             .bind(order.sku)
             .bind(order.qty)
@@ -189,7 +189,7 @@ impl OrderStore {
             .execute(&mut *conn)
             .await
             .ctx("inserting an order")?;
-        sqlx::query(&self.sql.insert_move)
+        sqlx::query(self.sql.insert_move.clone())
             .bind(order.id)
             .bind("RESERVE")
             .bind(order.qty)
@@ -200,7 +200,7 @@ impl OrderStore {
             .ctx("recording a stock reservation")?;
         if self.writes_outbox {
             self.count(&self.counters.statements, 1);
-            sqlx::query(&self.sql.insert_outbox)
+            sqlx::query(self.sql.insert_outbox.clone())
                 .bind(order.id)
                 .bind(order.expire_at_us)
                 .bind(order.created_at_us)
@@ -235,7 +235,7 @@ impl OrderStore {
         let units = |sku: u64| (count / skus + u64::from(sku <= count % skus)) as i64;
         in_tx!(self, "reserving stock for a backlog", |conn| async {
             for sku in 1..=skus {
-                let taken = sqlx::query(&self.sql.reserve_stock)
+                let taken = sqlx::query(self.sql.reserve_stock.clone())
                     .bind(units(sku))
                     .bind(sku as i64)
                     .bind(units(sku))
@@ -274,12 +274,15 @@ impl OrderStore {
             let moves = format!(
                 "INSERT INTO stock_moves (order_id, kind, qty, at_us, {by}) VALUES {moves}"
             );
+            // Every value in these literals is an integer or a constant
+            // string this function wrote, so the text is safe to send as is.
+            let (orders, moves) = (super::sql::audited(orders), super::sql::audited(moves));
             in_tx!(self, "preloading backlog orders", |conn| async {
-                sqlx::query(&orders)
+                sqlx::query(orders.clone())
                     .execute(&mut *conn)
                     .await
                     .ctx("inserting backlog orders")?;
-                sqlx::query(&moves)
+                sqlx::query(moves.clone())
                     .execute(&mut *conn)
                     .await
                     .ctx("recording backlog reservations")?;
@@ -301,7 +304,7 @@ impl OrderStore {
     ) -> Result<PaymentOutcome> {
         in_tx!(self, "applying a payment callback", |conn| async {
             self.count(&self.counters.statements, 1);
-            let paid = sqlx::query(&self.sql.pay_update)
+            let paid = sqlx::query(self.sql.pay_update.clone())
                 .bind(now_us)
                 .bind(order_id)
                 .execute(&mut *conn)
@@ -314,7 +317,7 @@ impl OrderStore {
                 // Lock the order row so concurrent copies of one callback
                 // serialise here and only the first records the refund.
                 self.count(&self.counters.statements, 2);
-                let status = sqlx::query(&self.sql.select_status_for_update)
+                let status = sqlx::query(self.sql.select_status_for_update.clone())
                     .bind(order_id)
                     .fetch_optional(&mut *conn)
                     .await
@@ -329,7 +332,7 @@ impl OrderStore {
                     // commit): it is PENDING and locked now, so it is paid,
                     // never refunded.
                     self.count(&self.counters.statements, 1);
-                    sqlx::query(&self.sql.pay_update)
+                    sqlx::query(self.sql.pay_update.clone())
                         .bind(now_us)
                         .bind(order_id)
                         .execute(&mut *conn)
@@ -337,7 +340,7 @@ impl OrderStore {
                         .ctx("marking an order paid")?;
                     PaymentOutcome::Applied
                 } else {
-                    let captures: i64 = sqlx::query(&self.sql.count_captures)
+                    let captures: i64 = sqlx::query(self.sql.count_captures.clone())
                         .bind(callback_id)
                         .fetch_one(&mut *conn)
                         .await
@@ -352,7 +355,7 @@ impl OrderStore {
                 }
             };
             self.count(&self.counters.statements, 1);
-            sqlx::query(&self.sql.insert_payment)
+            sqlx::query(self.sql.insert_payment.clone())
                 .bind(order_id)
                 .bind(callback_id)
                 .bind(now_us)
@@ -440,7 +443,7 @@ impl OrderStore {
     /// strategy reloads these on start).
     pub async fn pending_orders(&self) -> Result<Vec<(OrderId, Micros)>> {
         self.count(&self.counters.statements, 1);
-        let rows = sqlx::query(&self.sql.pending_orders)
+        let rows = sqlx::query(self.sql.pending_orders.clone())
             .fetch_all(&self.pool)
             .await
             .ctx("loading pending orders")?;
@@ -452,11 +455,11 @@ impl OrderStore {
 
     /// One order as stored, or `None`.
     pub async fn order(&self, order_id: OrderId) -> Result<Option<OrderRow>> {
-        let sql = super::sql::render(
+        let sql = super::sql::audited(super::sql::render(
             self.location.kind,
             "SELECT id, status, expire_at_us, cancelled_at_us, cancelled_by FROM orders WHERE id = ?",
-        );
-        let row = sqlx::query(&sql)
+        ));
+        let row = sqlx::query(sql)
             .bind(order_id)
             .fetch_optional(&self.pool)
             .await
@@ -481,12 +484,12 @@ impl OrderStore {
     async fn select_ids(
         &self,
         conn: &mut AnyConnection,
-        sql: &str,
+        sql: &SqlStr,
         due_before_us: Micros,
         limit: u32,
     ) -> Result<Vec<OrderId>> {
         self.count(&self.counters.statements, 1);
-        let rows = sqlx::query(sql)
+        let rows = sqlx::query(sql.clone())
             .bind(due_before_us)
             .bind(i64::from(limit))
             .fetch_all(&mut *conn)
@@ -511,7 +514,7 @@ impl OrderStore {
             // Read right before this order's UPDATE: see `cancel_if_due`.
             let now_us = crate::now_us();
             self.count(&self.counters.statements, 2);
-            let won = sqlx::query(&self.sql.cancel_update)
+            let won = sqlx::query(self.sql.cancel_update.clone())
                 .bind(now_us)
                 .bind(by)
                 .bind(id)
@@ -522,7 +525,7 @@ impl OrderStore {
                 .rows_affected()
                 == 1;
             let outcome = if won {
-                let row = sqlx::query(&self.sql.select_sku_qty)
+                let row = sqlx::query(self.sql.select_sku_qty.clone())
                     .bind(id)
                     .fetch_one(&mut *conn)
                     .await
@@ -532,7 +535,7 @@ impl OrderStore {
                     row.try_get(1).ctx("reading a cancelled order")?,
                 );
                 self.count(&self.counters.statements, 1);
-                sqlx::query(&self.sql.insert_move)
+                sqlx::query(self.sql.insert_move.clone())
                     .bind(id)
                     .bind("RELEASE")
                     .bind(qty)
@@ -544,7 +547,7 @@ impl OrderStore {
                 *releases.entry(sku).or_default() += i64::from(qty);
                 CancelOutcome::Cancelled
             } else {
-                let status: Option<String> = sqlx::query(&self.sql.select_status)
+                let status: Option<String> = sqlx::query(self.sql.select_status.clone())
                     .bind(id)
                     .fetch_optional(&mut *conn)
                     .await
@@ -563,7 +566,7 @@ impl OrderStore {
         }
         for (sku, qty) in releases {
             self.count(&self.counters.statements, 1);
-            sqlx::query(&self.sql.release_stock)
+            sqlx::query(self.sql.release_stock.clone())
                 .bind(qty)
                 .bind(sku)
                 .execute(&mut *conn)

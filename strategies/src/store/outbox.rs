@@ -11,12 +11,12 @@
 //! schema contract outside checkers read: it is empty unless a strategy
 //! runs with `+outbox`.
 
-use super::sql::render;
+use super::sql::{audited, render};
 use super::OrderStore;
 use crate::domain::{Micros, OrderId};
 use crate::error::{DbContext, Result};
 use crate::store::DbKind;
-use sqlx::{Executor, Row};
+use sqlx::{AssertSqlSafe, Executor, Row, SqlSafeStr, SqlStr};
 use std::time::Duration;
 
 /// One schedule request waiting in the outbox.
@@ -63,19 +63,19 @@ impl OrderStore {
             _ if self.claims_with_skip_locked() => ("BEGIN", " FOR UPDATE SKIP LOCKED"),
             _ => ("BEGIN", " FOR UPDATE"),
         };
-        let select = render(
+        let select = audited(render(
             self.location.kind,
             &format!(
                 "SELECT order_id, expire_at_us, created_at_us FROM outbox \
                  WHERE leased_until_us <= ? ORDER BY order_id LIMIT ?{lock}"
             ),
-        );
+        ));
         let mut conn = self.pool.acquire().await.ctx("claiming outbox rows")?;
         self.count(&self.counters.transactions, 1);
         self.count(&self.counters.statements, 3); // BEGIN, SELECT, COMMIT
         conn.execute(begin).await.ctx("claiming outbox rows")?;
         let claimed = async {
-            let rows = sqlx::query(&select)
+            let rows = sqlx::query(select)
                 .bind(now)
                 .bind(i64::from(limit))
                 .fetch_all(&mut *conn)
@@ -93,13 +93,10 @@ impl OrderStore {
                 .collect::<Result<_>>()?;
             if !claimed.is_empty() {
                 self.count(&self.counters.statements, 1);
-                conn.execute(
-                    lease_sql(
-                        now + lease.as_micros() as i64,
-                        claimed.iter().map(|r| r.order_id),
-                    )
-                    .as_str(),
-                )
+                conn.execute(lease_sql(
+                    now + lease.as_micros() as i64,
+                    claimed.iter().map(|r| r.order_id),
+                ))
                 .await
                 .ctx("leasing outbox rows")?;
             }
@@ -122,7 +119,7 @@ impl OrderStore {
         self.count(&self.counters.statements, 1);
         let at = crate::now_us() + after.as_micros() as i64;
         self.pool
-            .execute(lease_sql(at, ids.iter().copied()).as_str())
+            .execute(lease_sql(at, ids.iter().copied()))
             .await
             .ctx("releasing outbox rows")?;
         Ok(())
@@ -135,13 +132,10 @@ impl OrderStore {
         }
         self.count(&self.counters.statements, 1);
         self.pool
-            .execute(
-                format!(
-                    "DELETE FROM outbox WHERE order_id IN ({})",
-                    id_list(ids.iter().copied())
-                )
-                .as_str(),
-            )
+            .execute(AssertSqlSafe(format!(
+                "DELETE FROM outbox WHERE order_id IN ({})",
+                id_list(ids.iter().copied())
+            )))
             .await
             .ctx("deleting sent outbox rows")?;
         Ok(())
@@ -160,13 +154,15 @@ impl OrderStore {
 }
 
 /// Integers only, written inline (as the backlog preload does).
-fn lease_sql(until_us: Micros, ids: impl Iterator<Item = OrderId>) -> String {
-    format!(
+fn lease_sql(until_us: Micros, ids: impl Iterator<Item = OrderId>) -> SqlStr {
+    AssertSqlSafe(format!(
         "UPDATE outbox SET leased_until_us = {until_us} WHERE order_id IN ({})",
         id_list(ids)
-    )
+    ))
+    .into_sql_str()
 }
 
+/// Integers only, so the list is safe inside the SQL text.
 fn id_list(ids: impl Iterator<Item = OrderId>) -> String {
     ids.map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
 }

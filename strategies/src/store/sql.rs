@@ -3,32 +3,34 @@
 //! the reserved word `by` with backticks; only SQLite lacks `FOR UPDATE`).
 
 use super::location::DbKind;
+use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
+use std::sync::Arc;
 
 /// The rendered statements for one dialect. Built once per store.
 #[derive(Debug)]
 pub(crate) struct Sql {
     pub schema: Vec<String>,
-    pub insert_stock: String,
-    pub reserve_stock: String,
-    pub insert_order: String,
-    pub insert_move: String,
-    pub insert_outbox: String,
-    pub cancel_update: String,
-    pub select_sku_qty: String,
-    pub release_stock: String,
-    pub select_status: String,
-    pub pay_update: String,
-    pub select_status_for_update: String,
-    pub count_captures: String,
-    pub insert_payment: String,
+    pub insert_stock: SqlStr,
+    pub reserve_stock: SqlStr,
+    pub insert_order: SqlStr,
+    pub insert_move: SqlStr,
+    pub insert_outbox: SqlStr,
+    pub cancel_update: SqlStr,
+    pub select_sku_qty: SqlStr,
+    pub release_stock: SqlStr,
+    pub select_status: SqlStr,
+    pub pay_update: SqlStr,
+    pub select_status_for_update: SqlStr,
+    pub count_captures: SqlStr,
+    pub insert_payment: SqlStr,
     /// The db-scan query; claims rows with `FOR UPDATE SKIP LOCKED` where the
     /// database has it (see [`Sql::scan_due_skip_locked`]).
-    pub scan_due: String,
-    pub scan_due_skip_locked: Option<String>,
-    pub pending_orders: String,
+    pub scan_due: SqlStr,
+    pub scan_due_skip_locked: Option<SqlStr>,
+    pub pending_orders: SqlStr,
     /// Rows the server has read so far in the current transaction, on the
     /// namespace's tables (PostgreSQL only: `pg_stat_xact_user_tables`).
-    pub xact_rows_read: Option<String>,
+    pub xact_rows_read: Option<SqlStr>,
 }
 
 impl Sql {
@@ -37,7 +39,7 @@ impl Sql {
             DbKind::Mysql => "`by`",
             _ => "\"by\"",
         };
-        let r = |sql: &str| render(kind, &sql.replace("{by}", by));
+        let r = |sql: &str| audited(render(kind, &sql.replace("{by}", by)));
         let scan = "SELECT id FROM orders WHERE status = 'PENDING' AND expire_at_us <= ? \
                     ORDER BY expire_at_us LIMIT ?";
         Sql {
@@ -78,10 +80,19 @@ impl Sql {
             xact_rows_read: (kind == DbKind::Postgres).then(|| {
                 "SELECT CAST(COALESCE(SUM(seq_tup_read + COALESCE(idx_tup_fetch, 0)), 0) AS BIGINT) \
                  FROM pg_stat_xact_user_tables WHERE schemaname = current_schema()"
-                    .to_string()
+                    .into_sql_str()
             }),
         }
     }
+}
+
+/// Marks SQL text as safe to send: sqlx 0.9 refuses dynamic SQL unless
+/// asserted. Callers pass only text built from constant templates (the
+/// dynamic parts being the dialect's placeholders and quoting), namespaces
+/// checked by `identifier`, or integers; never a value from outside. Shared,
+/// so each query clones a pointer, not the text.
+pub(crate) fn audited(sql: String) -> SqlStr {
+    AssertSqlSafe(Arc::<str>::from(sql)).into_sql_str()
 }
 
 /// Rewrites `?` placeholders to `$n` for PostgreSQL. The statements here
@@ -171,6 +182,9 @@ mod tests {
         assert!(Sql::new(DbKind::Sqlite, true)
             .scan_due_skip_locked
             .is_none());
-        assert!(Sql::new(DbKind::Mysql, true).insert_move.contains("`by`"));
+        assert!(Sql::new(DbKind::Mysql, true)
+            .insert_move
+            .as_str()
+            .contains("`by`"));
     }
 }
