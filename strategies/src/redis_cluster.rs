@@ -72,8 +72,10 @@ pub fn client(url: &str) -> Result<ClusterClient> {
     ClusterClient::builder(vec![seed])
         .connection_timeout(CONNECT_TIMEOUT)
         .response_timeout(Duration::from_secs(5))
-        .retries(3)
-        .max_retry_wait(500)
+        // Few, short retries: a pass claims its shards one after another,
+        // so a call to a dead master holds up the shards of the live ones.
+        .retries(2)
+        .max_retry_wait(200)
         .build()
         .map_err(|e| {
             Error::Config(format!(

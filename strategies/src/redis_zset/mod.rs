@@ -131,8 +131,12 @@ crate::canceller::counters! {
 struct Pass {
     /// Some shard had a full batch: look again at once.
     busy: bool,
-    /// The earliest remaining deadline of all shards.
+    /// The earliest remaining deadline of all shards (a failed shard's
+    /// retry time included).
     next: Option<Micros>,
+    /// The first error of a shard that failed; the other shards were
+    /// still claimed.
+    failed: Option<crate::Error>,
 }
 
 impl RedisZset {
