@@ -47,7 +47,10 @@ async fn nodes(url: &str) -> Result<Nodes> {
         .context("Redis CLUSTER NODES")?;
     // Fails naming a master that is down: a sum without it would read low.
     let masters = strategies::redis_cluster::parse_nodes(&text, &seed)?;
-    anyhow::ensure!(!masters.is_empty(), "the Redis Cluster has no master serving slots");
+    anyhow::ensure!(
+        !masters.is_empty(),
+        "the Redis Cluster has no master serving slots"
+    );
     Ok(Nodes {
         urls: masters.into_iter().map(|m| m.url).collect(),
         listing_calls: setup + 1,

@@ -327,10 +327,7 @@ pub async fn redis_keys(redis_url: &str, pattern: &str) -> Result<Vec<String>> {
 }
 
 /// Every key on one node matching `pattern`.
-async fn scan(
-    conn: &mut redis::aio::MultiplexedConnection,
-    pattern: &str,
-) -> Result<Vec<String>> {
+async fn scan(conn: &mut redis::aio::MultiplexedConnection, pattern: &str) -> Result<Vec<String>> {
     let mut keys = Vec::new();
     let mut cursor = 0u64;
     loop {

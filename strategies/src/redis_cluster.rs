@@ -190,7 +190,10 @@ pub fn parse_nodes(text: &str, seed: &str) -> Result<Vec<Master>> {
 }
 
 /// A direct connection to one node (`redis://` URL); errors name `shown`.
-pub async fn connect_node(node_url: &str, shown: &str) -> Result<redis::aio::MultiplexedConnection> {
+pub async fn connect_node(
+    node_url: &str,
+    shown: &str,
+) -> Result<redis::aio::MultiplexedConnection> {
     let unreachable = |reason: String| Error::Unreachable {
         service: "Redis",
         url: redact_url(shown),
@@ -203,7 +206,12 @@ pub async fn connect_node(node_url: &str, shown: &str) -> Result<redis::aio::Mul
         client.get_multiplexed_async_connection(),
     )
     .await
-    .map_err(|_| unreachable(format!("no connection to {} within 6s", redact_url(node_url))))?
+    .map_err(|_| {
+        unreachable(format!(
+            "no connection to {} within 6s",
+            redact_url(node_url)
+        ))
+    })?
     .map_err(|e| unreachable(format!("{}: {e}", redact_url(node_url))))
 }
 
@@ -299,7 +307,10 @@ mod tests {
         let msg = seed_url("redis+cluster://:hunter2@127.0.0.1:7000/3")
             .unwrap_err()
             .to_string();
-        assert!(msg.contains("database 0") && !msg.contains("hunter2"), "{msg}");
+        assert!(
+            msg.contains("database 0") && !msg.contains("hunter2"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -312,10 +323,16 @@ mod tests {
         assert_eq!(masters.len(), 3);
         assert_eq!(masters[1].url, "redis://:pw@127.0.0.1:7001");
         assert!(masters[2].serves(16383) && !masters[2].serves(0));
-        let down = ok.replace("b2 127.0.0.1:7001@17001 master", "b2 127.0.0.1:7001@17001 master,fail");
+        let down = ok.replace(
+            "b2 127.0.0.1:7001@17001 master",
+            "b2 127.0.0.1:7001@17001 master,fail",
+        );
         let msg = parse_nodes(&down, "redis://127.0.0.1:7000")
             .unwrap_err()
             .to_string();
-        assert!(msg.contains("127.0.0.1:7001") && msg.contains("down"), "{msg}");
+        assert!(
+            msg.contains("127.0.0.1:7001") && msg.contains("down"),
+            "{msg}"
+        );
     }
 }

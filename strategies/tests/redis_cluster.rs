@@ -129,14 +129,22 @@ async fn slot_and_master(key: &str, masters: &[redis_cluster::Master]) -> (u16, 
 async fn default_shards_land_on_every_master() {
     ensure_cluster().await;
     let masters = redis_cluster::masters(&cluster_url()).await.unwrap();
-    assert_eq!(masters.len(), 3, "the local cluster has 3 masters: {masters:?}");
+    assert_eq!(
+        masters.len(),
+        3,
+        "the local cluster has 3 masters: {masters:?}"
+    );
     let options = cluster_options();
     assert_eq!(options.redis_zset.shards, 4, "the default shard count");
     // Several namespaces: the spread must not depend on the prefix's luck.
     for _ in 0..5 {
         let fixture = Fixture::new(&common::sqlite_url(), "redis-zset", options.clone()).await;
-        let zset =
-            RedisZset::new(fixture.orders.clone(), &options.redis_zset, ClaimMode::Atomic).unwrap();
+        let zset = RedisZset::new(
+            fixture.orders.clone(),
+            &options.redis_zset,
+            ClaimMode::Atomic,
+        )
+        .unwrap();
         let mut on = BTreeSet::new();
         for key in zset.delay_keys() {
             let (slot, master) = slot_and_master(key, &masters).await;
@@ -148,7 +156,11 @@ async fn default_shards_land_on_every_master() {
             on.insert(master);
         }
         assert!(on.len() >= 2, "shards on only {on:?}");
-        assert_eq!(on.len(), 3, "4 shards on 3 masters should cover all: {on:?}");
+        assert_eq!(
+            on.len(),
+            3,
+            "4 shards on 3 masters should cover all: {on:?}"
+        );
         fixture.cleanup().await;
     }
 }
@@ -195,10 +207,12 @@ async fn cleanup_scans_every_master() {
         .await
         .unwrap();
     assert_eq!(deleted, 3);
-    assert!(strategies::leftovers::redis_keys(&url, &format!("dlb:{{{prefix}:*"))
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(
+        strategies::leftovers::redis_keys(&url, &format!("dlb:{{{prefix}:*"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     fixture.cleanup().await;
 }
 
@@ -206,10 +220,11 @@ async fn cleanup_scans_every_master() {
 async fn keyspace_expiry_refuses_a_cluster_naming_why() {
     let options = cluster_options();
     let fixture = Fixture::new(&common::sqlite_url(), "redis-zset", options.clone()).await;
-    let err = strategies::registry::build("redis-keyspace-expiry", &options, fixture.orders.clone())
-        .err()
-        .expect("refused")
-        .to_string();
+    let err =
+        strategies::registry::build("redis-keyspace-expiry", &options, fixture.orders.clone())
+            .err()
+            .expect("refused")
+            .to_string();
     assert!(
         err.contains("Redis Cluster") && err.contains("redis-keyspace-expiry"),
         "{err}"

@@ -281,9 +281,7 @@ impl Redis {
             );
             weakest = match (weakest, here) {
                 (_, Persistence::None) | (Persistence::None, _) => Persistence::None,
-                (_, Persistence::Snapshots) | (Persistence::Snapshots, _) => {
-                    Persistence::Snapshots
-                }
+                (_, Persistence::Snapshots) | (Persistence::Snapshots, _) => Persistence::Snapshots,
                 _ => Persistence::AppendOnly,
             };
         }
