@@ -69,7 +69,8 @@ enum Backend {
     /// master of its first key's slot (all its keys share one slot).
     Cluster {
         url: String,
-        client: ClusterClient,
+        // Boxed: the client's settings are twice the standalone variant.
+        client: Box<ClusterClient>,
         conn: OnceCell<ClusterConnection>,
     },
 }
@@ -95,7 +96,7 @@ impl Redis {
         let backend = if redis_cluster::is_cluster(url) {
             Backend::Cluster {
                 url: url.to_string(),
-                client: redis_cluster::client(url)?,
+                client: Box::new(redis_cluster::client(url)?),
                 conn: OnceCell::new(),
             }
         } else {
