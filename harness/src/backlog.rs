@@ -111,8 +111,25 @@ pub async fn holdings(backends: &Backends, pool: &Pool) -> Holdings {
     held
 }
 
-/// `used_memory`, and the members of the strategy's ZSETs.
+/// `used_memory`, and the members of the strategy's ZSETs. On a cluster,
+/// the sums over every master (an error while one is down).
 async fn redis_holdings(url: &str, prefix: &str) -> Result<(u64, u64)> {
+    if strategies::redis_cluster::is_cluster(url) {
+        let (mut memory, mut members) = (0, 0);
+        for master in strategies::redis_cluster::masters(url).await? {
+            let (m, n) = node_holdings(&master.url, prefix)
+                .await
+                .with_context(|| format!("cluster node {}", master.addr))?;
+            memory += m;
+            members += n;
+        }
+        return Ok((memory, members));
+    }
+    node_holdings(url, prefix).await
+}
+
+/// [`redis_holdings`] of one server.
+async fn node_holdings(url: &str, prefix: &str) -> Result<(u64, u64)> {
     let client = redis::Client::open(url).context("Redis URL")?;
     let mut conn = tokio::time::timeout(
         Duration::from_secs(10),

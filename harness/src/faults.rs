@@ -109,7 +109,19 @@ pub async fn route(
     for target in targets {
         let url = match target {
             Target::Database if location.kind != DbKind::Sqlite => &mut location.url,
-            Target::Redis if requires.contains(&Service::Redis) => &mut options.redis_zset.url,
+            Target::Redis if requires.contains(&Service::Redis) => {
+                // The cluster client connects to every master at the
+                // addresses the cluster announces, past a proxy in front
+                // of the seed: the fault would cut almost nothing.
+                anyhow::ensure!(
+                    !strategies::redis_cluster::is_cluster(&options.redis_zset.url),
+                    "a `partition` or `latency` fault on target = \"redis\" cannot act on a \
+                     Redis Cluster ({}): its clients reach every master directly. Use a \
+                     run-command fault on a node instead (scenarios/redis-cluster.toml)",
+                    strategies::store::redact_url(&options.redis_zset.url)
+                );
+                &mut options.redis_zset.url
+            }
             Target::Rabbitmq if requires.contains(&Service::RabbitMq) => &mut options.rabbit.url,
             _ => continue, // recorded as not applicable when the fault comes
         };

@@ -15,19 +15,62 @@ use std::time::Duration;
 /// the same count on the connection it already has, so only tests call this.
 #[cfg_attr(not(test), allow(dead_code))]
 pub async fn total_calls(url: &str) -> Result<u64> {
-    let (mut conn, _) = connect(url).await?;
-    Ok(sum_calls(&info(&mut conn, "commandstats").await?))
+    let mut total = 0;
+    for node in nodes(url).await?.urls {
+        let (mut conn, _) = connect(&node).await?;
+        total += sum_calls(&info(&mut conn, "commandstats").await?);
+    }
+    Ok(total)
+}
+
+/// The servers whose counts make up `url`'s: the one server, or every
+/// master of a cluster (`redis+cluster://`), with the commands listing
+/// them cost (AUTH/HELLO and CLUSTER NODES on the seed).
+struct Nodes {
+    urls: Vec<String>,
+    listing_calls: u64,
+}
+
+async fn nodes(url: &str) -> Result<Nodes> {
+    if !strategies::redis_cluster::is_cluster(url) {
+        return Ok(Nodes {
+            urls: vec![url.to_string()],
+            listing_calls: 0,
+        });
+    }
+    let seed = strategies::redis_cluster::seed_url(url)?;
+    let (mut conn, setup) = connect(&seed).await?;
+    let text: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query_async(&mut conn)
+        .await
+        .context("Redis CLUSTER NODES")?;
+    // Fails naming a master that is down: a sum without it would read low.
+    let masters = strategies::redis_cluster::parse_nodes(&text, &seed)?;
+    anyhow::ensure!(
+        !masters.is_empty(),
+        "the Redis Cluster has no master serving slots"
+    );
+    Ok(Nodes {
+        urls: masters.into_iter().map(|m| m.url).collect(),
+        listing_calls: setup + 1,
+    })
 }
 
 /// The server's identity and its command count at one moment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
-    /// Changes whenever the server restarts.
+    /// Changes whenever the server restarts (on a cluster: every master's,
+    /// so a restart of any master or a change of masters changes it).
     pub run_id: String,
     pub calls: u64,
     /// The snapshot's own commands before its INFO commandstats: INFO
-    /// server, plus AUTH with a password.
+    /// server, plus AUTH with a password (per node on a cluster, plus
+    /// listing the masters).
     own_calls: u64,
+    /// Servers read: each counts the snapshot's INFO commandstats after
+    /// replying, so a later snapshot sees one more call per server.
+    servers: u64,
 }
 
 /// Commands served between two snapshots.
@@ -41,21 +84,33 @@ pub enum Delta {
 }
 
 /// `INFO server`'s run_id, then `INFO commandstats`.
+/// On a cluster, the same on every master, summed.
 pub async fn snapshot(url: &str) -> Result<Snapshot> {
-    let (mut conn, setup) = connect(url).await?;
-    let server = info(&mut conn, "server").await?;
-    let run_id = server
-        .lines()
-        .find_map(|l| l.strip_prefix("run_id:"))
-        .map(|v| v.trim().to_string())
-        .context("INFO server has no run_id")?;
-    let calls = sum_calls(&info(&mut conn, "commandstats").await?);
-    Ok(Snapshot {
-        run_id,
-        calls,
+    let nodes = nodes(url).await?;
+    let mut snapshot = Snapshot {
+        run_id: String::new(),
+        calls: 0,
+        own_calls: nodes.listing_calls,
+        servers: 0,
+    };
+    for node in &nodes.urls {
+        let (mut conn, setup) = connect(node).await?;
+        let server = info(&mut conn, "server").await?;
+        let run_id = server
+            .lines()
+            .find_map(|l| l.strip_prefix("run_id:"))
+            .map(|v| v.trim().to_string())
+            .context("INFO server has no run_id")?;
+        if !snapshot.run_id.is_empty() {
+            snapshot.run_id.push(',');
+        }
+        snapshot.run_id += &run_id;
+        snapshot.calls += sum_calls(&info(&mut conn, "commandstats").await?);
         // The connection AUTHs (or says HELLO) once, before both INFO calls.
-        own_calls: 1 + setup,
-    })
+        snapshot.own_calls += 1 + setup;
+        snapshot.servers += 1;
+    }
+    Ok(snapshot)
 }
 
 impl Snapshot {
@@ -65,12 +120,33 @@ impl Snapshot {
         if self.run_id != before.run_id {
             return Delta::Restarted;
         }
-        Delta::Calls(self.calls.saturating_sub(before.calls + 1 + self.own_calls))
+        Delta::Calls(
+            self.calls
+                .saturating_sub(before.calls + before.servers + self.own_calls),
+        )
     }
 }
 
-/// `Redis <version> (append-only file on|off)`, for `run.json`.
+/// `Redis <version> (append-only file on|off)`, for `run.json`; on a
+/// cluster `Redis Cluster of N masters: <each master's>`.
 pub async fn version(url: &str) -> Result<String> {
+    if strategies::redis_cluster::is_cluster(url) {
+        let nodes = nodes(url).await?;
+        let mut versions = Vec::new();
+        for node in &nodes.urls {
+            versions.push(server_version(node).await?);
+        }
+        versions.dedup();
+        return Ok(format!(
+            "Redis Cluster of {} masters: {}",
+            nodes.urls.len(),
+            versions.join("; ")
+        ));
+    }
+    server_version(url).await
+}
+
+async fn server_version(url: &str) -> Result<String> {
     let field = |text: &str, key: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(key))
@@ -153,6 +229,7 @@ mod tests {
             run_id: run_id.into(),
             calls,
             own_calls: 1,
+            servers: 1,
         };
         assert_eq!(at("a", 110).since(&at("a", 100)), super::Delta::Calls(8));
         assert_eq!(at("b", 500).since(&at("a", 100)), super::Delta::Restarted);

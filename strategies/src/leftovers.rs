@@ -305,9 +305,29 @@ pub async fn delete_broker(amqp_url: &str, objects: &[BrokerObject]) -> Result<u
     }
 }
 
-/// Every key on the Redis of `redis_url` matching `pattern` (SCAN, never KEYS).
+/// Every key on the Redis of `redis_url` matching `pattern` (SCAN, never
+/// KEYS). On a cluster (`redis+cluster://`), SCAN on every master; a master
+/// that is down fails the listing rather than leaving its keys out.
 pub async fn redis_keys(redis_url: &str, pattern: &str) -> Result<Vec<String>> {
+    if crate::redis_cluster::is_cluster(redis_url) {
+        let mut keys = Vec::new();
+        for master in crate::redis_cluster::masters(redis_url).await? {
+            let mut conn = crate::redis_cluster::connect_node(&master.url, redis_url).await?;
+            keys.extend(scan(&mut conn, pattern).await?);
+        }
+        keys.sort();
+        keys.dedup();
+        return Ok(keys);
+    }
     let mut conn = redis_connect(redis_url).await?;
+    let mut keys = scan(&mut conn, pattern).await?;
+    keys.sort();
+    keys.dedup();
+    Ok(keys)
+}
+
+/// Every key on one node matching `pattern`.
+async fn scan(conn: &mut redis::aio::MultiplexedConnection, pattern: &str) -> Result<Vec<String>> {
     let mut keys = Vec::new();
     let mut cursor = 0u64;
     loop {
@@ -317,7 +337,7 @@ pub async fn redis_keys(redis_url: &str, pattern: &str) -> Result<Vec<String>> {
             .arg(pattern)
             .arg("COUNT")
             .arg(1000)
-            .query_async(&mut conn)
+            .query_async(conn)
             .await
             .map_err(|e| redis_error("scanning keys", e))?;
         keys.extend(batch);
@@ -326,8 +346,6 @@ pub async fn redis_keys(redis_url: &str, pattern: &str) -> Result<Vec<String>> {
         }
         cursor = next;
     }
-    keys.sort();
-    keys.dedup();
     Ok(keys)
 }
 
@@ -336,8 +354,25 @@ pub async fn delete_redis_keys(redis_url: &str, keys: &[String]) -> Result<usize
     if keys.is_empty() {
         return Ok(0);
     }
-    let mut conn = redis_connect(redis_url).await?;
     let mut deleted = 0;
+    if crate::redis_cluster::is_cluster(redis_url) {
+        // Each DEL goes to the master of its key's slot.
+        let client = crate::redis_cluster::client(redis_url)?;
+        let mut conn = tokio::time::timeout(Duration::from_secs(6), client.get_async_connection())
+            .await
+            .map_err(|_| cluster_unreachable(redis_url, "no connection within 6s".into()))?
+            .map_err(|e| cluster_unreachable(redis_url, e.to_string()))?;
+        for key in keys {
+            let n: usize = redis::cmd("DEL")
+                .arg(key)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| redis_error("deleting keys", e))?;
+            deleted += n;
+        }
+        return Ok(deleted);
+    }
+    let mut conn = redis_connect(redis_url).await?;
     for key in keys {
         let n: usize = redis::cmd("DEL")
             .arg(key)
@@ -347,6 +382,15 @@ pub async fn delete_redis_keys(redis_url: &str, keys: &[String]) -> Result<usize
         deleted += n;
     }
     Ok(deleted)
+}
+
+fn cluster_unreachable(redis_url: &str, reason: String) -> Error {
+    Error::Unreachable {
+        service: "Redis",
+        url: redact_url(redis_url),
+        reason,
+        hint: crate::redis_cluster::START_HINT.into(),
+    }
 }
 
 /// Deletes every Redis key of the run with resource prefix `prefix`.

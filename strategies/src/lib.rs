@@ -18,6 +18,7 @@ pub mod error;
 pub mod leftovers;
 pub mod outbox;
 pub mod rabbit;
+pub mod redis_cluster;
 pub mod redis_zset;
 pub mod registry;
 pub mod store;

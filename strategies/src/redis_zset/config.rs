@@ -13,6 +13,9 @@ use std::time::Duration;
 pub struct RedisZsetConfig {
     /// Redis URL (default `redis://127.0.0.1:6379`); may carry a password
     /// (`redis://:secret@host:6379/0`), which `Debug` and errors hide.
+    /// `redis+cluster://host:port` selects Redis Cluster, with that node as
+    /// the seed (e.g. `redis+cluster://127.0.0.1:7000` for
+    /// `scripts/services.sh redis-cluster`).
     pub url: String,
     /// Number of shards, each a pair of ZSETs in one hash slot (default 4).
     /// Never change it while orders are scheduled: the shard of an order is
@@ -64,11 +67,17 @@ impl fmt::Debug for RedisZsetConfig {
 impl RedisZsetConfig {
     /// Checks ranges; `field` is the config path used in the message.
     pub fn validate(&self, field: &str) -> Result<()> {
-        if !(self.url.starts_with("redis://") || self.url.starts_with("redis+unix://"))
+        if crate::redis_cluster::is_cluster(&self.url) {
+            crate::redis_cluster::seed_url(&self.url)
+                .and_then(|_| crate::redis_cluster::client(&self.url))
+                .map_err(|e| Error::Config(format!("{field}.url: {e}")))?;
+        } else if !(self.url.starts_with("redis://") || self.url.starts_with("redis+unix://"))
             || redis::Client::open(self.url.as_str()).is_err()
         {
             return Err(Error::Config(format!(
-                "{field}.url = `{}` is not a valid Redis URL; accepted: redis://[:password@]host[:port][/db]",
+                "{field}.url = `{}` is not a valid Redis URL; accepted: \
+                 redis://[:password@]host[:port][/db], or redis+cluster://[:password@]host:port \
+                 (a seed node of a Redis Cluster)",
                 redact_url(&self.url)
             )));
         }

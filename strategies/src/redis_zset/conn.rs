@@ -6,8 +6,11 @@
 
 use crate::domain::OrderId;
 use crate::error::{Error, Result};
+use crate::redis_cluster;
 use crate::store::redact_url;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
 use redis::{
     AsyncConnectionConfig, Client, Cmd, FromRedisValue, Msg, ProtocolVersion, PushKind,
     ScriptInvocation,
@@ -49,12 +52,33 @@ pub(crate) enum Persistence {
     None,
 }
 
-/// One Redis server: a lazily connected command connection and counters.
+/// One Redis server, or one Redis Cluster (`redis+cluster://` URL): a
+/// lazily connected command connection and counters.
 pub(crate) struct Redis {
-    client: Client,
+    backend: Backend,
     display_url: String,
-    manager: OnceCell<ConnectionManager>,
     commands: AtomicU64,
+}
+
+enum Backend {
+    Standalone {
+        client: Client,
+        manager: OnceCell<ConnectionManager>,
+    },
+    /// Commands go to the master of their key's slot; a script to the
+    /// master of its first key's slot (all its keys share one slot).
+    Cluster {
+        url: String,
+        // Boxed: the client's settings are twice the standalone variant.
+        client: Box<ClusterClient>,
+        conn: OnceCell<ClusterConnection>,
+    },
+}
+
+/// The command connection of either backend.
+enum Conn {
+    Standalone(ConnectionManager),
+    Cluster(ClusterConnection),
 }
 
 impl std::fmt::Debug for Redis {
@@ -69,14 +93,30 @@ impl Redis {
     /// Parses `url`; connects on first use.
     pub fn new(url: &str) -> Result<Redis> {
         let display_url = redact_url(url);
-        let client = Client::open(url)
-            .map_err(|e| Error::Config(format!("Redis URL `{display_url}` is invalid: {e}")))?;
+        let backend = if redis_cluster::is_cluster(url) {
+            Backend::Cluster {
+                url: url.to_string(),
+                client: Box::new(redis_cluster::client(url)?),
+                conn: OnceCell::new(),
+            }
+        } else {
+            Backend::Standalone {
+                client: Client::open(url).map_err(|e| {
+                    Error::Config(format!("Redis URL `{display_url}` is invalid: {e}"))
+                })?,
+                manager: OnceCell::new(),
+            }
+        };
         Ok(Redis {
-            client,
+            backend,
             display_url,
-            manager: OnceCell::new(),
             commands: AtomicU64::new(0),
         })
+    }
+
+    /// Whether this is a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.backend, Backend::Cluster { .. })
     }
 
     /// Commands and script calls sent so far (app-side; a script call is one).
@@ -84,9 +124,15 @@ impl Redis {
         self.commands.load(Ordering::Relaxed)
     }
 
-    /// The logical database number (for `__keyevent@<db>__` channels).
+    /// The logical database number (for `__keyevent@<db>__` channels; a
+    /// cluster has only 0).
     pub fn db(&self) -> i64 {
-        self.client.get_connection_info().redis_settings().db()
+        match &self.backend {
+            Backend::Standalone { client, .. } => {
+                client.get_connection_info().redis_settings().db()
+            }
+            Backend::Cluster { .. } => 0,
+        }
     }
 
     fn unreachable(&self, reason: String) -> Error {
@@ -94,22 +140,50 @@ impl Redis {
             service: "Redis",
             url: self.display_url.clone(),
             reason,
-            hint: START_HINT.to_string(),
+            hint: if self.is_cluster() {
+                redis_cluster::START_HINT
+            } else {
+                START_HINT
+            }
+            .to_string(),
         }
     }
 
-    /// The command connection; it reconnects by itself after Redis restarts
-    /// (the command that saw the drop fails, the next ones wait for it).
-    async fn conn(&self) -> Result<ConnectionManager> {
-        let manager = self
-            .manager
+    /// The command connection; it reconnects by itself after Redis (or a
+    /// cluster node) restarts (the command that saw the drop fails, the
+    /// next ones wait for it).
+    async fn conn(&self) -> Result<Conn> {
+        let (client, manager) = match &self.backend {
+            Backend::Standalone { client, manager } => (client, manager),
+            Backend::Cluster { client, conn, .. } => {
+                let conn = conn
+                    .get_or_try_init(|| async {
+                        match tokio::time::timeout(
+                            CONNECT_TIMEOUT * 3,
+                            client.get_async_connection(),
+                        )
+                        .await
+                        {
+                            Ok(Ok(conn)) => Ok(conn),
+                            Ok(Err(e)) => Err(self.unreachable(e.to_string())),
+                            Err(_) => Err(self.unreachable(format!(
+                                "no answer within {:?}",
+                                CONNECT_TIMEOUT * 3
+                            ))),
+                        }
+                    })
+                    .await?;
+                return Ok(Conn::Cluster(conn.clone()));
+            }
+        };
+        let manager = manager
             .get_or_try_init(|| async {
                 let config = ConnectionManagerConfig::new()
                     .set_connection_timeout(Some(CONNECT_TIMEOUT))
                     .set_response_timeout(Some(RESPONSE_TIMEOUT))
                     .set_number_of_retries(2)
                     .set_max_delay(Duration::from_millis(500));
-                let connect = ConnectionManager::new_with_config(self.client.clone(), config);
+                let connect = ConnectionManager::new_with_config(client.clone(), config);
                 match tokio::time::timeout(CONNECT_TIMEOUT * 3, connect).await {
                     Ok(Ok(manager)) => Ok(manager),
                     Ok(Err(e)) => Err(self.unreachable(e.to_string())),
@@ -119,16 +193,18 @@ impl Redis {
                 }
             })
             .await?;
-        Ok(manager.clone())
+        Ok(Conn::Standalone(manager.clone()))
     }
 
     /// Sends one command.
     pub async fn query<T: FromRedisValue>(&self, cmd: &Cmd, context: &'static str) -> Result<T> {
-        let mut conn = self.conn().await?;
+        let conn = self.conn().await?;
         self.commands.fetch_add(1, Ordering::Relaxed);
-        cmd.query_async(&mut conn)
-            .await
-            .map_err(|e| broker(context, &e))
+        match conn {
+            Conn::Standalone(mut c) => cmd.query_async(&mut c).await,
+            Conn::Cluster(mut c) => cmd.query_async(&mut c).await,
+        }
+        .map_err(|e| broker(context, &e))
     }
 
     /// Calls a script (EVALSHA; loaded again when Redis forgot it).
@@ -137,12 +213,13 @@ impl Redis {
         invocation: &ScriptInvocation<'_>,
         context: &'static str,
     ) -> Result<T> {
-        let mut conn = self.conn().await?;
+        let conn = self.conn().await?;
         self.commands.fetch_add(1, Ordering::Relaxed);
-        invocation
-            .invoke_async(&mut conn)
-            .await
-            .map_err(|e| broker(context, &e))
+        match conn {
+            Conn::Standalone(mut c) => invocation.invoke_async(&mut c).await,
+            Conn::Cluster(mut c) => invocation.invoke_async(&mut c).await,
+        }
+        .map_err(|e| broker(context, &e))
     }
 
     /// Checks that Redis answers; an unreachable server gives
@@ -180,17 +257,36 @@ impl Redis {
         .await
     }
 
-    /// How the server persists, from `appendonly` and `save`.
+    /// How the server persists, from `appendonly` and `save`; on a
+    /// cluster, the weakest of every master's (what a restart of that
+    /// master loses).
     pub async fn persistence(&self) -> Result<Persistence> {
-        let aof = self.config_get("appendonly").await?;
-        let save = self.config_get("save").await?;
-        Ok(if aof.as_deref() == Some("yes") {
-            Persistence::AppendOnly
-        } else if save.is_some_and(|s| !s.trim().is_empty()) {
-            Persistence::Snapshots
-        } else {
-            Persistence::None
-        })
+        let Backend::Cluster { url, .. } = &self.backend else {
+            let aof = self.config_get("appendonly").await?;
+            let save = self.config_get("save").await?;
+            return Ok(persistence_of(aof.as_deref(), save.as_deref()));
+        };
+        let mut weakest = Persistence::AppendOnly;
+        for master in redis_cluster::masters(url).await? {
+            let mut conn = redis_cluster::connect_node(&master.url, url).await?;
+            let mut values: HashMap<String, String> = redis::cmd("CONFIG")
+                .arg("GET")
+                .arg("appendonly")
+                .arg("save")
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| broker("reading Redis configuration", &e))?;
+            let here = persistence_of(
+                values.remove("appendonly").as_deref(),
+                values.remove("save").as_deref(),
+            );
+            weakest = match (weakest, here) {
+                (_, Persistence::None) | (Persistence::None, _) => Persistence::None,
+                (_, Persistence::Snapshots) | (Persistence::Snapshots, _) => Persistence::Snapshots,
+                _ => Persistence::AppendOnly,
+            };
+        }
+        Ok(weakest)
     }
 
     /// Subscribes to `channel` on its own RESP3 connection and reports to
@@ -204,9 +300,11 @@ impl Redis {
         mut on_event: impl FnMut(Event<'_>),
     ) {
         let mut backoff = MIN_BACKOFF;
+        // Which node to try (cluster): the next one after each failure.
+        let mut attempt = 0usize;
         while !shutdown.is_cancelled() {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            match self.subscribe(channel, tx).await {
+            match self.subscribe(channel, tx, attempt).await {
                 Ok(conn) => {
                     backoff = MIN_BACKOFF;
                     on_event(Event::Subscribed);
@@ -230,10 +328,12 @@ impl Redis {
                         }
                     }
                     drop(conn);
+                    attempt += 1;
                     errors.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(channel, "Redis subscriber disconnected; resubscribing");
                 }
                 Err(e) => {
+                    attempt += 1;
                     errors.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(channel, error = %e, "subscribing failed; retrying");
                 }
@@ -246,12 +346,30 @@ impl Redis {
         }
     }
 
+    /// Subscribes on the standalone server, or on one node of the cluster:
+    /// a cluster delivers a PUBLISH (even from a script) to subscribers on
+    /// every node, so any node serves. Attempt `n` takes the seed, then
+    /// each master in turn, so a dead node is passed over on the next try.
     async fn subscribe(
         &self,
         channel: &str,
         tx: tokio::sync::mpsc::UnboundedSender<redis::PushInfo>,
+        attempt: usize,
     ) -> Result<MultiplexedConnection> {
-        let info = self.client.get_connection_info().clone();
+        let info = match &self.backend {
+            Backend::Standalone { client, .. } => client.get_connection_info().clone(),
+            Backend::Cluster { url, .. } => {
+                let mut nodes = vec![redis_cluster::seed_url(url)?];
+                // Only the seed while a master is down (it is not listed then).
+                if let Ok(masters) = redis_cluster::masters(url).await {
+                    nodes.extend(masters.into_iter().map(|m| m.url));
+                }
+                redis::IntoConnectionInfo::into_connection_info(
+                    nodes[attempt % nodes.len()].as_str(),
+                )
+                .map_err(|e| broker("subscribing", &e))?
+            }
+        };
         let settings = info
             .redis_settings()
             .clone()
@@ -271,6 +389,16 @@ impl Redis {
             .await
             .map_err(|e| broker("subscribing", &e))?;
         Ok(conn)
+    }
+}
+
+fn persistence_of(appendonly: Option<&str>, save: Option<&str>) -> Persistence {
+    if appendonly == Some("yes") {
+        Persistence::AppendOnly
+    } else if save.is_some_and(|s| !s.trim().is_empty()) {
+        Persistence::Snapshots
+    } else {
+        Persistence::None
     }
 }
 

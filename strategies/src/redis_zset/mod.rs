@@ -9,7 +9,10 @@
 //!   became shard `k`'s earliest.
 //!
 //! `<prefix>` comes from the database namespace, so runs never share keys;
-//! an order's shard is a stable hash of its id modulo `shards`.
+//! an order's shard is a stable hash of its id modulo `shards`. On Redis
+//! Cluster (`redis+cluster://` URL) the tag `<prefix>:<k>` may carry a salt
+//! (`<prefix>:<k>.<salt>`) chosen so shard `k`'s slot lies in the `k`-th
+//! slice of the slot space, spreading the shards over the masters.
 //!
 //! A worker claims due members with one script (`scripts.rs`: delay ->
 //! processing), cancels them through `cancel_batch_if_due`, then acks by
@@ -54,6 +57,18 @@ use tokio_util::sync::CancellationToken;
 /// How long an order the database says is not due yet (clock skew between
 /// instances) waits before it is claimed again.
 const NOT_DUE_RETRY: Duration = Duration::from_millis(100);
+
+/// The hash tag of shard `k`: `<prefix>:<k>` on a standalone Redis; on a
+/// cluster, a tag whose slot lies in the `k`-th equal slice of the slot
+/// space, so the shards spread over the masters (see
+/// [`crate::redis_cluster::spread_tag`]).
+fn shard_tag(prefix: &str, k: u32, shards: u32, cluster: bool) -> String {
+    if cluster {
+        crate::redis_cluster::spread_tag(prefix, k, shards)
+    } else {
+        format!("{prefix}:{k}")
+    }
+}
 
 /// How due members are taken from the delay set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,24 +131,32 @@ crate::canceller::counters! {
 struct Pass {
     /// Some shard had a full batch: look again at once.
     busy: bool,
-    /// The earliest remaining deadline of all shards.
+    /// The earliest remaining deadline of all shards (a failed shard's
+    /// retry time included).
     next: Option<Micros>,
+    /// The first error of a shard that failed; the other shards were
+    /// still claimed.
+    failed: Option<crate::Error>,
 }
 
 impl RedisZset {
     pub fn new(store: OrderStore, config: &RedisZsetConfig, mode: ClaimMode) -> Result<Self> {
         let prefix = store.location().resource_prefix();
+        let redis = Redis::new(&config.url)?;
         let shards = (0..config.shards)
-            .map(|k| Shard {
-                index: k as usize,
-                next_due: AtomicI64::new(i64::MIN),
-                delay: format!("dlb:{{{prefix}:{k}}}:delay"),
-                processing: format!("dlb:{{{prefix}:{k}}}:processing"),
-                dead: format!("dlb:{{{prefix}:{k}}}:dead"),
+            .map(|k| {
+                let tag = shard_tag(&prefix, k, config.shards, redis.is_cluster());
+                Shard {
+                    index: k as usize,
+                    next_due: AtomicI64::new(i64::MIN),
+                    delay: format!("dlb:{{{tag}}}:delay"),
+                    processing: format!("dlb:{{{tag}}}:processing"),
+                    dead: format!("dlb:{{{tag}}}:dead"),
+                }
             })
             .collect();
         Ok(RedisZset {
-            redis: Redis::new(&config.url)?,
+            redis,
             store,
             config: config.clone(),
             mode,
@@ -145,6 +168,11 @@ impl RedisZset {
             persistence: Mutex::new(None),
             counters: Counters::default(),
         })
+    }
+
+    /// The delay-set key of every shard, in shard order.
+    pub fn delay_keys(&self) -> Vec<&str> {
+        self.shards.iter().map(|s| s.delay.as_str()).collect()
     }
 
     /// The delay-set key of `order_id`'s shard (tests inspect Redis with it).
@@ -219,6 +247,15 @@ impl Canceller for RedisZset {
                      persistence a Redis restart loses the schedule; fallback-scan recovers it"
                 .to_string(),
         }];
+        if self.redis.is_cluster() {
+            notes.push(format!(
+                "Redis Cluster: {} shards, each in one hash slot spread over the masters; a \
+                 master that is down stops the claims and schedules of its shards (only \
+                 theirs while the cluster serves partial coverage), and comes back with \
+                 their sets empty without persistence",
+                self.shards.len()
+            ));
+        }
         notes.push(format!(
             "an earlier deadline wakes sleeping workers by PUBLISH; a lost wake message costs \
              at most max-sleep ({:?}) of lateness",

@@ -53,6 +53,16 @@ crate::canceller::counters! {
 
 impl RedisKeyspaceExpiry {
     pub fn new(store: OrderStore, config: &RedisZsetConfig) -> Result<Self> {
+        if crate::redis_cluster::is_cluster(&config.url) {
+            // Keyspace events are published only on the node whose key
+            // expired, and a subscriber hears its own node only.
+            return Err(crate::Error::Config(format!(
+                "strategies.redis-zset.url = `{}` is a Redis Cluster; {NAME} cannot run on one: \
+                 keyspace `expired` events stay on the node holding the key, so one subscriber \
+                 misses the other masters' expiries. Run it on a standalone Redis (redis://...)",
+                crate::store::redact_url(&config.url)
+            )));
+        }
         let redis = Redis::new(&config.url)?;
         Ok(RedisKeyspaceExpiry {
             key_prefix: format!("dlb:{{{}}}:expire:", store.location().resource_prefix()),

@@ -15,11 +15,14 @@ use tokio_util::sync::CancellationToken;
 
 impl RedisZset {
     /// Claims, cancels and acks the due members of every shard (`full`) or
-    /// of the shards known or suspected to hold due members.
-    async fn pass(&self, full: bool) -> Result<Pass> {
+    /// of the shards known or suspected to hold due members. A shard that
+    /// fails is tried again `retry_in` later while the others go on: on a
+    /// cluster, a dead master stops only the shards it holds.
+    async fn pass(&self, full: bool, retry_in: Duration) -> Pass {
         let mut pass = Pass {
             busy: false,
             next: None,
+            failed: None,
         };
         let now = now_us();
         for shard in &self.shards {
@@ -30,20 +33,26 @@ impl RedisZset {
                     ClaimMode::Atomic => self.claim_and_cancel(shard).await,
                     ClaimMode::Nonatomic => self.read_and_cancel(shard).await,
                 };
-                let (members, next) = claimed.inspect_err(|_| {
-                    shard.next_due.store(i64::MIN, Ordering::SeqCst);
-                })?;
-                shard
-                    .next_due
-                    .fetch_min(next.unwrap_or(i64::MAX), Ordering::SeqCst);
-                pass.busy |= members >= self.config.claim_batch as usize;
+                match claimed {
+                    Ok((members, next)) => {
+                        shard
+                            .next_due
+                            .fetch_min(next.unwrap_or(i64::MAX), Ordering::SeqCst);
+                        pass.busy |= members >= self.config.claim_batch as usize;
+                    }
+                    Err(e) => {
+                        let retry_at = now_us() + retry_in.as_micros() as i64;
+                        shard.next_due.store(retry_at, Ordering::SeqCst);
+                        pass.failed.get_or_insert(e);
+                    }
+                }
             }
             let next = shard.next_due.load(Ordering::SeqCst);
             if next != i64::MAX {
                 pass.next = Some(pass.next.map_or(next, |n| n.min(next)));
             }
         }
-        Ok(pass)
+        pass
     }
 
     /// The claim script on one shard: due members move to processing.
@@ -227,27 +236,36 @@ impl RedisZset {
             .await
     }
 
-    /// Gives every claim whose visibility deadline passed back to its delay set.
+    /// Gives every claim whose visibility deadline passed back to its delay
+    /// set; a shard that fails does not keep the others from it.
     async fn reclaim(&self) -> Result<()> {
+        let mut first_error = None;
         for shard in &self.shards {
-            loop {
-                let mut invocation = self.scripts.reclaim.prepare_invoke();
-                invocation
-                    .key(&shard.delay)
-                    .key(&shard.processing)
-                    .arg(now_us())
-                    .arg(self.config.claim_batch);
-                let moved: usize = self
-                    .redis
-                    .invoke(&invocation, "reclaiming expired claims in Redis")
-                    .await?;
-                Self::count(&self.counters.reclaimed, moved);
-                if moved > 0 {
-                    self.note_due(shard.index, now_us());
-                }
-                if moved < self.config.claim_batch as usize {
-                    break;
-                }
+            if let Err(e) = self.reclaim_shard(shard).await {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    async fn reclaim_shard(&self, shard: &Shard) -> Result<()> {
+        loop {
+            let mut invocation = self.scripts.reclaim.prepare_invoke();
+            invocation
+                .key(&shard.delay)
+                .key(&shard.processing)
+                .arg(now_us())
+                .arg(self.config.claim_batch);
+            let moved: usize = self
+                .redis
+                .invoke(&invocation, "reclaiming expired claims in Redis")
+                .await?;
+            Self::count(&self.counters.reclaimed, moved);
+            if moved > 0 {
+                self.note_due(shard.index, now_us());
+            }
+            if moved < self.config.claim_batch as usize {
+                break;
             }
         }
         Ok(())
@@ -278,26 +296,24 @@ impl RedisZset {
             if full {
                 next_full = Instant::now() + self.config.max_sleep;
             }
-            let mut sleep = match self.pass(full).await {
-                Ok(pass) if pass.busy => {
-                    backoff = MIN_BACKOFF;
-                    continue;
-                }
-                Ok(pass) => {
-                    backoff = MIN_BACKOFF;
-                    let until_full = next_full.saturating_duration_since(Instant::now());
-                    pass.next
-                        .map(|at| Duration::from_micros(at.saturating_sub(now_us()).max(0) as u64))
-                        .map_or(until_full, |d| d.min(until_full))
-                }
-                Err(e) => {
-                    self.failed("a pass", &e);
-                    next_full = Instant::now();
-                    let pause = backoff;
+            let pass = self.pass(full, backoff).await;
+            // A failed shard waits `backoff` (its next_due says so); the
+            // pause doubles while some shard keeps failing.
+            match &pass.failed {
+                Some(e) => {
+                    self.failed("a pass", e);
                     backoff = (backoff * 2).min(MAX_BACKOFF);
-                    pause
                 }
-            };
+                None => backoff = MIN_BACKOFF,
+            }
+            if pass.busy {
+                continue;
+            }
+            let until_full = next_full.saturating_duration_since(Instant::now());
+            let mut sleep = pass
+                .next
+                .map(|at| Duration::from_micros(at.saturating_sub(now_us()).max(0) as u64))
+                .map_or(until_full, |d| d.min(until_full));
             if self.mode == ClaimMode::Atomic {
                 sleep = sleep.min(next_reclaim.saturating_duration_since(Instant::now()));
             }
