@@ -2,7 +2,9 @@
 # Makes sure the services the tests need are up on 127.0.0.1, starting any
 # that is installed locally but stopped. Fails naming the service and how to
 # start it when it cannot. Usage: scripts/services.sh [postgres] [mariadb] [redis] [rabbitmq]
-# (no argument: all four).
+# (no argument: all four). Not among the four, named only:
+# rabbitmq-cluster / rabbitmq-cluster-stop (three local nodes on 5681-5683,
+# scripts/rabbitmq-cluster.sh).
 set -euo pipefail
 
 wanted=("$@")
@@ -62,8 +64,14 @@ for service in "${wanted[@]}"; do
         'command -v rabbitmq-server && rabbitmq-server -detached' \
         'rabbitmq-server -detached'
       ;;
+    rabbitmq-cluster)
+      "$(dirname "$0")/rabbitmq-cluster.sh" start
+      ;;
+    rabbitmq-cluster-stop)
+      "$(dirname "$0")/rabbitmq-cluster.sh" stop
+      ;;
     *)
-      echo "error: unknown service '$service'; known: postgres mariadb redis rabbitmq" >&2
+      echo "error: unknown service '$service'; known: postgres mariadb redis rabbitmq rabbitmq-cluster rabbitmq-cluster-stop" >&2
       exit 2
       ;;
   esac

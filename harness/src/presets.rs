@@ -33,6 +33,7 @@ pub const PRESETS: &[Preset] = presets!(
     "chaos-short",
     "sweep",
     "backlog",
+    "rabbitmq-cluster",
 );
 
 /// The preset `run` uses when no `--scenario` is given.
