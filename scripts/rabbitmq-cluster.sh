@@ -134,6 +134,11 @@ launch_node() { # n
   local n=$1
   if running "$n"; then
     say "$(node_name "$n") is already running (AMQP 127.0.0.1:$(amqp_port "$n"))"
+    # Its app stopped by `stop_app` (a fault): start it again.
+    if ! app_running "$n" && ctl "$n" -q eval 'rabbit:is_booting().' 2>/dev/null | grep -qx false; then
+      say "starting the rabbit app on $(node_name "$n")"
+      ctl "$n" -q start_app || true
+    fi
     return 0
   fi
   port_open "$(amqp_port "$n")" && die "127.0.0.1:$(amqp_port "$n") is taken by another process; stop it first"

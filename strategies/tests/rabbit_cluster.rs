@@ -134,7 +134,10 @@ async fn quorum_wait_queues_are_replicated_on_three_nodes() {
     .await;
     let instance = fixture.instance().await;
     instance.setup().await.expect("declaring the queues");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/rabbitmq-cluster.sh");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scripts/rabbitmq-cluster.sh"
+    );
     let out = std::process::Command::new("bash")
         .args([
             script,
