@@ -5,7 +5,9 @@
 # (no argument: all four).
 # Also, only when named: `redis-cluster` starts a local 3-master Redis Cluster
 # on 127.0.0.1:7000-7002 (no replicas, no persistence; redis-zset runs on it
-# with --redis redis+cluster://127.0.0.1:7000), `redis-cluster-stop` stops it.
+# with --redis redis+cluster://127.0.0.1:7000), `redis-cluster-stop` stops it;
+# `rabbitmq-cluster` / `rabbitmq-cluster-stop` start and stop three local
+# RabbitMQ nodes on 5681-5683 (scripts/rabbitmq-cluster.sh).
 set -euo pipefail
 
 wanted=("$@")
@@ -151,8 +153,14 @@ for service in "${wanted[@]}"; do
     redis-cluster-stop)
       redis_cluster_stop
       ;;
+    rabbitmq-cluster)
+      "$(dirname "$0")/rabbitmq-cluster.sh" start
+      ;;
+    rabbitmq-cluster-stop)
+      "$(dirname "$0")/rabbitmq-cluster.sh" stop
+      ;;
     *)
-      echo "error: unknown service '$service'; known: postgres mariadb redis rabbitmq redis-cluster redis-cluster-stop" >&2
+      echo "error: unknown service '$service'; known: postgres mariadb redis rabbitmq redis-cluster redis-cluster-stop rabbitmq-cluster rabbitmq-cluster-stop" >&2
       exit 2
       ;;
   esac

@@ -34,6 +34,7 @@ pub const PRESETS: &[Preset] = presets!(
     "sweep",
     "backlog",
     "redis-cluster",
+    "rabbitmq-cluster",
 );
 
 /// The preset `run` uses when no `--scenario` is given.

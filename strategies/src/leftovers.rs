@@ -64,6 +64,20 @@ pub struct BrokerObject {
 /// `amqp_url`'s virtual host, and which source listed them (the
 /// management API's URL or `rabbitmqctl`).
 pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> {
+    // The management API and rabbitmqctl found from a URL's host would
+    // answer for whichever broker owns port 15672 / the default node there,
+    // not necessarily the listed cluster's.
+    if crate::rabbit::nodes::split(amqp_url).len() > 1 {
+        return Err(Error::Unreachable {
+            service: "RabbitMQ (listing queues)",
+            url: crate::rabbit::nodes::redact(amqp_url),
+            reason: "listing the leftovers of a cluster given as several URLs is not supported"
+                .into(),
+            hint: "list them on one node, e.g. `scripts/rabbitmq-cluster.sh ctl 1 list_queues \
+                   name messages` for the local cluster"
+                .into(),
+        });
+    }
     let uri: amq_protocol::uri::AMQPUri = amqp_url
         .parse()
         .map_err(|e: String| Error::Config(format!("AMQP URL `{}`: {e}", redact_url(amqp_url))))?;
@@ -252,16 +266,16 @@ async fn list_with_rabbitmqctl(vhost: &str) -> std::result::Result<Vec<BrokerObj
 /// many went. One failure does not stop the others: the first is returned
 /// after all were tried.
 pub async fn delete_broker(amqp_url: &str, objects: &[BrokerObject]) -> Result<usize> {
-    use lapin::{Connection, ConnectionProperties};
     if objects.is_empty() {
         return Ok(0);
     }
-    let conn = Connection::connect(amqp_url, ConnectionProperties::default())
+    let urls = crate::rabbit::nodes::split(amqp_url);
+    let (conn, _) = crate::rabbit::nodes::connect_first(&urls, 0)
         .await
-        .map_err(|e| Error::Unreachable {
+        .map_err(|reason| Error::Unreachable {
             service: "RabbitMQ",
-            url: redact_url(amqp_url),
-            reason: e.to_string(),
+            url: crate::rabbit::nodes::redact(amqp_url),
+            reason,
             hint: "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
                    `rabbitmq-server -detached`"
                 .into(),

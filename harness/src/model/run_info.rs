@@ -107,6 +107,12 @@ impl RunInfo {
 /// `text` with the password of any URL in it replaced by `***`, whether it
 /// parses as a URL or not (`--db=postgres://u:pw@h/db`, `amqp://u:p%40w@h`).
 pub fn redact_secrets(text: &str) -> String {
+    // A list of URLs (a RabbitMQ cluster's nodes): each one.
+    if let Some((first, rest)) = text.split_once(',') {
+        if first.contains("://") && rest.contains("://") {
+            return format!("{},{}", redact_secrets(first), redact_secrets(rest));
+        }
+    }
     let Some(scheme_end) = text.find("://") else {
         return text.to_string();
     };
@@ -247,6 +253,11 @@ mod secrets_tests {
             ),
             ("sqlite://", "sqlite://"),
             ("--strategies", "--strategies"),
+            ("a,b", "a,b"),
+            (
+                "--amqp=amqp://g:pw@h:5681,amqp://g:pw@h:5682/%2f",
+                "--amqp=amqp://g:***@h:5681,amqp://g:***@h:5682/%2f",
+            ),
         ] {
             assert_eq!(redact_secrets(raw), want, "{raw}");
         }

@@ -23,7 +23,10 @@ pub enum QueueType {
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RabbitConfig {
-    /// Broker URL (default `amqp://guest:guest@127.0.0.1:5672/%2f`).
+    /// Broker URL (default `amqp://guest:guest@127.0.0.1:5672/%2f`), or the
+    /// nodes of a cluster separated by commas
+    /// (`amqp://…@127.0.0.1:5681,amqp://…@127.0.0.1:5682`): the client uses
+    /// the first that answers and moves to the next when its node dies.
     pub url: String,
     /// Unacknowledged deliveries per consumer (default 100).
     pub prefetch: u16,
@@ -40,7 +43,7 @@ pub struct RabbitConfig {
 impl fmt::Debug for RabbitConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RabbitConfig")
-            .field("url", &redact_url(&self.url))
+            .field("url", &super::nodes::redact(&self.url))
             .field("prefetch", &self.prefetch)
             .field("queue_type", &self.queue_type)
             .field("ttls", &self.ttls)
@@ -62,11 +65,21 @@ impl Default for RabbitConfig {
 impl RabbitConfig {
     /// Checks ranges; `field` is the config path used in the message.
     pub fn validate(&self, field: &str) -> Result<()> {
-        if !self.url.starts_with("amqp://") && !self.url.starts_with("amqps://") {
+        let urls = super::nodes::split(&self.url);
+        if urls.is_empty() {
             return Err(Error::Config(format!(
-                "{field}.url = `{}` is not an AMQP URL; accepted: amqp://user:password@host:port/vhost",
-                redact_url(&self.url)
+                "{field}.url is empty; accepted: amqp://user:password@host:port/vhost, or several \
+                 separated by commas (the nodes of a cluster)"
             )));
+        }
+        for url in urls {
+            if !url.starts_with("amqp://") && !url.starts_with("amqps://") {
+                return Err(Error::Config(format!(
+                    "{field}.url: `{}` is not an AMQP URL; accepted: amqp://user:password@host:port/vhost, \
+                     or several separated by commas (the nodes of a cluster)",
+                    redact_url(url)
+                )));
+            }
         }
         if self.prefetch == 0 {
             return Err(Error::Config(format!(

@@ -17,6 +17,7 @@
 
 mod config;
 mod message;
+pub mod nodes;
 mod topology;
 
 pub use config::{QueueType, RabbitConfig};
@@ -36,9 +37,9 @@ use lapin::options::{
     BasicRejectOptions, ConfirmSelectOptions,
 };
 use lapin::types::{AMQPValue, FieldTable, ShortString};
-use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use lapin::{BasicProperties, Channel, Connection};
 use message::{pick_ttl, remaining_ms};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -77,6 +78,9 @@ pub struct RabbitStrategy {
     /// The publishing connection and its confirm-mode channel, opened lazily
     /// and reopened after a failure.
     publisher: Mutex<Option<(Connection, Channel)>>,
+    /// The index (in `config.url`'s list of nodes) of the last node a
+    /// connection was opened to: the first one the next connection tries.
+    node: AtomicUsize,
     counters: Counters,
 }
 
@@ -105,6 +109,7 @@ impl RabbitStrategy {
             config: config.clone(),
             names,
             publisher: Mutex::new(None),
+            node: AtomicUsize::new(0),
             counters: Counters::default(),
         })
     }
@@ -127,18 +132,34 @@ impl RabbitStrategy {
         }
     }
 
+    /// A connection to the node used last, or, when it does not answer
+    /// (stopped), to the next listed one that does.
     async fn connect(&self) -> Result<Connection> {
-        Connection::connect(&self.config.url, ConnectionProperties::default())
-            .await
-            .map_err(|e| Error::Unreachable {
+        let urls = nodes::split(&self.config.url);
+        let last = self.node.load(Ordering::Relaxed);
+        match nodes::connect_first(&urls, last).await {
+            Ok((connection, index)) => {
+                if index != last {
+                    tracing::warn!(
+                        strategy = self.mode.name(),
+                        node = %redact_url(urls[index]),
+                        "connected to another node of the list"
+                    );
+                }
+                self.node.store(index, Ordering::Relaxed);
+                Ok(connection)
+            }
+            Err(reason) => Err(Error::Unreachable {
                 service: "RabbitMQ",
-                url: redact_url(&self.config.url),
-                reason: e.to_string(),
+                url: nodes::redact(&self.config.url),
+                reason,
                 hint:
                     "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
-                       `rabbitmq-server -detached`; or set [strategies.rabbit] url"
+                       `rabbitmq-server -detached` (a local cluster: `scripts/services.sh \
+                       rabbitmq-cluster`); or set [strategies.rabbit] url"
                         .into(),
-            })
+            }),
+        }
     }
 
     /// A fresh connection and a channel on it; the caller keeps the
@@ -394,7 +415,7 @@ impl Canceller for RabbitStrategy {
             Mode::Delayed if e.to_string().contains("exchange type") || e.to_string().contains("COMMAND_INVALID") => {
                 Error::Unreachable {
                     service: "RabbitMQ x-delayed-message exchange type",
-                    url: redact_url(&self.config.url),
+                    url: nodes::redact(&self.config.url),
                     reason: e.to_string(),
                     hint: "enable a delayed-message plugin: `bash rabbitmq-plugin/install.sh` (as root) \
                            builds and enables the project's own"

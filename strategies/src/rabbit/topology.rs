@@ -173,12 +173,13 @@ pub struct BrokerFacts {
 }
 
 /// Reads the server properties and tries to declare a throw-away,
-/// auto-deleted `x-delayed-message` exchange (deleted at once).
+/// auto-deleted `x-delayed-message` exchange (deleted at once). `url` may
+/// list a cluster's nodes: the first that answers is probed.
 pub async fn broker_facts(url: &str) -> crate::error::Result<BrokerFacts> {
-    use lapin::{Connection, ConnectionProperties};
+    let list = url;
     let unreachable = |reason: String| crate::error::Error::Unreachable {
         service: "RabbitMQ",
-        url: crate::store::redact_url(url),
+        url: super::nodes::redact(list),
         reason,
         hint: "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
                `rabbitmq-server -detached`; or pass --amqp / DELAYBENCH_AMQP"
@@ -189,9 +190,11 @@ pub async fn broker_facts(url: &str) -> crate::error::Result<BrokerFacts> {
         context: "probing the broker",
         message: e.to_string(),
     };
-    let connection = Connection::connect(url, ConnectionProperties::default())
+    let urls = super::nodes::split(list);
+    let (connection, index) = super::nodes::connect_first(&urls, 0)
         .await
-        .map_err(|e| unreachable(e.to_string()))?;
+        .map_err(unreachable)?;
+    let url = urls[index];
     let version = match server_properties(url).await {
         Ok(properties) => {
             let property = |key: &str| match properties.inner().get(key) {
