@@ -123,6 +123,32 @@ impl DbScan {
     }
 }
 
+/// What a strategy that finds due orders by claiming them from the orders
+/// table (db-scan, db-timer) can do: everything lives in the database, so
+/// it survives any instance and needs nothing else; several instances
+/// split the work only where claims skip locked rows.
+pub(crate) fn claiming_capabilities(store: &OrderStore, mut notes: Vec<String>) -> Capabilities {
+    if !store.claims_with_skip_locked() {
+        notes.push(
+            "this database has no FOR UPDATE SKIP LOCKED: several instances read the same \
+             due ids and each tries to cancel them (the conditional UPDATE keeps it \
+             correct, the work is repeated); run one instance"
+                .into(),
+        );
+    }
+    Capabilities {
+        durable_across_restart: true,
+        arbitrary_delay: true,
+        needs_fallback: false,
+        // Without row locks (SQLite) scanners read the same due ids:
+        // still correct, but each repeats the others' work.
+        multi_instance_safe: store.claims_with_skip_locked(),
+        instance_owns_its_orders: false,
+        requires: Vec::new(),
+        notes,
+    }
+}
+
 /// What each batch of [`cancel_until_short`] claims.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Claim {
@@ -182,25 +208,7 @@ impl Canceller for DbScan {
                     .into(),
             ),
         }
-        if !self.store.claims_with_skip_locked() {
-            notes.push(
-                "this database has no FOR UPDATE SKIP LOCKED: several instances read the same \
-                 due ids and each tries to cancel them (the conditional UPDATE keeps it \
-                 correct, the work is repeated); run one instance"
-                    .into(),
-            );
-        }
-        Capabilities {
-            durable_across_restart: true,
-            arbitrary_delay: true,
-            needs_fallback: false,
-            // Without row locks (SQLite) scanners read the same due ids:
-            // still correct, but each repeats the others' work.
-            multi_instance_safe: self.store.claims_with_skip_locked(),
-            instance_owns_its_orders: false,
-            requires: Vec::new(),
-            notes,
-        }
+        claiming_capabilities(&self.store, notes)
     }
 
     async fn setup(&self) -> Result<()> {

@@ -18,6 +18,11 @@
 //! deadline, at most `poll-max-sleep`), so an order due before the
 //! instance's next wake is up to `poll-max-sleep` late.
 //!
+//! Instances wake for the same deadline; the first claims the order and the
+//! others, finding it locked, sleep until the next deadline after it. Were
+//! the claimer to die mid-transaction, its orders are due again and the
+//! others take them at their next wake, at most a `max-sleep` later.
+//!
 //! `schedule` does nothing: the orders table is the schedule, and the wake
 //! comes from the database, not from the order service's call.
 
@@ -27,7 +32,7 @@ pub use config::DbTimerConfig;
 
 use crate::canceller::{counters, Canceller, Capabilities, StrategyCounters};
 use crate::crash::CrashPoint;
-use crate::db_scan::{cancel_until_short, Claim};
+use crate::db_scan::{cancel_until_short, claiming_capabilities, Claim};
 use crate::domain::{Micros, OrderId};
 use crate::error::Result;
 use crate::store::{DbKind, OrderStore, StoreStats};
@@ -42,9 +47,6 @@ use tokio_util::sync::CancellationToken;
 const BY: &str = "db-timer";
 /// Pause before opening a new listener after the last one failed.
 const LISTEN_RETRY: Duration = Duration::from_millis(200);
-/// Pause when the earliest deadline has passed but the scan claimed
-/// nothing: another instance holds those rows and is cancelling them.
-const HELD_ELSEWHERE_PAUSE: Duration = Duration::from_millis(2);
 
 counters! {
     /// What an instance did, for the report.
@@ -61,8 +63,6 @@ counters! {
         listens,
         // Times the listening connection was lost or failed.
         listener_losses,
-        // Rounds where the earliest deadline had passed but another instance held its rows.
-        held_elsewhere,
         // Rounds that failed (the database was away); retried after `poll-max-sleep`.
         errors,
     }
@@ -122,9 +122,9 @@ impl DbTimer {
         format!("{prefix}_timer_listen")
     }
 
-    /// One round: cancel everything due, then the earliest deadline left
-    /// (or `None` when nothing is pending).
-    async fn cancel_due(&self, shutdown: &CancellationToken) -> Result<(usize, Option<Micros>)> {
+    /// One round: cancel everything due, then the earliest deadline not yet
+    /// due (or `None` when nothing is pending).
+    async fn cancel_due(&self, shutdown: &CancellationToken) -> Result<Option<Micros>> {
         let last = cancel_until_short(
             &self.store,
             Claim::DueThenPeek,
@@ -134,7 +134,7 @@ impl DbTimer {
             &self.counters.batches,
         )
         .await?;
-        Ok((last.claimed, last.next_deadline_us))
+        Ok(last.next_deadline_us)
     }
 }
 
@@ -202,7 +202,7 @@ impl Canceller for DbTimer {
     }
 
     fn capabilities(&self) -> Capabilities {
-        let mut notes = vec![if self.store.location().kind == DbKind::Postgres {
+        let notes = vec![if self.store.location().kind == DbKind::Postgres {
             format!(
                 "sleeps until the earliest PENDING deadline (read off the index with each \
                  claim); a new order with an earlier deadline wakes it by LISTEN/NOTIFY, sent \
@@ -219,23 +219,7 @@ impl Canceller for DbTimer {
                 self.poll_max_sleep
             )
         }];
-        if !self.store.claims_with_skip_locked() {
-            notes.push(
-                "this database has no FOR UPDATE SKIP LOCKED: several instances wake for the \
-                 same deadline and each tries to cancel the same orders (correct, the work is \
-                 repeated); run one instance"
-                    .into(),
-            );
-        }
-        Capabilities {
-            durable_across_restart: true,
-            arbitrary_delay: true,
-            needs_fallback: false,
-            multi_instance_safe: self.store.claims_with_skip_locked(),
-            instance_owns_its_orders: false,
-            requires: Vec::new(),
-            notes,
-        }
+        claiming_capabilities(&self.store, notes)
     }
 
     /// Nothing: it reads the schema's `(status, expire_at_us)` index.
@@ -278,11 +262,10 @@ impl Canceller for DbTimer {
             };
             count(&c.wakes);
             let mut target = match self.cancel_due(&shutdown).await {
-                Ok((claimed, Some(next))) if next <= crate::now_us() && claimed == 0 => {
-                    count(&c.held_elsewhere);
-                    crate::now_us() + micros(HELD_ELSEWHERE_PAUSE)
-                }
-                Ok((_, next)) => next
+                // Due orders the claim skipped are another instance's, in
+                // its open transaction; if it dies they are due again and
+                // the next wake (at most `cap` away) claims them.
+                Ok(next) => next
                     .unwrap_or(i64::MAX)
                     .min(crate::now_us().saturating_add(micros(cap))),
                 Err(e) => {

@@ -422,9 +422,11 @@ impl OrderStore {
 
     /// [`OrderStore::scan_and_cancel_due`] for `db-timer`: when the batch
     /// comes back short (nothing more is due), the same transaction also
-    /// reads the earliest deadline still PENDING into
+    /// reads the earliest PENDING deadline after the claim's bound into
     /// [`ScanBatch::next_deadline_us`], so the read is counted with the
-    /// claim's (and, where measured, in its server-side rows).
+    /// claim's (and, where measured, in its server-side rows). Orders due
+    /// by the bound that the claim skipped are locked by another instance
+    /// cancelling them: waking for them would only find them locked again.
     pub async fn scan_and_cancel_due_then_peek(
         &self,
         limit: u32,
@@ -447,10 +449,8 @@ impl OrderStore {
                     .select_ids(conn, claim_sql, due_before_us, limit)
                     .await?;
                 let outcomes = self.cancel_in_tx(conn, &ids, by).await?;
-                // Rows another instance holds are still PENDING here: the
-                // peek then names a deadline already past.
                 let next = if peek && ids.len() < limit as usize {
-                    self.earliest_pending_in(conn).await?
+                    self.earliest_pending_in(conn, due_before_us).await?
                 } else {
                     None
                 };
@@ -473,7 +473,7 @@ impl OrderStore {
             let outcomes = self.cancel_batch_if_due(&ids, by).await?;
             let next = if peek && ids.len() < limit as usize {
                 let mut conn = self.pool.acquire().await.ctx("reading the next deadline")?;
-                self.earliest_pending_in(&mut conn).await?
+                self.earliest_pending_in(&mut conn, due_before_us).await?
             } else {
                 None
             };

@@ -58,14 +58,16 @@ impl OrderStore {
         Ok(())
     }
 
-    /// The earliest deadline still PENDING as `conn` sees it, or `None`.
+    /// The earliest PENDING deadline after `after_us` as `conn` sees it, or `None`.
     pub(super) async fn earliest_pending_in(
         &self,
         conn: &mut AnyConnection,
+        after_us: Micros,
     ) -> Result<Option<Micros>> {
         self.count(&self.counters.statements, 1);
         self.count(&self.counters.rows_read, 1);
         let row = sqlx::query(&self.sql.earliest_pending)
+            .bind(after_us)
             .fetch_one(&mut *conn)
             .await
             .ctx("reading the next deadline")?;
