@@ -60,7 +60,10 @@ async fn wait_listening(instance: &Arc<dyn Canceller>, n: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notify_wakes_a_sleeping_instance_before_max_sleep() {
     let f = sleepy_fixture().await;
-    assert!(f.orders.notifies_deadlines(), "the fixture's order service must notify");
+    assert!(
+        f.orders.notifies_deadlines(),
+        "the fixture's order service must notify"
+    );
     let instance = f.instance().await;
     let running = Running::start(Arc::clone(&instance));
     wait_listening(&instance, 1).await;

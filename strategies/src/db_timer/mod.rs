@@ -250,7 +250,8 @@ impl Canceller for DbTimer {
             ))
         });
         let c = &self.counters;
-        let count = |counter: &std::sync::atomic::AtomicU64| counter.fetch_add(1, Ordering::Relaxed);
+        let count =
+            |counter: &std::sync::atomic::AtomicU64| counter.fetch_add(1, Ordering::Relaxed);
         while !shutdown.is_cancelled() {
             // From here on every notified deadline is kept in `heard`; those
             // committed before are in the database the round reads.

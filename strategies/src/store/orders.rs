@@ -427,11 +427,7 @@ impl OrderStore {
     /// claim's (and, where measured, in its server-side rows). Orders due
     /// by the bound that the claim skipped are locked by another instance
     /// cancelling them: waking for them would only find them locked again.
-    pub async fn scan_and_cancel_due_then_peek(
-        &self,
-        limit: u32,
-        by: &str,
-    ) -> Result<ScanBatch> {
+    pub async fn scan_and_cancel_due_then_peek(&self, limit: u32, by: &str) -> Result<ScanBatch> {
         self.scan_and_cancel(0, limit, by, true).await
     }
 
