@@ -106,7 +106,7 @@ pub async fn list(db: &str, amqp: Option<&str>, redis: Option<&str>) -> Result<S
     writeln!(
         out,
         "\nVariants: NAME+outbox (rabbit-ttl, rabbit-delayed, redis-zset), NAME+fallback \
-         (any but db-scan), NAME+outbox+fallback."
+         (any but db-scan and db-timer), NAME+outbox+fallback."
     )?;
     Ok(out)
 }

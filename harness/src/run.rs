@@ -570,6 +570,8 @@ async fn measure_set_up(
     } else {
         store
     };
+    // db-timer: the creating transaction also notifies the deadline.
+    let store = registry::order_service_store(name, store);
 
     let rows_before = db_stats::rows_read(&store).await?;
     let (proxies, worker_location, worker_options) =

@@ -13,6 +13,7 @@ pub mod checker;
 pub mod conformance;
 pub mod crash;
 pub mod db_scan;
+pub mod db_timer;
 pub mod domain;
 pub mod error;
 pub mod leftovers;

@@ -4,6 +4,7 @@
 use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
 use crate::ceiling::Ceiling;
 use crate::db_scan::{DbScan, DbScanConfig, FallbackScanConfig};
+use crate::db_timer::{DbTimer, DbTimerConfig};
 use crate::domain::{Micros, OrderId};
 use crate::error::{Error, Result};
 use crate::rabbit::{Mode as RabbitMode, RabbitConfig, RabbitStrategy};
@@ -61,6 +62,13 @@ pub const STRATEGIES: &[StrategyInfo] = &[
                   whole orders table; cost grows with the backlog)",
         requires: &[],
         role: Role::Teaching,
+    },
+    StrategyInfo {
+        name: "db-timer",
+        summary: "the database alone: sleeps until the earliest PENDING deadline, woken by \
+                  LISTEN/NOTIFY on PostgreSQL (adaptive polling elsewhere), SKIP LOCKED claims",
+        requires: &[],
+        role: Role::Strategy,
     },
     StrategyInfo {
         name: "timing-wheel",
@@ -212,10 +220,10 @@ impl Variant {
                  creating transaction, which is what +outbox replaces; run redis-zset+outbox"
             )));
         }
-        if variant.fallback && base.starts_with("db-scan") {
+        if variant.fallback && reads_the_orders_table(base) {
             return Err(Error::Config(format!(
                 "strategy `{name}`: +fallback adds a db-scan beside the strategy; `{base}` \
-                 needs none"
+                 reads the orders table itself and needs none"
             )));
         }
         Ok(variant)
@@ -244,6 +252,7 @@ impl Variant {
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct StrategyOptions {
     pub db_scan: DbScanConfig,
+    pub db_timer: DbTimerConfig,
     pub timing_wheel: TimingWheelConfig,
     /// Shared by `rabbit-ttl`, `rabbit-delayed` and `rabbit-ttl-single-queue`.
     pub rabbit: RabbitConfig,
@@ -256,6 +265,7 @@ impl StrategyOptions {
     /// Checks every option's range; messages name the field.
     pub fn validate(&self) -> Result<()> {
         self.db_scan.validate("strategies.db-scan")?;
+        self.db_timer.validate("strategies.db-timer")?;
         self.timing_wheel.validate("strategies.timing-wheel")?;
         self.rabbit.validate("strategies.rabbit")?;
         self.redis_zset.validate("strategies.redis-zset")?;
@@ -281,6 +291,7 @@ pub fn build(
     let strategy: Box<dyn Canceller> = match variant.info.name {
         "db-scan" => Box::new(DbScan::new(store.clone(), &options.db_scan)),
         "db-scan-noindex" => Box::new(DbScan::without_index(store.clone(), &options.db_scan)),
+        "db-timer" => Box::new(DbTimer::new(store.clone(), &options.db_timer)),
         "timing-wheel" => Box::new(TimingWheelStrategy::new(
             store.clone(),
             &options.timing_wheel,
@@ -336,7 +347,7 @@ pub fn build(
     };
     // A fallback db-scan beside db-scan itself would only add load.
     let fallback = variant.fallback
-        || (options.fallback_scan.enabled && !variant.info.name.starts_with("db-scan"));
+        || (options.fallback_scan.enabled && !reads_the_orders_table(variant.info.name));
     if fallback {
         return Ok(Box::new(WithFallback {
             fallback: DbScan::fallback(store, &options.fallback_scan),
@@ -344,6 +355,23 @@ pub fn build(
         }));
     }
     Ok(strategy)
+}
+
+/// Whether strategy `base` finds due orders by reading the orders table
+/// itself (db-scan, its variants, db-timer): a fallback scan beside it
+/// would only repeat its work.
+fn reads_the_orders_table(base: &str) -> bool {
+    base.starts_with("db-scan") || base == "db-timer"
+}
+
+/// The order service's store for strategy `name`: for `db-timer` its
+/// creating transactions also send the deadline by `NOTIFY` (PostgreSQL),
+/// which wakes the instances; every other strategy gets `store` as is.
+pub fn order_service_store(name: &str, store: OrderStore) -> OrderStore {
+    match Variant::parse(name) {
+        Ok(v) if v.info.name == "db-timer" => store.with_deadline_notify(),
+        _ => store,
+    }
 }
 
 /// Whether the order service schedules `name`'s orders *before* their
@@ -480,6 +508,8 @@ mod tests {
         assert_eq!(Variant::parse("db-scan").unwrap().name(), "db-scan");
         for bad in [
             "db-scan+fallback",
+            "db-timer+fallback",
+            "db-timer+outbox",
             "timing-wheel+outbox",
             "redis-zset+outbox+outbox",
             "redis-zset+retry",

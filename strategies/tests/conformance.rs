@@ -54,6 +54,7 @@ macro_rules! conformance_suite {
 }
 
 conformance_suite!(db_scan, "db-scan");
+conformance_suite!(db_timer, "db-timer");
 conformance_suite!(timing_wheel, "timing-wheel");
 conformance_suite!(redis_zset, "redis-zset");
 conformance_suite!(rabbit_ttl, "rabbit-ttl");

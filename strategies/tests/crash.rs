@@ -32,6 +32,7 @@ static CRASH: Mutex<()> = Mutex::const_new(());
 const DECLARED: &[(&str, &[CrashPoint])] = &[
     ("db-scan", &[]),
     ("db-scan-noindex", &[]),
+    ("db-timer", &[]),
     ("timing-wheel", &[CrashPoint::AfterClaim]),
     ("timing-wheel-unconditional", &[CrashPoint::AfterClaim]),
     ("timing-wheel-release-first", &[CrashPoint::AfterClaim]),
@@ -141,7 +142,7 @@ fn crash_point_names_parse_and_unknown_ones_list_the_known() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn db_scan_and_ceiling_declare_and_reach_no_point() {
     let _crash = CRASH.lock().await;
-    for strategy in ["db-scan", "db-scan-noindex", "ceiling"] {
+    for strategy in ["db-scan", "db-scan-noindex", "db-timer", "ceiling"] {
         declared_points_reached(strategy).await;
     }
 }

@@ -87,6 +87,8 @@ impl Fixture {
         let orders = OrderStore::connect(&location, 8)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
+        // As the harness's order service does for this strategy.
+        let orders = registry::order_service_store(strategy, orders);
         orders
             .install_schema(4, STOCK)
             .await

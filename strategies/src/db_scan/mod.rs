@@ -17,7 +17,7 @@ use crate::canceller::{Canceller, Capabilities, StrategyCounters};
 use crate::crash::CrashPoint;
 use crate::domain::{Micros, OrderId};
 use crate::error::Result;
-use crate::store::{OrderStore, StoreStats};
+use crate::store::{OrderStore, ScanBatch, StoreStats};
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -106,20 +106,83 @@ impl DbScan {
     /// One scan: batches until a batch comes back short.
     async fn scan_once(&self, shutdown: &CancellationToken) -> Result<()> {
         self.scans.fetch_add(1, Ordering::Relaxed);
-        while !shutdown.is_cancelled() {
-            // The grace only narrows which orders are looked at; each
-            // cancel compares the deadline with the time of its own UPDATE.
-            let batch = self
-                .store
-                .scan_and_cancel_due(self.grace_us, self.batch_size, self.by)
-                .await?;
-            self.batches.fetch_add(1, Ordering::Relaxed);
-            if batch.claimed < self.batch_size as usize {
-                break;
-            }
-        }
+        // The grace only narrows which orders are looked at; each cancel
+        // compares the deadline with the time of its own UPDATE.
+        cancel_until_short(
+            &self.store,
+            Claim::Due {
+                grace_us: self.grace_us,
+            },
+            self.batch_size,
+            self.by,
+            shutdown,
+            &self.batches,
+        )
+        .await?;
         Ok(())
     }
+}
+
+/// What a strategy that finds due orders by claiming them from the orders
+/// table (db-scan, db-timer) can do: everything lives in the database, so
+/// it survives any instance and needs nothing else; several instances
+/// split the work only where claims skip locked rows.
+pub(crate) fn claiming_capabilities(store: &OrderStore, mut notes: Vec<String>) -> Capabilities {
+    if !store.claims_with_skip_locked() {
+        notes.push(
+            "this database has no FOR UPDATE SKIP LOCKED: several instances read the same \
+             due ids and each tries to cancel them (the conditional UPDATE keeps it \
+             correct, the work is repeated); run one instance"
+                .into(),
+        );
+    }
+    Capabilities {
+        durable_across_restart: true,
+        arbitrary_delay: true,
+        needs_fallback: false,
+        // Without row locks (SQLite) scanners read the same due ids:
+        // still correct, but each repeats the others' work.
+        multi_instance_safe: store.claims_with_skip_locked(),
+        instance_owns_its_orders: false,
+        requires: Vec::new(),
+        notes,
+    }
+}
+
+/// What each batch of [`cancel_until_short`] claims.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Claim {
+    /// Orders at least `grace_us` past their deadline (db-scan, fallback-scan).
+    Due { grace_us: Micros },
+    /// Orders past their deadline; the short batch also reads the next
+    /// deadline (db-timer).
+    DueThenPeek,
+}
+
+/// The claim-and-cancel loop db-scan and db-timer share: batch after batch
+/// (each one `FOR UPDATE SKIP LOCKED` claim and its cancels, in one
+/// transaction) until a batch comes back short or `shutdown` fires.
+/// Returns the last batch.
+pub(crate) async fn cancel_until_short(
+    store: &OrderStore,
+    claim: Claim,
+    batch_size: u32,
+    by: &str,
+    shutdown: &CancellationToken,
+    batches: &AtomicU64,
+) -> Result<ScanBatch> {
+    let mut last = ScanBatch::default();
+    while !shutdown.is_cancelled() {
+        last = match claim {
+            Claim::Due { grace_us } => store.scan_and_cancel_due(grace_us, batch_size, by).await?,
+            Claim::DueThenPeek => store.scan_and_cancel_due_then_peek(batch_size, by).await?,
+        };
+        batches.fetch_add(1, Ordering::Relaxed);
+        if last.claimed < batch_size as usize {
+            break;
+        }
+    }
+    Ok(last)
 }
 
 #[async_trait]
@@ -145,25 +208,7 @@ impl Canceller for DbScan {
                     .into(),
             ),
         }
-        if !self.store.claims_with_skip_locked() {
-            notes.push(
-                "this database has no FOR UPDATE SKIP LOCKED: several instances read the same \
-                 due ids and each tries to cancel them (the conditional UPDATE keeps it \
-                 correct, the work is repeated); run one instance"
-                    .into(),
-            );
-        }
-        Capabilities {
-            durable_across_restart: true,
-            arbitrary_delay: true,
-            needs_fallback: false,
-            // Without row locks (SQLite) scanners read the same due ids:
-            // still correct, but each repeats the others' work.
-            multi_instance_safe: self.store.claims_with_skip_locked(),
-            instance_owns_its_orders: false,
-            requires: Vec::new(),
-            notes,
-        }
+        claiming_capabilities(&self.store, notes)
     }
 
     async fn setup(&self) -> Result<()> {

@@ -10,6 +10,7 @@ mod location;
 mod orders;
 mod outbox;
 mod sql;
+mod timer;
 
 pub use anti_patterns::AntiPattern;
 pub use location::{identifier, redact_url, DbKind, DbLocation, DbServer};
@@ -48,6 +49,9 @@ pub struct OrderStore {
     server_reads_probe: Arc<std::sync::atomic::AtomicBool>,
     /// `create_order` also writes the outbox row (see [`OrderStore::with_outbox`]).
     writes_outbox: bool,
+    /// `create_order` also sends `NOTIFY` with the deadline (see
+    /// [`OrderStore::with_deadline_notify`]).
+    notifies_deadlines: bool,
 }
 
 /// When the COMMIT of each effective cancel returned, kept only for an
@@ -288,6 +292,7 @@ impl OrderStore {
             commit_log: Arc::default(),
             server_reads_probe: Arc::default(),
             writes_outbox: false,
+            notifies_deadlines: false,
         })
     }
 

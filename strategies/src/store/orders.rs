@@ -66,6 +66,11 @@ pub struct ScanBatch {
     pub claimed: usize,
     /// Ids this batch actually cancelled.
     pub cancelled: Vec<OrderId>,
+    /// The earliest deadline still PENDING after the batch, where the
+    /// caller asked for it and the batch came back short
+    /// ([`OrderStore::scan_and_cancel_due_then_peek`]); `None` otherwise,
+    /// or when nothing is pending.
+    pub next_deadline_us: Option<Micros>,
 }
 
 /// One order as stored.
@@ -198,6 +203,9 @@ impl OrderStore {
             .execute(&mut *conn)
             .await
             .ctx("recording a stock reservation")?;
+        if self.notifies_deadlines {
+            self.notify_deadline(conn, order.expire_at_us).await?;
+        }
         if self.writes_outbox {
             self.count(&self.counters.statements, 1);
             sqlx::query(self.sql.insert_outbox.clone())
@@ -412,6 +420,27 @@ impl OrderStore {
         limit: u32,
         by: &str,
     ) -> Result<ScanBatch> {
+        self.scan_and_cancel(grace_us, limit, by, false).await
+    }
+
+    /// [`OrderStore::scan_and_cancel_due`] for `db-timer`: when the batch
+    /// comes back short (nothing more is due), the same transaction also
+    /// reads the earliest PENDING deadline after the claim's bound into
+    /// [`ScanBatch::next_deadline_us`], so the read is counted with the
+    /// claim's (and, where measured, in its server-side rows). Orders due
+    /// by the bound that the claim skipped are locked by another instance
+    /// cancelling them: waking for them would only find them locked again.
+    pub async fn scan_and_cancel_due_then_peek(&self, limit: u32, by: &str) -> Result<ScanBatch> {
+        self.scan_and_cancel(0, limit, by, true).await
+    }
+
+    async fn scan_and_cancel(
+        &self,
+        grace_us: Micros,
+        limit: u32,
+        by: &str,
+        peek: bool,
+    ) -> Result<ScanBatch> {
         let batch = if let Some(claim_sql) = &self.sql.scan_due_skip_locked {
             in_tx!(self, "scanning for due orders", |conn| async {
                 let due_before_us = crate::now_us() - grace_us;
@@ -419,11 +448,19 @@ impl OrderStore {
                     .select_ids(conn, claim_sql, due_before_us, limit)
                     .await?;
                 let outcomes = self.cancel_in_tx(conn, &ids, by).await?;
-                Ok::<_, Error>((ids.len(), outcomes))
+                let next = if peek && ids.len() < limit as usize {
+                    self.earliest_pending_in(conn, due_before_us).await?
+                } else {
+                    None
+                };
+                Ok::<_, Error>((ids.len(), outcomes, next))
             })
-            .map(|(claimed, outcomes)| {
+            .map(|(claimed, outcomes, next)| {
                 self.committed(&outcomes);
-                batch_of(claimed, &outcomes)
+                ScanBatch {
+                    next_deadline_us: next,
+                    ..batch_of(claimed, &outcomes)
+                }
             })?
         } else {
             let mut conn = self.pool.acquire().await.ctx("scanning for due orders")?;
@@ -433,7 +470,16 @@ impl OrderStore {
                 .await?;
             drop(conn);
             let outcomes = self.cancel_batch_if_due(&ids, by).await?;
-            batch_of(ids.len(), &outcomes)
+            let next = if peek && ids.len() < limit as usize {
+                let mut conn = self.pool.acquire().await.ctx("reading the next deadline")?;
+                self.earliest_pending_in(&mut conn, due_before_us).await?
+            } else {
+                None
+            };
+            ScanBatch {
+                next_deadline_us: next,
+                ..batch_of(ids.len(), &outcomes)
+            }
         };
         self.count(&self.counters.rows_read, batch.claimed as u64);
         Ok(batch)
@@ -598,6 +644,7 @@ impl OrderStore {
 fn batch_of(claimed: usize, outcomes: &[(OrderId, CancelOutcome)]) -> ScanBatch {
     ScanBatch {
         claimed,
+        next_deadline_us: None,
         cancelled: outcomes
             .iter()
             .filter(|(_, o)| *o == CancelOutcome::Cancelled)

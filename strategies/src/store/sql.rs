@@ -28,6 +28,9 @@ pub(crate) struct Sql {
     pub scan_due: SqlStr,
     pub scan_due_skip_locked: Option<SqlStr>,
     pub pending_orders: SqlStr,
+    /// db-timer's next wake: the earliest PENDING deadline after the
+    /// claim's bound, one row off the `(status, expire_at_us)` index.
+    pub earliest_pending: SqlStr,
     /// Rows the server has read so far in the current transaction, on the
     /// namespace's tables (PostgreSQL only: `pg_stat_xact_user_tables`).
     pub xact_rows_read: Option<SqlStr>,
@@ -77,6 +80,7 @@ impl Sql {
                 .then(|| r(&format!("{scan} FOR UPDATE SKIP LOCKED"))),
             pending_orders: r("SELECT id, expire_at_us FROM orders WHERE status = 'PENDING' \
                  ORDER BY expire_at_us"),
+            earliest_pending: r("SELECT MIN(expire_at_us) FROM orders WHERE status = 'PENDING' AND expire_at_us > ?"),
             xact_rows_read: (kind == DbKind::Postgres).then(|| {
                 "SELECT CAST(COALESCE(SUM(seq_tup_read + COALESCE(idx_tup_fetch, 0)), 0) AS BIGINT) \
                  FROM pg_stat_xact_user_tables WHERE schemaname = current_schema()"

@@ -29,6 +29,9 @@ pub fn test_options() -> strategies::StrategyOptions {
     use std::time::Duration;
     let mut options = strategies::StrategyOptions::default();
     options.db_scan.interval = Duration::from_millis(50);
+    // db-timer: polls as often as the test db-scan where it cannot listen;
+    // max-sleep stays at its default, so on PostgreSQL NOTIFY must wake it.
+    options.db_timer.poll_max_sleep = Duration::from_millis(50);
     // rabbit-ttl: wait queues for the delays the suite uses where a
     // strategy does not declare arbitrary_delay (see conformance::checks).
     options.rabbit.ttls = [100, 250, 500, 1000].map(Duration::from_millis).to_vec();

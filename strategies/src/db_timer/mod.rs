@@ -1,0 +1,329 @@
+//! `db-timer`: the database alone, cancelling at the deadline instead of
+//! at the next poll. Each instance claims and cancels what is due exactly
+//! as db-scan does ([`crate::db_scan::cancel_until_short`]: `FOR UPDATE
+//! SKIP LOCKED` batches, each cancel the one conditional UPDATE), reads the
+//! earliest PENDING deadline off the same `(status, expire_at_us)` index in
+//! the same transaction, and sleeps until then, capped by a maximum sleep.
+//!
+//! What wakes it earlier: on PostgreSQL the order's creating transaction
+//! sends `NOTIFY` with the deadline ([`OrderStore::with_deadline_notify`]),
+//! delivered only when it commits, and each instance `LISTEN`s on a
+//! connection of its own. A deadline before the instance's planned wake
+//! cuts the sleep short. A notification can be lost (the listening
+//! connection drops); the instance then re-reads the database at once,
+//! polls with the shorter `poll-max-sleep` until it listens again, and
+//! re-reads once more after re-listening, so a lost notification costs at
+//! most a poll interval, never an order. MariaDB and SQLite have no
+//! notifications: there it polls adaptively (sleep until the earliest
+//! deadline, at most `poll-max-sleep`), so an order due before the
+//! instance's next wake is up to `poll-max-sleep` late.
+//!
+//! Instances wake for the same deadline; the first claims the order and the
+//! others, finding it locked, sleep until the next deadline after it. Were
+//! the claimer to die mid-transaction, its orders are due again and the
+//! others take them at their next wake, at most a `max-sleep` later.
+//!
+//! `schedule` does nothing: the orders table is the schedule, and the wake
+//! comes from the database, not from the order service's call.
+
+mod config;
+
+pub use config::DbTimerConfig;
+
+use crate::canceller::{counters, Canceller, Capabilities, StrategyCounters};
+use crate::crash::CrashPoint;
+use crate::db_scan::{cancel_until_short, claiming_capabilities, Claim};
+use crate::domain::{Micros, OrderId};
+use crate::error::Result;
+use crate::store::{DbKind, OrderStore, StoreStats};
+use async_trait::async_trait;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// Written to `orders.cancelled_by`.
+const BY: &str = "db-timer";
+/// Pause before opening a new listener after the last one failed.
+const LISTEN_RETRY: Duration = Duration::from_millis(200);
+
+counters! {
+    /// What an instance did, for the report.
+    struct TimerCounters {
+        // Claim-and-peek rounds (each one wake of the instance).
+        wakes,
+        // Claim transactions (a round has several when batches come back full).
+        batches,
+        // Sleeps shortened because a notified deadline came before the planned wake.
+        woken_by_notify,
+        // Notifications received.
+        notifications,
+        // Times the listener started listening (the first, then each re-listen).
+        listens,
+        // Times the listening connection was lost or failed.
+        listener_losses,
+        // Rounds that failed (the database was away); retried after `poll-max-sleep`.
+        errors,
+    }
+}
+
+/// The sleeper and its listener meet here.
+#[derive(Debug)]
+struct Wake {
+    /// The earliest deadline notified since the sleeper last read the
+    /// database (`i64::MAX`: none; `i64::MIN`: read it again now).
+    heard: AtomicI64,
+    /// When the sleeper means to wake; `i64::MIN` while it is working
+    /// (it reads `heard` before it sleeps again).
+    sleeping_until: AtomicI64,
+    notify: Notify,
+    listening: AtomicBool,
+}
+
+impl Wake {
+    /// Notes a deadline; wakes the sleeper if it comes before its planned
+    /// wake. Sequentially consistent with the sleeper's store-then-read of
+    /// the same two atomics, so one of the two always sees the other.
+    fn hear(&self, deadline: Micros) {
+        self.heard.fetch_min(deadline, Ordering::SeqCst);
+        if deadline < self.sleeping_until.load(Ordering::SeqCst) {
+            self.notify.notify_one();
+        }
+    }
+}
+
+/// The db-timer strategy.
+#[derive(Debug)]
+pub struct DbTimer {
+    store: OrderStore,
+    max_sleep: Duration,
+    poll_max_sleep: Duration,
+    batch_size: u32,
+    counters: Arc<TimerCounters>,
+}
+
+impl DbTimer {
+    pub fn new(store: OrderStore, config: &DbTimerConfig) -> Self {
+        DbTimer {
+            store,
+            max_sleep: config.max_sleep,
+            poll_max_sleep: config.poll_max_sleep,
+            batch_size: config.batch_size,
+            counters: Arc::default(),
+        }
+    }
+
+    /// The PostgreSQL `application_name` of every db-timer listener on
+    /// `store`'s namespace (for `pg_terminate_backend` in tests and faults).
+    pub fn listener_name(store: &OrderStore) -> String {
+        let mut prefix = store.location().resource_prefix();
+        prefix.truncate(48);
+        format!("{prefix}_timer_listen")
+    }
+
+    /// One round: cancel everything due, then the earliest deadline not yet
+    /// due (or `None` when nothing is pending).
+    async fn cancel_due(&self, shutdown: &CancellationToken) -> Result<Option<Micros>> {
+        let last = cancel_until_short(
+            &self.store,
+            Claim::DueThenPeek,
+            self.batch_size,
+            BY,
+            shutdown,
+            &self.counters.batches,
+        )
+        .await?;
+        Ok(last.next_deadline_us)
+    }
+}
+
+fn micros(d: Duration) -> Micros {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// Keeps a `LISTEN` connection open until `shutdown`, passing each
+/// notified deadline to `wake`; on loss, tells the sleeper to re-read and
+/// poll, and listens again.
+async fn listen(
+    store: OrderStore,
+    name: String,
+    wake: Arc<Wake>,
+    counters: Arc<TimerCounters>,
+    shutdown: CancellationToken,
+) {
+    let count = |c: &std::sync::atomic::AtomicU64| c.fetch_add(1, Ordering::Relaxed);
+    while !shutdown.is_cancelled() {
+        match store.deadline_listener(&name).await {
+            Ok(mut listener) => {
+                count(&counters.listens);
+                wake.listening.store(true, Ordering::SeqCst);
+                // Whatever was notified while nobody listened is lost:
+                // read the database again now that nothing more can be.
+                wake.hear(i64::MIN);
+                loop {
+                    let received = tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        received = listener.try_recv() => received,
+                    };
+                    match received {
+                        Ok(Some(notification)) => {
+                            count(&counters.notifications);
+                            // An unreadable payload: re-read rather than guess.
+                            wake.hear(notification.payload().parse().unwrap_or(i64::MIN));
+                        }
+                        Ok(None) | Err(_) => {
+                            if let Err(e) = received {
+                                tracing::warn!(strategy = BY, error = %e, "deadline listener failed; polling until it listens again");
+                            }
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(strategy = BY, error = %e, "cannot listen for deadlines; polling meanwhile");
+            }
+        }
+        count(&counters.listener_losses);
+        wake.listening.store(false, Ordering::SeqCst);
+        wake.hear(i64::MIN);
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(LISTEN_RETRY) => {}
+        }
+    }
+}
+
+#[async_trait]
+impl Canceller for DbTimer {
+    fn name(&self) -> &str {
+        BY
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let notes = vec![if self.store.location().kind == DbKind::Postgres {
+            format!(
+                "sleeps until the earliest PENDING deadline (read off the index with each \
+                 claim); a new order with an earlier deadline wakes it by LISTEN/NOTIFY, sent \
+                 in the order's creating transaction (one NOTIFY per order). A lost \
+                 notification costs at most poll-max-sleep ({:?}); max-sleep ({:?}) caps \
+                 every sleep",
+                self.poll_max_sleep, self.max_sleep
+            )
+        } else {
+            format!(
+                "no LISTEN/NOTIFY on this database: sleeps until the earliest PENDING deadline, \
+                 at most poll-max-sleep ({:?}), so an order due before the next wake is up to \
+                 that late",
+                self.poll_max_sleep
+            )
+        }];
+        claiming_capabilities(&self.store, notes)
+    }
+
+    /// Nothing: it reads the schema's `(status, expire_at_us)` index.
+    async fn setup(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Nothing to do: the orders table is the schedule, and the wake comes
+    /// from the database (the creating transaction's NOTIFY, or the poll).
+    async fn schedule(&self, _order_id: OrderId, _expire_at_us: Micros) -> Result<()> {
+        Ok(())
+    }
+
+    async fn run(&self, shutdown: CancellationToken) -> Result<()> {
+        let wake = Arc::new(Wake {
+            heard: AtomicI64::new(i64::MAX),
+            sleeping_until: AtomicI64::new(i64::MIN),
+            notify: Notify::new(),
+            listening: AtomicBool::new(false),
+        });
+        let listener = (self.store.location().kind == DbKind::Postgres).then(|| {
+            tokio::spawn(listen(
+                self.store.clone(),
+                Self::listener_name(&self.store),
+                Arc::clone(&wake),
+                Arc::clone(&self.counters),
+                shutdown.clone(),
+            ))
+        });
+        let c = &self.counters;
+        let count =
+            |counter: &std::sync::atomic::AtomicU64| counter.fetch_add(1, Ordering::Relaxed);
+        while !shutdown.is_cancelled() {
+            // From here on every notified deadline is kept in `heard`; those
+            // committed before are in the database the round reads.
+            wake.heard.store(i64::MAX, Ordering::SeqCst);
+            let cap = if wake.listening.load(Ordering::SeqCst) {
+                self.max_sleep
+            } else {
+                self.poll_max_sleep
+            };
+            count(&c.wakes);
+            let mut target = match self.cancel_due(&shutdown).await {
+                // Due orders the claim skipped are another instance's, in
+                // its open transaction; if it dies they are due again and
+                // the next wake (at most `cap` away) claims them.
+                Ok(next) => next
+                    .unwrap_or(i64::MAX)
+                    .min(crate::now_us().saturating_add(micros(cap))),
+                Err(e) => {
+                    // A transient failure must not stop cancelling: count
+                    // it, report it, and try again after a poll interval.
+                    count(&c.errors);
+                    tracing::warn!(strategy = BY, error = %e, "round failed; retrying");
+                    crate::now_us() + micros(self.poll_max_sleep)
+                }
+            };
+            loop {
+                wake.sleeping_until.store(target, Ordering::SeqCst);
+                let heard = wake.heard.load(Ordering::SeqCst);
+                if heard < target {
+                    // `i64::MIN` asks for a re-read; anything else is a
+                    // new order's deadline.
+                    if heard != i64::MIN {
+                        count(&c.woken_by_notify);
+                    }
+                    target = heard;
+                    continue;
+                }
+                let left = target.saturating_sub(crate::now_us());
+                if left <= 0 {
+                    break;
+                }
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(Duration::from_micros(left as u64)) => break,
+                    // Back to the top, which reads what was heard.
+                    _ = wake.notify.notified() => {}
+                }
+            }
+            wake.sleeping_until.store(i64::MIN, Ordering::SeqCst);
+        }
+        if let Some(listener) = listener {
+            let _ = listener.await;
+        }
+        Ok(())
+    }
+
+    async fn teardown(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn store_stats(&self) -> StoreStats {
+        self.store.stats()
+    }
+
+    fn counters(&self) -> StrategyCounters {
+        self.counters.snapshot()
+    }
+
+    /// None, for db-scan's reason: the claim and the cancel are one
+    /// transaction in one store call, with no place in this strategy's path
+    /// between them, and after the commit nothing is left to acknowledge.
+    fn crash_points(&self) -> &'static [CrashPoint] {
+        &[]
+    }
+}

@@ -1,0 +1,109 @@
+//! What `db-timer` needs from the store: the earliest PENDING deadline
+//! (read with the claim, see [`OrderStore::scan_and_cancel_due_then_peek`]),
+//! and on PostgreSQL a `NOTIFY` carrying each new order's deadline, sent
+//! inside the order's creating transaction so it is delivered only if the
+//! order committed, plus the `LISTEN`ing connection that receives it.
+
+use super::{DbKind, OrderStore};
+use crate::domain::Micros;
+use crate::error::{DbContext, Error, Result};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use sqlx::{AnyConnection, Row};
+use std::str::FromStr;
+
+/// PostgreSQL truncates identifiers (channel and application names) to 63 bytes.
+const PG_NAME_MAX: usize = 63;
+
+impl OrderStore {
+    /// From now on, [`OrderStore::create_order`] on this handle (and its
+    /// clones made after this call) also sends `NOTIFY` on
+    /// [`OrderStore::deadline_channel`] with the order's deadline as
+    /// payload, in the creating transaction (PostgreSQL delivers it at
+    /// COMMIT, and never for a rolled-back order). No-op on MariaDB and
+    /// SQLite, which have no notifications: db-timer polls there.
+    pub fn with_deadline_notify(mut self) -> OrderStore {
+        self.notifies_deadlines = self.location.kind == DbKind::Postgres;
+        self
+    }
+
+    /// Whether `create_order` sends deadline notifications (see
+    /// [`OrderStore::with_deadline_notify`]).
+    pub fn notifies_deadlines(&self) -> bool {
+        self.notifies_deadlines
+    }
+
+    /// The channel deadline notifications go to: the namespace's resource
+    /// prefix, so runs and tests sharing a server do not wake each other.
+    pub fn deadline_channel(&self) -> String {
+        let mut channel = format!("dlb_{}", self.location.resource_prefix());
+        channel.truncate(PG_NAME_MAX);
+        channel
+    }
+
+    /// Sends the deadline notification inside the creating transaction.
+    /// `pg_notify` returns `void`, which the `Any` driver cannot decode, so
+    /// it is called in `FROM` and counted.
+    pub(super) async fn notify_deadline(
+        &self,
+        conn: &mut AnyConnection,
+        expire_at_us: Micros,
+    ) -> Result<()> {
+        self.count(&self.counters.statements, 1);
+        sqlx::query("SELECT COUNT(*) FROM pg_notify($1, $2)")
+            .bind(self.deadline_channel())
+            .bind(expire_at_us.to_string())
+            .execute(&mut *conn)
+            .await
+            .ctx("notifying the order's deadline")?;
+        Ok(())
+    }
+
+    /// The earliest PENDING deadline after `after_us` as `conn` sees it, or `None`.
+    pub(super) async fn earliest_pending_in(
+        &self,
+        conn: &mut AnyConnection,
+        after_us: Micros,
+    ) -> Result<Option<Micros>> {
+        self.count(&self.counters.statements, 1);
+        self.count(&self.counters.rows_read, 1);
+        let row = sqlx::query(self.sql.earliest_pending.clone())
+            .bind(after_us)
+            .fetch_one(&mut *conn)
+            .await
+            .ctx("reading the next deadline")?;
+        row.try_get::<Option<i64>, _>(0)
+            .ctx("reading the next deadline")
+    }
+
+    /// A PostgreSQL connection `LISTEN`ing on [`OrderStore::deadline_channel`],
+    /// labelled `application_name` on the server (so a test or an operator
+    /// can end it with `pg_terminate_backend`). Not counted in the store's
+    /// statements: it only receives.
+    pub async fn deadline_listener(&self, application_name: &str) -> Result<PgListener> {
+        if self.location.kind != DbKind::Postgres {
+            return Err(Error::Config(format!(
+                "deadline notifications need PostgreSQL (LISTEN/NOTIFY); {} has none",
+                self.location.kind.service_name()
+            )));
+        }
+        let mut name = super::identifier(application_name);
+        name.truncate(PG_NAME_MAX);
+        let options = PgConnectOptions::from_str(&self.location.connect_url()?)
+            .ctx("opening the deadline listener")?
+            .application_name(&name);
+        let pool = PgPoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(super::CONNECT_TIMEOUT)
+            .connect_with(options)
+            .await
+            .ctx("opening the deadline listener")?;
+        let mut listener = PgListener::connect_with(&pool)
+            .await
+            .ctx("opening the deadline listener")?;
+        listener
+            .listen(&self.deadline_channel())
+            .await
+            .ctx("listening for deadlines")?;
+        Ok(listener)
+    }
+}
