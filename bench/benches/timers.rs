@@ -61,9 +61,10 @@
 //! operation did what it should (payload back, right number fired).
 //!
 //! Sizes: n = 10k, 100k, 1M through criterion (`Throughput::Elements(n)`,
-//! flat sampling; fewer samples and shorter measurement for larger n so the
-//! whole group stays near 10 minutes: at 1M one iteration of a slow peer
-//! plus its untimed setup takes ~0.5 s). n = 10M runs once per cell outside
+//! flat sampling, its minimum of 10 samples, 0.2 s warm-up and 0.5 / 1 / 2 s
+//! of measurement, no plots: 26 cells per size, and at 1M one iteration of
+//! a slow peer plus its untimed setup takes ~0.5 s, so more would push the
+//! group well past 10 minutes). n = 10M runs once per cell outside
 //! criterion (criterion needs at least 10 samples, which at 10M would take
 //! ~20 minutes for this group alone); the table marks those cells.
 //!
@@ -246,7 +247,9 @@ impl Timers for Wheel {
     }
     #[inline]
     fn insert(&mut self, deadline_ms: u64, id: u64) -> TimerKey {
-        self.0.insert(deadline_ms, id).expect("deadline in the future")
+        self.0
+            .insert(deadline_ms, id)
+            .expect("deadline in the future")
     }
     #[inline]
     fn cancel(&mut self, handle: TimerKey) -> Option<u64> {
@@ -610,7 +613,12 @@ fn fill<P: Timers>(p: &mut P, inputs: &Inputs) -> Vec<Option<P::Handle>> {
 fn cancel_one<P: Timers>(p: &mut P, handles: &mut [Option<P::Handle>], i: u32) {
     let h = handles[i as usize].take().expect("handle");
     let v = p.cancel(h);
-    assert_eq!(v, Some(u64::from(i)), "{}: cancel returned the payload", P::NAME);
+    assert_eq!(
+        v,
+        Some(u64::from(i)),
+        "{}: cancel returned the payload",
+        P::NAME
+    );
 }
 
 fn run_op<P: Timers>(op: Op, inputs: &Inputs) -> Duration {
@@ -689,7 +697,10 @@ fn bytes_per_timer<P: Timers>(inputs: &Inputs) -> f64 {
 enum Cell {
     /// ns per operation of every timed run, and whether this was a single
     /// run outside criterion.
-    Measured { ns_per_op: Vec<f64>, single: bool },
+    Measured {
+        ns_per_op: Vec<f64>,
+        single: bool,
+    },
     Unsupported(&'static str),
 }
 
@@ -703,12 +714,10 @@ fn results() -> &'static Mutex<Results> {
 fn record(op: Op, n: usize, name: &'static str, elapsed: Duration, single: bool) {
     let ns = elapsed.as_nanos() as f64 / n as f64;
     let mut r = results().lock().unwrap();
-    match r
-        .entry((op, n, name))
-        .or_insert(Cell::Measured {
-            ns_per_op: Vec::new(),
-            single,
-        }) {
+    match r.entry((op, n, name)).or_insert(Cell::Measured {
+        ns_per_op: Vec::new(),
+        single,
+    }) {
         Cell::Measured { ns_per_op, .. } => ns_per_op.push(ns),
         Cell::Unsupported(_) => unreachable!(),
     }
@@ -812,15 +821,17 @@ fn bench_timers(c: &mut Criterion) {
             let mut group = c.benchmark_group(format!("timers/{}", op.name()));
             group.throughput(Throughput::Elements(n as u64));
             group.sampling_mode(SamplingMode::Flat);
-            group.warm_up_time(Duration::from_millis(500));
-            // Fewer samples and less measurement time as n grows (see top).
-            let (samples, secs) = match n {
-                1_000_000.. => (10, 3),
-                100_000.. => (15, 2),
-                _ => (20, 1),
-            };
-            group.sample_size(samples);
-            group.measurement_time(Duration::from_secs(secs));
+            // Criterion's minimum of 10 samples, a short warm-up and little
+            // measurement time: one iteration also pays an untimed build or
+            // teardown (hhwt's teardown ticks through 60 000 ms), so the wall
+            // time is a few times the measured time (see top).
+            group.warm_up_time(Duration::from_millis(200));
+            group.sample_size(10);
+            group.measurement_time(Duration::from_millis(match n {
+                1_000_000.. => 2000,
+                100_000.. => 1000,
+                _ => 500,
+            }));
             for_each_impl!(n, bench_one, (), &mut group, op, &inputs);
             group.finish();
         }
@@ -858,7 +869,12 @@ fn run_extras() {
             memory.insert((n, "bitwheel"), BITWHEEL_10M.into());
         }
     }
-    let table = summary_table(&results().lock().unwrap(), &memory);
+    write_summary(&memory);
+}
+
+/// Prints the summary table and writes it next to criterion's reports.
+fn write_summary(memory: &BTreeMap<(usize, &'static str), String>) {
+    let table = summary_table(&results().lock().unwrap(), memory);
     println!("\n{table}");
     let dir = criterion_dir();
     let path = dir.join("timers-summary.md");
@@ -986,10 +1002,13 @@ fn main() {
         .name("timers".into())
         .stack_size(512 << 20)
         .spawn(|| {
-            let mut c = Criterion::default().configure_from_args();
+            let mut c = Criterion::default().without_plots().configure_from_args();
             bench_timers(&mut c);
             c.final_summary();
             if full_run_requested() {
+                // Saved before the long 10M runs too, so an interrupted run
+                // still leaves the criterion sizes' table.
+                write_summary(&BTreeMap::new());
                 run_extras();
             }
         })
