@@ -1,8 +1,9 @@
 //! Timer-structure benchmarks: the project's hierarchical [`TimingWheel`]
 //! against the published Rust timer wheels and two baselines.
 //!
-//! Run: `cargo bench -p delaybench-bench -- timers` (about 10 minutes on a
-//! 2-core machine). It prints a summary table (ns per operation, ratio to the
+//! Run: `cargo bench -p delaybench-bench -- timers` (18 minutes on the shared
+//! 2-core development machine while other builds ran; the 10M cells and the
+//! memory measurement are about 5 of those). It prints a summary table (ns per operation, ratio to the
 //! fastest in each cell, bytes per pending timer) at the end and writes it to
 //! `<target>/criterion/timers-summary.md`. `DELAYBENCH_TIMERS_MAX_N=100000`
 //! caps the sizes for a quick run.
