@@ -28,6 +28,17 @@
 //! 64-bit occupancy bitmap, `trailing_zeros`) on the lowest non-empty level.
 //! Advancing across a huge gap only visits occupied slots, never empty ticks.
 //!
+//! # Firing a whole slot at once
+//!
+//! When [`TimingWheel::advance`] reaches a higher-level slot that ends at or
+//! before the tick it advances to, every timer in it is due in this call, so
+//! cascading it down level by level would only relink each timer again.
+//! Instead the slot's list is walked once, its timers are ordered by deadline
+//! with a counting sort over the slot's ticks (a comparison sort when the
+//! slot is wide and sparsely filled) and fired in that order. Slots that are
+//! only partly due, and [`TimingWheel::poll`] (whose caller may insert
+//! between timers), cascade as above.
+//!
 //! # Beyond the span: the overflow list
 //!
 //! A deadline that does not share `now`'s bits above `slot_bits * levels`
@@ -83,6 +94,51 @@ const LANES: usize = 4;
 #[inline]
 fn head_of(list: u16, index: u32) -> usize {
     list as usize * LANES + index as usize % LANES
+}
+
+/// Largest slot width (in bits of ticks) fired whole by
+/// [`TimingWheel::advance`]: the offset of a deadline within the slot must
+/// fit the upper half of a `u64` sort key whose lower half is the slab index.
+const SORT_MAX_WIDTH_BITS: u32 = 32;
+
+/// A slot of `width` ticks holding `n` timers is ordered by a counting sort
+/// (O(width + n)) when `width <= COUNTING_SORT_PER_TIMER * max(n,
+/// COUNTING_SORT_MIN)`, otherwise by a comparison sort (O(n log n)).
+const COUNTING_SORT_PER_TIMER: usize = 4;
+const COUNTING_SORT_MIN: usize = 64;
+
+/// Buffers for [`TimingWheel::fire_slot_sorted`], reused across the slots
+/// of one [`TimingWheel::advance`].
+#[derive(Default)]
+struct SortScratch {
+    /// `offset_in_slot << 32 | slab_index` per timer of the slot.
+    keys: Vec<u64>,
+    /// Slab indices in deadline order.
+    order: Vec<u32>,
+    /// Counting-sort buckets (one per tick of the slot, plus one).
+    counts: Vec<u32>,
+}
+
+/// While a slot fired whole is being handed to the caller, its unfired
+/// timers are on no list. If `fire` panics, this puts them back (on the
+/// pending list if due at `now()`, the deadline that was firing, else on a
+/// lower level), so the wheel stays consistent and loses only the timer
+/// whose `fire` panicked, as [`TimingWheel::advance`] documents.
+struct RefileOnUnwind<'a, T> {
+    wheel: &'a mut TimingWheel<T>,
+    order: &'a [u32],
+    /// How many of `order` have been freed and handed to `fire`.
+    fired: usize,
+}
+
+impl<T> Drop for RefileOnUnwind<'_, T> {
+    fn drop(&mut self) {
+        for &index in &self.order[self.fired..] {
+            let (_, _, _, deadline) = self.wheel.links(index);
+            let target = self.wheel.list_for(deadline);
+            self.wheel.push_front(target, index);
+        }
+    }
 }
 
 /// Handle to a scheduled timer, returned by [`TimingWheel::insert`].
@@ -342,8 +398,42 @@ impl<T> TimingWheel<T> {
     /// `fire` only runs while the wheel is consistent: if it panics, the
     /// timer being fired is lost (its payload is dropped), the others stay.
     pub fn advance(&mut self, now_tick: u64, mut fire: impl FnMut(u64, T)) {
-        while let Some((deadline, value)) = self.poll(now_tick) {
-            fire(deadline, value);
+        if now_tick < self.elapsed {
+            return;
+        }
+        // Reused by every slot fired whole during this call; dropped at the
+        // end, so the wheel keeps no sort buffers between calls.
+        let mut scratch = SortScratch::default();
+        loop {
+            while let Some((deadline, value)) = self.pop_pending() {
+                fire(deadline, value);
+            }
+            match self.next_expiration() {
+                Some(Expiry::Slot {
+                    level,
+                    slot,
+                    deadline,
+                }) if deadline <= now_tick => {
+                    let width_bits = level * self.slot_bits;
+                    // `deadline` is a slot start, a multiple of the slot's
+                    // width, so its last tick cannot overflow.
+                    let last_tick = deadline | ((1u64 << width_bits) - 1);
+                    if level > 0 && width_bits <= SORT_MAX_WIDTH_BITS && last_tick <= now_tick {
+                        self.fire_slot_sorted(level, slot, deadline, &mut scratch, &mut fire);
+                    } else {
+                        self.process(Expiry::Slot {
+                            level,
+                            slot,
+                            deadline,
+                        });
+                    }
+                }
+                Some(exp) if exp.deadline() <= now_tick => self.process(exp),
+                _ => {
+                    self.elapsed = now_tick;
+                    return;
+                }
+            }
         }
     }
 
@@ -696,6 +786,101 @@ impl<T> TimingWheel<T> {
                 "cascade must move a timer down"
             );
             self.push_front(target, index);
+        }
+    }
+
+    /// Fires every timer of slot `slot` on level `level` (> 0), which starts
+    /// at tick `start` and lies wholly at or before the tick being advanced
+    /// to, in deadline order, without cascading it level by level.
+    ///
+    /// The caller guarantees that this slot is the next expiration event, so
+    /// the lower levels are empty and every other timer is due later than
+    /// any timer in the slot. One walk over the slot's lanes collects
+    /// `(offset in slot, slab index)` keys, a counting sort (or, for a sparse
+    /// wide slot, a comparison sort) orders them, and the timers are freed
+    /// and fired in that order while their entries are still in the caches.
+    /// Cascading instead would relink every timer once per level below
+    /// `level` and walk it again from the pending list, each a cache miss on
+    /// a large slab.
+    fn fire_slot_sorted(
+        &mut self,
+        level: u32,
+        slot: u32,
+        start: u64,
+        scratch: &mut SortScratch,
+        fire: &mut impl FnMut(u64, T),
+    ) {
+        debug_assert!(level > 0 && level * self.slot_bits <= SORT_MAX_WIDTH_BITS);
+        debug_assert!(start > self.elapsed, "time went backwards");
+        debug_assert!(self.list_is_empty(self.pending_list));
+        debug_assert!(self.occupied[..level as usize].iter().all(|&o| o == 0));
+        self.occupied[level as usize] &= !(1u64 << slot);
+        let list = ((level << self.slot_bits) + slot) as u16;
+        let base = list as usize * LANES;
+        let mut cursors = [NIL; LANES];
+        cursors.copy_from_slice(&self.heads[base..base + LANES]);
+        self.heads[base..base + LANES].fill(NIL);
+        let width = 1u64 << (level * self.slot_bits);
+
+        // Detached walk over the lanes round-robin (up to LANES cache misses
+        // in flight), collecting `offset << 32 | index`.
+        let keys = &mut scratch.keys;
+        keys.clear();
+        let mut lane = 0;
+        let mut idle = 0;
+        while idle < LANES {
+            let index = cursors[lane];
+            if index == NIL {
+                idle += 1;
+                lane = (lane + 1) % LANES;
+                continue;
+            }
+            idle = 0;
+            let (_, next, _, deadline) = self.links(index);
+            cursors[lane] = next;
+            lane = (lane + 1) % LANES;
+            debug_assert!(
+                deadline >= start && deadline - start < width,
+                "timer outside its slot's range"
+            );
+            keys.push(((deadline - start) << 32) | u64::from(index));
+        }
+
+        // Order by offset; timers with equal deadlines may fire in any order.
+        let order = &mut scratch.order;
+        order.clear();
+        if width as usize <= COUNTING_SORT_PER_TIMER * keys.len().max(COUNTING_SORT_MIN) {
+            let counts = &mut scratch.counts;
+            counts.clear();
+            counts.resize(width as usize + 1, 0);
+            for &key in keys.iter() {
+                counts[(key >> 32) as usize + 1] += 1;
+            }
+            for i in 1..counts.len() {
+                counts[i] += counts[i - 1];
+            }
+            order.resize(keys.len(), NIL);
+            for &key in keys.iter() {
+                let at = &mut counts[(key >> 32) as usize];
+                order[*at as usize] = key as u32;
+                *at += 1;
+            }
+        } else {
+            keys.sort_unstable();
+            order.extend(keys.iter().map(|&key| key as u32));
+        }
+
+        let mut guard = RefileOnUnwind {
+            wheel: self,
+            order: order.as_slice(),
+            fired: 0,
+        };
+        while let Some(&index) = guard.order.get(guard.fired) {
+            guard.fired += 1;
+            let (deadline, value) = guard.wheel.free(index);
+            // As in `poll`: while a timer fires, now() is its deadline.
+            guard.wheel.elapsed = deadline;
+            fire(deadline, value);
         }
     }
 

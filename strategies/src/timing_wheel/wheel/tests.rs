@@ -409,3 +409,87 @@ fn payload_is_dropped_with_wheel() {
     }
     assert_eq!(Rc::strong_count(&rc), 1);
 }
+
+/// Scattered deadlines in `1..=max`, the same for every call.
+fn scattered(n: u64, max: u64) -> Vec<u64> {
+    let mut x = 987_654_321u64;
+    (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            1 + (x >> 33) % max
+        })
+        .collect()
+}
+
+#[test]
+fn dense_big_jump_fires_whole_slots_like_poll() {
+    // ~12 timers per tick: level-1 and level-2 slots are fired whole by
+    // `advance` (counting sort); `poll` cascades them. Same timers, same
+    // deadlines, non-decreasing order.
+    let deadlines = scattered(50_000, 60_000);
+    let mut by_advance = TimingWheel::new(WheelConfig::default(), 0);
+    let mut by_poll = TimingWheel::new(WheelConfig::default(), 0);
+    for (i, &d) in deadlines.iter().enumerate() {
+        by_advance.insert(d, i as u64).unwrap();
+        by_poll.insert(d, i as u64).unwrap();
+    }
+    // Stop inside a level-2 slot, so its last part is cascaded, not fired whole.
+    let first = drain(&mut by_advance, 50_000);
+    let mut polled = Vec::new();
+    while let Some(fired) = by_poll.poll(50_000) {
+        polled.push(fired);
+    }
+    by_poll.assert_invariants();
+    assert!(first.windows(2).all(|w| w[0].0 <= w[1].0), "out of order");
+    for &(d, i) in &first {
+        assert_eq!(d, deadlines[i as usize]);
+    }
+    let mut sorted_first = first.clone();
+    sorted_first.sort_unstable();
+    polled.sort_unstable();
+    assert_eq!(sorted_first, polled);
+    assert_eq!(by_advance.now(), 50_000);
+    assert_eq!(by_advance.len(), by_poll.len());
+    let rest = drain(&mut by_advance, 60_000);
+    assert!(rest.windows(2).all(|w| w[0].0 <= w[1].0), "out of order");
+    assert!(rest.iter().all(|&(d, _)| d > 50_000));
+    assert_eq!(first.len() + rest.len(), deadlines.len());
+    assert!(by_advance.is_empty());
+}
+
+#[test]
+fn panic_in_fire_of_a_whole_slot_loses_only_that_timer() {
+    use std::collections::HashSet;
+    // All in level-2 slot 1 (ticks 4096..8191), fired whole by one advance.
+    let deadlines: Vec<u64> = scattered(500, 4096).iter().map(|d| 4095 + d).collect();
+    let mut w = TimingWheel::new(WheelConfig::default(), 0);
+    let keys: Vec<TimerKey> = deadlines
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| w.insert(d, i as u64).unwrap())
+        .collect();
+    let mut fired = Vec::new();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        w.advance(10_000, |d, i| {
+            if fired.len() == 10 {
+                panic!("fire failed");
+            }
+            fired.push((d, i));
+        })
+    }));
+    assert!(outcome.is_err());
+    w.assert_invariants();
+    assert_eq!(w.len(), deadlines.len() - 11);
+    let fired_ids: HashSet<u64> = fired.iter().map(|&(_, i)| i).collect();
+    let lost: Vec<usize> = (0..keys.len())
+        .filter(|&i| !w.contains(keys[i]) && !fired_ids.contains(&(i as u64)))
+        .collect();
+    assert_eq!(lost.len(), 1, "exactly the panicking timer is gone");
+    let rest = drain(&mut w, 10_000);
+    let all: Vec<u64> = fired.iter().chain(&rest).map(|&(d, _)| d).collect();
+    assert!(all.windows(2).all(|p| p[0] <= p[1]), "out of order");
+    assert_eq!(all.len(), deadlines.len() - 1);
+    assert!(w.is_empty());
+}
