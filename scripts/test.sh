@@ -26,4 +26,5 @@ else
   echo "test.sh: rabbitmqctl not found: the x-delayed-message plugin must already be enabled on the broker" >&2
   echo "  (docker compose up -d --wait rabbitmq builds a broker with it)" >&2
 fi
-cargo test --workspace "$@"
+# --no-fail-fast: one failing test binary must not hide the others' results.
+cargo test --workspace --no-fail-fast "$@"

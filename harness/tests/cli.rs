@@ -342,7 +342,7 @@ fn unknown_strategy_lists_the_known_ones() {
     let err = stderr(&o);
     assert!(
         err.contains("unknown strategy `cron-job`")
-            && err.contains("db-scan, db-scan-noindex, timing-wheel"),
+            && err.contains("db-scan, db-scan-noindex, db-timer, timing-wheel"),
         "{err}"
     );
 }
