@@ -22,11 +22,13 @@
 //! reclaimed and cancelled by someone else only removes a member whose order
 //! is already final: the conditional UPDATE gave exactly one release.
 //!
-//! Workers (`worker.rs`) sleep until the earliest score of all shards;
+//! A worker (`worker.rs`) runs one loop per shard, each sleeping until its
+//! shard's earliest score, so a shard whose Redis Cluster master is down
+//! (each call waiting out the client's timeouts) holds up only itself;
 //! `schedule` PUBLISHes a deadline that became a shard's earliest and every
-//! worker SUBSCRIBEs, so an earlier order wakes them, and between wakes a
-//! worker claims only the shards it knows to be due. Every `max-sleep` it
-//! looks at every shard, which bounds what a lost wake message costs.
+//! worker SUBSCRIBEs, so an earlier order wakes that shard's loop. Every
+//! `max-sleep` each loop claims its shard whatever it knows, which bounds
+//! what a lost wake message costs.
 //!
 //! The teaching variant `redis-zset-nonatomic` (same keys, same waking)
 //! reads with ZRANGEBYSCORE and removes with ZREM afterwards: instances
@@ -90,6 +92,11 @@ struct Shard {
     /// (`i64::MAX`: none; `i64::MIN`: unknown, look). Only shards due by
     /// this are claimed between full passes, so a wake costs one script call.
     next_due: AtomicI64,
+    /// Wall-clock time this shard's loop sleeps until; `i64::MAX` while it
+    /// works, so every wake message during a claim leads to one more look.
+    sleeping_until: AtomicI64,
+    /// Wakes this shard's loop.
+    wake: Notify,
 }
 
 /// The redis-zset strategy (one instance), or its non-atomic teaching variant.
@@ -102,10 +109,6 @@ pub struct RedisZset {
     scripts: Scripts,
     shards: Vec<Shard>,
     wake_channel: String,
-    wake: Notify,
-    /// Wall-clock time the worker sleeps until; `i64::MIN` while it works,
-    /// so every wake message during a pass leads to one more pass.
-    sleeping_until: AtomicI64,
     /// Learnt in `setup`; `None` in an instance that did not run it.
     persistence: Mutex<Option<Persistence>>,
     counters: Counters,
@@ -126,19 +129,6 @@ crate::canceller::counters! {
     }
 }
 
-/// What one pass over every shard found.
-#[derive(Debug)]
-struct Pass {
-    /// Some shard had a full batch: look again at once.
-    busy: bool,
-    /// The earliest remaining deadline of all shards (a failed shard's
-    /// retry time included).
-    next: Option<Micros>,
-    /// The first error of a shard that failed; the other shards were
-    /// still claimed.
-    failed: Option<crate::Error>,
-}
-
 impl RedisZset {
     pub fn new(store: OrderStore, config: &RedisZsetConfig, mode: ClaimMode) -> Result<Self> {
         let prefix = store.location().resource_prefix();
@@ -149,6 +139,8 @@ impl RedisZset {
                 Shard {
                     index: k as usize,
                     next_due: AtomicI64::new(i64::MIN),
+                    sleeping_until: AtomicI64::new(i64::MIN),
+                    wake: Notify::new(),
                     delay: format!("dlb:{{{tag}}}:delay"),
                     processing: format!("dlb:{{{tag}}}:processing"),
                     dead: format!("dlb:{{{tag}}}:dead"),
@@ -163,8 +155,6 @@ impl RedisZset {
             scripts: Scripts::new(),
             shards,
             wake_channel: format!("dlb:{{{prefix}}}:wake"),
-            wake: Notify::new(),
-            sleeping_until: AtomicI64::new(i64::MIN),
             persistence: Mutex::new(None),
             counters: Counters::default(),
         })
@@ -193,22 +183,21 @@ impl RedisZset {
     /// Records that shard `index` holds a member due at `deadline_us`, and
     /// wakes the worker if that is before the end of its sleep.
     fn note_due(&self, index: usize, deadline_us: Micros) {
-        if let Some(shard) = self.shards.get(index) {
-            shard.next_due.fetch_min(deadline_us, Ordering::SeqCst);
-        } else {
-            self.forget_next_due();
-        }
-        if deadline_us < self.sleeping_until.load(Ordering::SeqCst) {
-            self.wake.notify_one();
+        let Some(shard) = self.shards.get(index) else {
+            return self.forget_next_due();
+        };
+        shard.next_due.fetch_min(deadline_us, Ordering::SeqCst);
+        if deadline_us < shard.sleeping_until.load(Ordering::SeqCst) {
+            shard.wake.notify_one();
         }
     }
 
-    /// Makes the next pass look at every shard (wake messages may be lost).
+    /// Makes every shard's loop look at its shard (wake messages may be lost).
     fn forget_next_due(&self) {
         for shard in &self.shards {
             shard.next_due.store(i64::MIN, Ordering::SeqCst);
+            shard.wake.notify_one();
         }
-        self.wake.notify_one();
     }
 
     fn count(counter: &AtomicU64, n: usize) {

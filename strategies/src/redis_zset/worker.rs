@@ -1,9 +1,9 @@
-//! The worker side of `redis-zset`: passes over the shards (the atomic
-//! claim, or the teaching variant's read-then-remove), the cancel and the
-//! ack, burying malformed members, the reclaimer, and the sleeping loop.
+//! The worker side of `redis-zset`: a loop per shard, each claiming (the
+//! atomic claim, or the teaching variant's read-then-remove), cancelling
+//! and acking, burying malformed members, reclaiming, and sleeping.
 
 use super::conn::{shard_of, MAX_BACKOFF, MIN_BACKOFF};
-use super::{ClaimMode, Pass, RedisZset, Shard, NOT_DUE_RETRY};
+use super::{ClaimMode, RedisZset, Shard, NOT_DUE_RETRY};
 use crate::canceller::Canceller;
 use crate::crash::{self, CrashPoint};
 use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
@@ -14,45 +14,29 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 impl RedisZset {
-    /// Claims, cancels and acks the due members of every shard (`full`) or
-    /// of the shards known or suspected to hold due members. A shard that
-    /// fails is tried again `retry_in` later while the others go on: on a
-    /// cluster, a dead master stops only the shards it holds.
-    async fn pass(&self, full: bool, retry_in: Duration) -> Pass {
-        let mut pass = Pass {
-            busy: false,
-            next: None,
-            failed: None,
+    /// Claims, cancels and acks `shard`'s due members; returns whether
+    /// the batch came back full (look again at once). On failure the shard
+    /// is tried again `retry_in` later.
+    async fn claim_shard(&self, shard: &Shard, retry_in: Duration) -> Result<bool> {
+        // A wake message during the claim lowers it again.
+        shard.next_due.store(i64::MAX, Ordering::SeqCst);
+        let claimed = match self.mode {
+            ClaimMode::Atomic => self.claim_and_cancel(shard).await,
+            ClaimMode::Nonatomic => self.read_and_cancel(shard).await,
         };
-        let now = now_us();
-        for shard in &self.shards {
-            if full || shard.next_due.load(Ordering::SeqCst) <= now {
-                // A wake message during the claim lowers it again.
-                shard.next_due.store(i64::MAX, Ordering::SeqCst);
-                let claimed = match self.mode {
-                    ClaimMode::Atomic => self.claim_and_cancel(shard).await,
-                    ClaimMode::Nonatomic => self.read_and_cancel(shard).await,
-                };
-                match claimed {
-                    Ok((members, next)) => {
-                        shard
-                            .next_due
-                            .fetch_min(next.unwrap_or(i64::MAX), Ordering::SeqCst);
-                        pass.busy |= members >= self.config.claim_batch as usize;
-                    }
-                    Err(e) => {
-                        let retry_at = now_us() + retry_in.as_micros() as i64;
-                        shard.next_due.store(retry_at, Ordering::SeqCst);
-                        pass.failed.get_or_insert(e);
-                    }
-                }
+        match claimed {
+            Ok((members, next)) => {
+                shard
+                    .next_due
+                    .fetch_min(next.unwrap_or(i64::MAX), Ordering::SeqCst);
+                Ok(members >= self.config.claim_batch as usize)
             }
-            let next = shard.next_due.load(Ordering::SeqCst);
-            if next != i64::MAX {
-                pass.next = Some(pass.next.map_or(next, |n| n.min(next)));
+            Err(e) => {
+                let retry_at = now_us() + retry_in.as_micros() as i64;
+                shard.next_due.store(retry_at, Ordering::SeqCst);
+                Err(e)
             }
         }
-        pass
     }
 
     /// The claim script on one shard: due members move to processing.
@@ -236,18 +220,8 @@ impl RedisZset {
             .await
     }
 
-    /// Gives every claim whose visibility deadline passed back to its delay
-    /// set; a shard that fails does not keep the others from it.
-    async fn reclaim(&self) -> Result<()> {
-        let mut first_error = None;
-        for shard in &self.shards {
-            if let Err(e) = self.reclaim_shard(shard).await {
-                first_error.get_or_insert(e);
-            }
-        }
-        first_error.map_or(Ok(()), Err)
-    }
-
+    /// Gives every claim on `shard` whose visibility deadline passed back
+    /// to its delay set.
     async fn reclaim_shard(&self, shard: &Shard) -> Result<()> {
         loop {
             let mut invocation = self.scripts.reclaim.prepare_invoke();
@@ -276,18 +250,33 @@ impl RedisZset {
         tracing::warn!(strategy = self.name(), error = %e, "{what} failed; retrying");
     }
 
-    /// The worker loop: reclaim when due, pass, sleep until the next
-    /// deadline (or a wake message, or `max-sleep` since the last full
-    /// pass, which bounds what a lost wake message costs). Never returns
-    /// early.
+    /// The worker: one loop per shard, so a shard whose master is down
+    /// (on a cluster, every call to it waits out the client's timeouts)
+    /// holds up only itself. Never returns early.
     pub(super) async fn work(&self, shutdown: &CancellationToken) {
+        futures_util::future::join_all(
+            self.shards
+                .iter()
+                .map(|shard| self.work_shard(shard, shutdown)),
+        )
+        .await;
+    }
+
+    /// One shard's loop: reclaim when due, claim when due, sleep until the
+    /// shard's next deadline (or a wake message, or `max-sleep` since the
+    /// last unconditional claim, which bounds what a lost wake message
+    /// costs).
+    async fn work_shard(&self, shard: &Shard, shutdown: &CancellationToken) {
         let mut backoff = MIN_BACKOFF;
         let mut next_reclaim = Instant::now();
         let mut next_full = Instant::now();
         while !shutdown.is_cancelled() {
-            self.sleeping_until.store(i64::MIN, Ordering::SeqCst);
+            // While it works every wake message notifies, and the permit
+            // that leaves makes the sleep below return at once: a message
+            // that came after the claim read the shard is not lost.
+            shard.sleeping_until.store(i64::MAX, Ordering::SeqCst);
             if self.mode == ClaimMode::Atomic && Instant::now() >= next_reclaim {
-                if let Err(e) = self.reclaim().await {
+                if let Err(e) = self.reclaim_shard(shard).await {
                     self.failed("reclaiming", &e);
                 }
                 next_reclaim = Instant::now() + self.config.reclaim_interval;
@@ -296,35 +285,43 @@ impl RedisZset {
             if full {
                 next_full = Instant::now() + self.config.max_sleep;
             }
-            let pass = self.pass(full, backoff).await;
-            // A failed shard waits `backoff` (its next_due says so); the
-            // pause doubles while some shard keeps failing.
-            match &pass.failed {
-                Some(e) => {
-                    self.failed("a pass", e);
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
+            if full || shard.next_due.load(Ordering::SeqCst) <= now_us() {
+                // A failing shard waits `backoff` (its next_due says so);
+                // the pause doubles while it keeps failing.
+                match self.claim_shard(shard, backoff).await {
+                    Ok(busy) => {
+                        backoff = MIN_BACKOFF;
+                        if busy {
+                            continue;
+                        }
+                    }
+                    Err(e) => {
+                        self.failed("a claim", &e);
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
+                    }
                 }
-                None => backoff = MIN_BACKOFF,
             }
-            if pass.busy {
-                continue;
+            let next = shard.next_due.load(Ordering::SeqCst);
+            let mut sleep = next_full.saturating_duration_since(Instant::now());
+            if next != i64::MAX {
+                sleep = sleep.min(Duration::from_micros(
+                    next.saturating_sub(now_us()).max(0) as u64
+                ));
             }
-            let until_full = next_full.saturating_duration_since(Instant::now());
-            let mut sleep = pass
-                .next
-                .map(|at| Duration::from_micros(at.saturating_sub(now_us()).max(0) as u64))
-                .map_or(until_full, |d| d.min(until_full));
             if self.mode == ClaimMode::Atomic {
                 sleep = sleep.min(next_reclaim.saturating_duration_since(Instant::now()));
             }
             if sleep.is_zero() {
                 continue;
             }
-            self.sleeping_until
+            shard
+                .sleeping_until
                 .store(now_us() + sleep.as_micros() as i64, Ordering::SeqCst);
+            // A wake message before this store saw `i64::MAX` and notified:
+            // its permit ends the sleep at once.
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                _ = self.wake.notified() => {
+                _ = shard.wake.notified() => {
                     self.counters.wakeups.fetch_add(1, Ordering::Relaxed);
                 }
                 _ = tokio::time::sleep(sleep) => {}
