@@ -68,10 +68,11 @@ impl OrderStore {
         self.count(&self.counters.rows_read, 1);
         let row = sqlx::query(self.sql.earliest_pending.clone())
             .bind(after_us)
-            .fetch_one(&mut *conn)
+            .fetch_optional(&mut *conn)
             .await
             .ctx("reading the next deadline")?;
-        row.try_get::<Option<i64>, _>(0)
+        row.map(|row| row.try_get::<i64, _>(0))
+            .transpose()
             .ctx("reading the next deadline")
     }
 
