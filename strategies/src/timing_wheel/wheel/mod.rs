@@ -744,10 +744,7 @@ impl<T> TimingWheel<T> {
                 (self.overflow_list, u32::MAX)
             }
         };
-        let base = list as usize * LANES;
-        let mut cursors = [NIL; LANES];
-        cursors.copy_from_slice(&self.heads[base..base + LANES]);
-        self.heads[base..base + LANES].fill(NIL);
+        let cursors = self.detach(list);
         if level == 0 {
             // A level-0 slot is exactly one tick: everything in it is due.
             // Splice the whole list onto the (empty) pending list in O(1);
@@ -756,9 +753,46 @@ impl<T> TimingWheel<T> {
             self.heads[pending..pending + LANES].copy_from_slice(&cursors);
             return;
         }
-        // Detached walk over the lanes round-robin: re-place every timer
-        // (strictly lower level, the pending list, or back on the overflow
-        // list). A timer stays in its lane (lane = slab index % LANES).
+        // Re-place every timer (strictly lower level, the pending list, or
+        // back on the overflow list). A timer stays in its lane (lane = slab
+        // index % LANES).
+        self.walk_detached(cursors, |wheel, index, deadline| {
+            debug_assert!(
+                level == u32::MAX
+                    || (deadline >= wheel.elapsed
+                        && deadline - wheel.elapsed < 1u64 << (level * wheel.slot_bits)),
+                "timer outside its slot's range"
+            );
+            let target = wheel.list_for(deadline);
+            debug_assert!(
+                level == u32::MAX
+                    || target == wheel.pending_list
+                    || u32::from(target >> wheel.slot_bits) < level,
+                "cascade must move a timer down"
+            );
+            wheel.push_front(target, index);
+        });
+    }
+
+    /// Empties every lane of `list` and returns their old heads: the
+    /// chains stay linked, detached from the wheel, for [`Self::walk_detached`].
+    fn detach(&mut self, list: u16) -> [u32; LANES] {
+        let base = list as usize * LANES;
+        let mut cursors = [NIL; LANES];
+        cursors.copy_from_slice(&self.heads[base..base + LANES]);
+        self.heads[base..base + LANES].fill(NIL);
+        cursors
+    }
+
+    /// Walks detached lane chains round-robin, so up to `LANES` cache
+    /// misses are in flight, calling `visit(wheel, slab index, deadline)`
+    /// on every entry. Each entry's successor is read before `visit`, which
+    /// may therefore relink it.
+    fn walk_detached(
+        &mut self,
+        mut cursors: [u32; LANES],
+        mut visit: impl FnMut(&mut Self, u32, u64),
+    ) {
         let mut lane = 0;
         let mut idle = 0;
         while idle < LANES {
@@ -772,20 +806,7 @@ impl<T> TimingWheel<T> {
             let (_, next, _, deadline) = self.links(index);
             cursors[lane] = next;
             lane = (lane + 1) % LANES;
-            debug_assert!(
-                level == u32::MAX
-                    || (deadline >= self.elapsed
-                        && deadline - self.elapsed < 1u64 << (level * self.slot_bits)),
-                "timer outside its slot's range"
-            );
-            let target = self.list_for(deadline);
-            debug_assert!(
-                level == u32::MAX
-                    || target == self.pending_list
-                    || u32::from(target >> self.slot_bits) < level,
-                "cascade must move a timer down"
-            );
-            self.push_front(target, index);
+            visit(self, index, deadline);
         }
     }
 
@@ -816,35 +837,19 @@ impl<T> TimingWheel<T> {
         debug_assert!(self.occupied[..level as usize].iter().all(|&o| o == 0));
         self.occupied[level as usize] &= !(1u64 << slot);
         let list = ((level << self.slot_bits) + slot) as u16;
-        let base = list as usize * LANES;
-        let mut cursors = [NIL; LANES];
-        cursors.copy_from_slice(&self.heads[base..base + LANES]);
-        self.heads[base..base + LANES].fill(NIL);
+        let cursors = self.detach(list);
         let width = 1u64 << (level * self.slot_bits);
 
-        // Detached walk over the lanes round-robin (up to LANES cache misses
-        // in flight), collecting `offset << 32 | index`.
+        // Collect `offset << 32 | index` for every timer of the slot.
         let keys = &mut scratch.keys;
         keys.clear();
-        let mut lane = 0;
-        let mut idle = 0;
-        while idle < LANES {
-            let index = cursors[lane];
-            if index == NIL {
-                idle += 1;
-                lane = (lane + 1) % LANES;
-                continue;
-            }
-            idle = 0;
-            let (_, next, _, deadline) = self.links(index);
-            cursors[lane] = next;
-            lane = (lane + 1) % LANES;
+        self.walk_detached(cursors, |_, index, deadline| {
             debug_assert!(
                 deadline >= start && deadline - start < width,
                 "timer outside its slot's range"
             );
             keys.push(((deadline - start) << 32) | u64::from(index));
-        }
+        });
 
         // Order by offset; timers with equal deadlines may fire in any order.
         let order = &mut scratch.order;
