@@ -3,21 +3,11 @@
 //! pass as `not applicable: <capability>` (printed with `--nocapture`).
 //! Adding a strategy is one `conformance_suite!` line at the bottom.
 
+#[macro_use]
 mod common;
 
 use common::test_options;
 use strategies::conformance::{self, Check, Fixture};
-
-/// Every check, once; `every_check_is_listed` keeps it equal to `Check::ALL`.
-macro_rules! with_every_check {
-    ($callback:ident!($($args:tt)*)) => {
-        $callback! {$($args)*; capabilities_are_coherent, fires_after_deadline_never_before,
-            paid_order_never_cancelled, duplicates_release_once,
-            long_delay_does_not_hold_back_short_ones, undeclared_delays_on_time,
-            several_instances_stay_correct, any_instance_cancels_any_order,
-            kill_every_instance_then_restart, kill_every_instance_then_restart_with_fallback}
-    };
-}
 
 macro_rules! conformance_checks {
     ($strategy:expr, $url:expr; $($check:ident),* $(,)?) => {$(
@@ -61,15 +51,7 @@ conformance_suite!(rabbit_ttl, "rabbit-ttl");
 conformance_suite!(rabbit_delayed, "rabbit-delayed");
 conformance_suite!(ceiling, "ceiling");
 
-macro_rules! names {
-    (; $($check:ident),* $(,)?) => {
-        [$(stringify!($check)),*]
-    };
-}
-
 #[test]
 fn every_check_is_listed() {
-    let listed = with_every_check!(names!());
-    let all: Vec<&str> = Check::ALL.iter().map(|c| c.name()).collect();
-    assert_eq!(listed.to_vec(), all);
+    common::assert_every_check_listed(&with_every_check!(check_names!()));
 }

@@ -7,6 +7,7 @@
 //! in SQLite: the broker is what these tests are about. Override the URLs
 //! with `DELAYBENCH_AMQP_CLUSTER_URL` (comma-separated).
 
+#[macro_use]
 mod common;
 
 use common::test_options;
@@ -87,17 +88,6 @@ macro_rules! cluster_checks {
     )*};
 }
 
-/// Every check, as in tests/conformance.rs.
-macro_rules! with_every_check {
-    ($callback:ident!($($args:tt)*)) => {
-        $callback! {$($args)*; capabilities_are_coherent, fires_after_deadline_never_before,
-            paid_order_never_cancelled, duplicates_release_once,
-            long_delay_does_not_hold_back_short_ones, undeclared_delays_on_time,
-            several_instances_stay_correct, any_instance_cancels_any_order,
-            kill_every_instance_then_restart, kill_every_instance_then_restart_with_fallback}
-    };
-}
-
 mod rabbit_ttl_quorum {
     use super::*;
     with_every_check!(cluster_checks!("rabbit-ttl", QueueType::Quorum));
@@ -108,17 +98,9 @@ mod rabbit_delayed_quorum {
     with_every_check!(cluster_checks!("rabbit-delayed", QueueType::Quorum));
 }
 
-macro_rules! names {
-    (; $($check:ident),* $(,)?) => {
-        [$(stringify!($check)),*]
-    };
-}
-
 #[test]
 fn every_check_is_listed() {
-    let listed = with_every_check!(names!());
-    let all: Vec<&str> = Check::ALL.iter().map(|c| c.name()).collect();
-    assert_eq!(listed.to_vec(), all);
+    common::assert_every_check_listed(&with_every_check!(check_names!()));
 }
 
 /// The queues rabbit-ttl declares on the cluster are quorum queues with

@@ -4,6 +4,7 @@
 //! suite, the shards' spread over the masters, the cleanup's SCAN on every
 //! master, and the teaching variant that refuses a cluster.
 
+#[macro_use]
 mod common;
 
 use std::collections::BTreeSet;
@@ -56,17 +57,6 @@ fn cluster_options() -> StrategyOptions {
     options
 }
 
-/// Every check, once; `every_check_is_listed` keeps it equal to `Check::ALL`.
-macro_rules! with_every_check {
-    ($callback:ident!($($args:tt)*)) => {
-        $callback! {$($args)*; capabilities_are_coherent, fires_after_deadline_never_before,
-            paid_order_never_cancelled, duplicates_release_once,
-            long_delay_does_not_hold_back_short_ones, undeclared_delays_on_time,
-            several_instances_stay_correct, any_instance_cancels_any_order,
-            kill_every_instance_then_restart, kill_every_instance_then_restart_with_fallback}
-    };
-}
-
 macro_rules! cluster_conformance {
     ($url:expr; $($check:ident),* $(,)?) => {$(
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,17 +83,9 @@ mod conformance_postgres {
     with_every_check!(cluster_conformance!(common::postgres_url()));
 }
 
-macro_rules! names {
-    (; $($check:ident),* $(,)?) => {
-        [$(stringify!($check)),*]
-    };
-}
-
 #[test]
 fn every_check_is_listed() {
-    let listed = with_every_check!(names!());
-    let all: Vec<&str> = Check::ALL.iter().map(|c| c.name()).collect();
-    assert_eq!(listed.to_vec(), all);
+    common::assert_every_check_listed(&with_every_check!(check_names!()));
 }
 
 /// The slot of `key` as the cluster computes it, and the master serving it.

@@ -2,7 +2,37 @@
 //! never skips one silently: an unreachable server fails the test with the
 //! URL and how to start it. Override with `DELAYBENCH_PG_URL` and
 //! `DELAYBENCH_MYSQL_URL`.
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros)]
+
+/// Every conformance check, once: `with_every_check!(m!(args))` expands to
+/// `m! { args; check_a, check_b, ... }`. Each suite's
+/// `every_check_is_listed` test keeps it equal to `Check::ALL`.
+macro_rules! with_every_check {
+    ($callback:ident!($($args:tt)*)) => {
+        $callback! {$($args)*; capabilities_are_coherent, fires_after_deadline_never_before,
+            paid_order_never_cancelled, duplicates_release_once,
+            long_delay_does_not_hold_back_short_ones, undeclared_delays_on_time,
+            several_instances_stay_correct, any_instance_cancels_any_order,
+            kill_every_instance_then_restart, kill_every_instance_then_restart_with_fallback}
+    };
+}
+
+/// `with_every_check!(check_names!())`: the names as strings.
+macro_rules! check_names {
+    (; $($check:ident),* $(,)?) => {
+        [$(stringify!($check)),*]
+    };
+}
+
+/// Asserts that `listed` (from `with_every_check!(check_names!())`) is
+/// every conformance check, in `Check::ALL`'s order.
+pub fn assert_every_check_listed(listed: &[&str]) {
+    let all: Vec<&str> = strategies::conformance::Check::ALL
+        .iter()
+        .map(|c| c.name())
+        .collect();
+    assert_eq!(listed.to_vec(), all);
+}
 
 pub fn postgres_url() -> String {
     std::env::var("DELAYBENCH_PG_URL")
