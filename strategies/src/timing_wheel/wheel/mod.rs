@@ -52,21 +52,32 @@
 //!
 //! # Storage
 //!
-//! Timers live in a slab (`Vec` + free list) and are threaded on intrusive
-//! doubly-linked lists (`u32` links), one per slot plus the overflow list and a
-//! *pending* list (due timers not yet handed out). A slab entry for a `u64`
-//! payload is 32 bytes: payload, deadline, two links, a generation and the
-//! list id. Keys are `(index, generation)` pairs, so a key that outlived its
-//! timer (fired or cancelled) never touches a newer timer that reuses the slab
+//! Timers live in a slab: fixed chunks of 4 096 entries plus a free list,
+//! so growing it never moves (copies) the timers already in it and it
+//! holds at most one partly used chunk beyond what is needed. A slab entry
+//! for a `u64` payload is 24 bytes: payload, deadline and a generation.
+//! Keys are `(index, generation)` pairs, so a key that outlived its timer
+//! (fired or cancelled) never touches a newer timer that reuses the slab
 //! entry (generations wrap after 2^32 reuses of the same entry).
 //!
-//! Each list is stored as 4 *lanes* (sub-lists chosen by slab index mod 4,
-//! each with its own head), and cascades and firing walk the lanes
-//! round-robin. A linked-list walk is a chain of dependent cache misses; with
-//! lanes four misses are in flight at once, which roughly halves the cost of
-//! expiring a timer once the slab outgrows the CPU caches. When a level-0
-//! slot (exactly one tick) comes due, its lanes are spliced onto the pending
-//! list in O(1); an entry is known to be pending iff `deadline <= now`.
+//! Each slot, the overflow list and the *pending* list (due timers not yet
+//! handed out) is a `Vec` of keys (8 bytes each). Walking a slot reads its
+//! keys sequentially and looks each timer up in the slab; those lookups
+//! do not depend on each other, so the CPU has many cache misses in flight
+//! at once (a linked list, which this wheel used before, allows one per
+//! chain). When a level-0 slot (exactly one tick) comes due, its `Vec` is
+//! swapped onto the pending list in O(1).
+//!
+//! # Cancel leaves a tombstone
+//!
+//! [`TimingWheel::cancel`] frees the slab entry at once (one cache miss) and
+//! leaves the key in its slot's `Vec`. A walk recognises such a *tombstone*
+//! by its generation no longer matching the entry's and skips it. The wheel
+//! counts the live timers of every list, so a list whose last live timer is
+//! cancelled is emptied (tombstones and all) and its occupancy bit cleared
+//! at once: [`TimingWheel::next_deadline`] never points at a slot that holds
+//! only cancelled timers. A tombstone among live timers keeps its 8 bytes
+//! until its slot is walked, at the latest at the cancelled deadline.
 //!
 //! # Time never goes backwards
 //!
@@ -82,19 +93,19 @@ pub use config::{ticks_ceil, ConfigError, WheelConfig};
 
 use std::fmt;
 
-/// Link value meaning "no entry".
+/// Index value meaning "no entry" (end of the free list).
 const NIL: u32 = u32::MAX;
 
-/// Each list is split into `LANES` independent chains ("lanes", by slab
-/// index modulo `LANES`). Walks visit the lanes round-robin, so up to
-/// `LANES` cache misses are in flight at once instead of one pointer chase.
-const LANES: usize = 4;
+/// Slab entries per chunk (a power of two). 4 096 entries of a `u64`
+/// payload are 96 KiB: small enough that a nearly empty wheel costs
+/// little, large enough that the chunk table stays in L1.
+const CHUNK_BITS: u32 = 12;
+const CHUNK: usize = 1 << CHUNK_BITS;
 
-/// Index into `heads` of the lane of `list` that slab entry `index` uses.
-#[inline]
-fn head_of(list: u16, index: u32) -> usize {
-    list as usize * LANES + index as usize % LANES
-}
+/// A list `Vec` whose capacity is at most this many keys is kept for reuse
+/// when its slot is walked; a larger one is freed, so a burst of timers does
+/// not pin its memory for the wheel's lifetime.
+const KEEP_LIST_CAPACITY: usize = 1024;
 
 /// Largest slot width (in bits of ticks) fired whole by
 /// [`TimingWheel::advance`]: the offset of a deadline within the slot must
@@ -111,7 +122,7 @@ const COUNTING_SORT_MIN: usize = 64;
 /// of one [`TimingWheel::advance`].
 #[derive(Default)]
 struct SortScratch {
-    /// `offset_in_slot << 32 | slab_index` per timer of the slot.
+    /// `offset_in_slot << 32 | slab_index` per live timer of the slot.
     keys: Vec<u64>,
     /// Slab indices in deadline order.
     order: Vec<u32>,
@@ -134,9 +145,9 @@ struct RefileOnUnwind<'a, T> {
 impl<T> Drop for RefileOnUnwind<'_, T> {
     fn drop(&mut self) {
         for &index in &self.order[self.fired..] {
-            let (_, _, _, deadline) = self.wheel.links(index);
+            let (key, deadline) = self.wheel.slab.key_at(index);
             let target = self.wheel.list_for(deadline);
-            self.wheel.push_front(target, index);
+            self.wheel.push_key(target, key, deadline);
         }
     }
 }
@@ -144,29 +155,143 @@ impl<T> Drop for RefileOnUnwind<'_, T> {
 /// Handle to a scheduled timer, returned by [`TimingWheel::insert`].
 ///
 /// Generational: once the timer has fired or been cancelled, the key is stale
-/// and [`TimingWheel::cancel`] with it returns `None`.
+/// and [`TimingWheel::cancel`] with it returns `None`. The wheel's own lists
+/// hold the same keys, which is how a walk tells a cancelled timer's
+/// leftover key (a tombstone) from a live one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TimerKey {
     index: u32,
     gen: u32,
 }
 
-/// One slab entry. Kept as a flat enum so that, for a `u64` payload, the
-/// whole entry (tag included) is 32 bytes.
-enum Slot<T> {
-    Occupied {
-        value: T,
-        deadline: u64,
-        prev: u32,
-        next: u32,
-        gen: u32,
-        /// List id: `level * S + slot`, or OVERFLOW, or PENDING.
-        list: u16,
-    },
-    Vacant {
-        next_free: u32,
-        gen: u32,
-    },
+/// One slab entry. A flat enum, so that for a `u64` payload the whole entry
+/// (tag included) is 24 bytes.
+enum Entry<T> {
+    Occupied { value: T, deadline: u64, gen: u32 },
+    Vacant { next_free: u32, gen: u32 },
+}
+
+/// The timers: chunks of [`CHUNK`] entries (each `Vec` allocated once with
+/// exactly that capacity, so pushing never reallocates it) and a free list
+/// threaded through the vacant entries.
+struct Slab<T> {
+    chunks: Vec<Vec<Entry<T>>>,
+    /// Entries created so far, occupied or vacant (the next new index).
+    created: usize,
+    free_head: u32,
+}
+
+impl<T> Slab<T> {
+    fn with_capacity(capacity: usize) -> Self {
+        Slab {
+            chunks: (0..capacity.div_ceil(CHUNK))
+                .map(|_| Vec::with_capacity(CHUNK))
+                .collect(),
+            created: 0,
+            free_head: NIL,
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        self.chunks.len() * CHUNK
+    }
+
+    #[inline]
+    fn get(&self, index: u32) -> Option<&Entry<T>> {
+        let i = index as usize;
+        self.chunks.get(i >> CHUNK_BITS)?.get(i & (CHUNK - 1))
+    }
+
+    #[inline]
+    fn entry_mut(&mut self, index: u32) -> &mut Entry<T> {
+        let i = index as usize;
+        &mut self.chunks[i >> CHUNK_BITS][i & (CHUNK - 1)]
+    }
+
+    /// The deadline of the live timer `key` names, or `None` if the key is
+    /// stale (a tombstone) or was never issued.
+    #[inline]
+    fn deadline_of(&self, key: TimerKey) -> Option<u64> {
+        match self.get(key.index)? {
+            Entry::Occupied { deadline, gen, .. } if *gen == key.gen => Some(*deadline),
+            _ => None,
+        }
+    }
+
+    /// Key and deadline of the occupied entry at `index`.
+    #[inline]
+    fn key_at(&self, index: u32) -> (TimerKey, u64) {
+        match self.get(index) {
+            Some(Entry::Occupied { deadline, gen, .. }) => {
+                (TimerKey { index, gen: *gen }, *deadline)
+            }
+            _ => unreachable!("entry {index} is not occupied"),
+        }
+    }
+
+    /// Stores a new timer (in the free-list head, or a new entry).
+    #[inline]
+    fn alloc(&mut self, deadline: u64, value: T) -> TimerKey {
+        if self.free_head != NIL {
+            let index = self.free_head;
+            let entry = self.entry_mut(index);
+            let Entry::Vacant { next_free, gen } = *entry else {
+                unreachable!("free list points at an occupied entry")
+            };
+            *entry = Entry::Occupied {
+                value,
+                deadline,
+                gen,
+            };
+            self.free_head = next_free;
+            return TimerKey { index, gen };
+        }
+        assert!(
+            self.created < NIL as usize,
+            "TimingWheel: too many timers (max {})",
+            NIL - 1
+        );
+        let index = self.created as u32;
+        let chunk = self.created >> CHUNK_BITS;
+        if chunk == self.chunks.len() {
+            self.chunks.push(Vec::with_capacity(CHUNK));
+        }
+        let entries = &mut self.chunks[chunk];
+        debug_assert_eq!(entries.len(), self.created & (CHUNK - 1));
+        debug_assert!(entries.len() < entries.capacity() || entries.capacity() == 0);
+        entries.push(Entry::Occupied {
+            value,
+            deadline,
+            gen: 0,
+        });
+        self.created += 1;
+        TimerKey { index, gen: 0 }
+    }
+
+    /// Frees the occupied entry at `index`; returns `(deadline, value)`.
+    #[inline]
+    fn free(&mut self, index: u32) -> (u64, T) {
+        let free_head = self.free_head;
+        let entry = self.entry_mut(index);
+        let gen = match entry {
+            Entry::Occupied { gen, .. } => gen.wrapping_add(1),
+            Entry::Vacant { .. } => unreachable!("freeing a vacant entry"),
+        };
+        let old = std::mem::replace(
+            entry,
+            Entry::Vacant {
+                next_free: free_head,
+                gen,
+            },
+        );
+        self.free_head = index;
+        match old {
+            Entry::Occupied {
+                value, deadline, ..
+            } => (deadline, value),
+            Entry::Vacant { .. } => unreachable!(),
+        }
+    }
 }
 
 /// What the next expiration event is.
@@ -203,15 +328,17 @@ pub struct TimingWheel<T> {
     level_of_bit: [u8; 64],
     /// Current tick ("now").
     elapsed: u64,
-    entries: Vec<Slot<T>>,
-    free_head: u32,
+    slab: Slab<T>,
+    /// Live (scheduled, not yet fired or cancelled) timers.
     len: usize,
-    /// Heads of all lists, `LANES` per list (`list * LANES + lane`):
-    /// `levels * S` slot lists, then OVERFLOW, PENDING.
-    heads: Vec<u32>,
-    /// Pending lane to pop from next (round-robin).
-    pending_cursor: usize,
-    /// Per level: bit `s` set iff slot `s` of that level is non-empty.
+    /// The keys on each list: `levels * S` slot lists, then OVERFLOW,
+    /// PENDING. Each live timer's key is on exactly one list, the one
+    /// [`Self::list_for`] names for its deadline; cancelled timers' keys
+    /// (tombstones) may remain beside them.
+    lists: Vec<Vec<TimerKey>>,
+    /// Live timers per list. A list is empty iff its count is 0.
+    live: Vec<u32>,
+    /// Per level: bit `s` set iff slot `s` of that level holds a live timer.
     occupied: Vec<u64>,
     /// Lower bound on the smallest overflow deadline (`u64::MAX` if none).
     overflow_min: u64,
@@ -248,8 +375,8 @@ impl<T> TimingWheel<T> {
         Self::try_with_capacity(config, now_tick, 0)
     }
 
-    /// Like [`TimingWheel::new`], with room for `capacity` timers before the
-    /// slab reallocates.
+    /// Like [`TimingWheel::new`], with slab room for `capacity` timers
+    /// allocated up front.
     pub fn with_capacity(config: WheelConfig, now_tick: u64, capacity: usize) -> Self {
         match Self::try_with_capacity(config, now_tick, capacity) {
             Ok(w) => w,
@@ -278,11 +405,10 @@ impl<T> TimingWheel<T> {
             span: config.span_ticks(),
             level_of_bit,
             elapsed: now_tick,
-            entries: Vec::with_capacity(capacity),
-            free_head: NIL,
+            slab: Slab::with_capacity(capacity),
             len: 0,
-            heads: vec![NIL; (wheel_lists + 2) * LANES],
-            pending_cursor: 0,
+            lists: (0..wheel_lists + 2).map(|_| Vec::new()).collect(),
+            live: vec![0; wheel_lists + 2],
             occupied: vec![0; config.levels as usize],
             overflow_min: u64::MAX,
             overflow_list: wheel_lists as u16,
@@ -311,9 +437,9 @@ impl<T> TimingWheel<T> {
         self.len == 0
     }
 
-    /// Number of timers the slab can hold without reallocating.
+    /// Number of timers the slab holds without allocating another chunk.
     pub fn capacity(&self) -> usize {
-        self.entries.capacity()
+        self.slab.capacity()
     }
 
     /// Schedules `value` to fire at `deadline_tick`.
@@ -323,44 +449,44 @@ impl<T> TimingWheel<T> {
     /// deadline is accepted, however far in the future.
     ///
     /// # Panics
-    /// If `u32::MAX - 1` timers are already pending.
+    /// If `u32::MAX - 1` slab entries are already in use.
     pub fn insert(&mut self, deadline_tick: u64, value: T) -> Result<TimerKey, T> {
         if deadline_tick <= self.elapsed {
             return Err(value);
         }
         let list = self.list_for(deadline_tick);
-        let index = if self.free_head != NIL {
-            self.free_head
-        } else {
-            self.entries.len() as u32
-        };
-        let head = self.heads[head_of(list, index)];
-        let gen = self.alloc(index, deadline_tick, value, list, head);
-        self.link_as_head(list, index, head, deadline_tick);
-        Ok(TimerKey { index, gen })
+        let key = self.slab.alloc(deadline_tick, value);
+        self.len += 1;
+        self.push_key(list, key, deadline_tick);
+        Ok(key)
     }
 
     /// Cancels the timer, returning its payload, or `None` if the key is
-    /// stale (the timer already fired or was cancelled). O(1).
+    /// stale (the timer already fired or was cancelled). O(1): the slab
+    /// entry is freed and the key left on its list as a tombstone (see the
+    /// module docs).
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
-        if !self.is_live(key) {
-            return None;
+        let deadline = self.slab.deadline_of(key)?;
+        let list = self.list_for(deadline);
+        let live = &mut self.live[list as usize];
+        debug_assert!(*live > 0, "live timer on a list counted empty");
+        *live -= 1;
+        if *live == 0 {
+            self.lists[list as usize].clear();
+            self.mark_empty(list);
         }
-        self.unlink(key.index);
-        Some(self.free(key.index).1)
+        self.len -= 1;
+        Some(self.slab.free(key.index).1)
     }
 
     /// The deadline of a pending timer, or `None` if the key is stale.
     pub fn deadline(&self, key: TimerKey) -> Option<u64> {
-        match self.entries.get(key.index as usize) {
-            Some(Slot::Occupied { gen, deadline, .. }) if *gen == key.gen => Some(*deadline),
-            _ => None,
-        }
+        self.slab.deadline_of(key)
     }
 
     /// True if the key refers to a pending timer.
     pub fn contains(&self, key: TimerKey) -> bool {
-        self.is_live(key)
+        self.slab.deadline_of(key).is_some()
     }
 
     /// The earliest tick at which a timer may fire, or `None` if the wheel is
@@ -371,9 +497,9 @@ impl<T> TimingWheel<T> {
     /// overflow list's minimum), so advancing to it may fire nothing and only
     /// cascade; ask again afterwards. It is never later than the true earliest
     /// deadline, and it is `> now()` unless a [`poll`](Self::poll) left due
-    /// timers pending (then it is `now()`).
+    /// timers pending (then it is `now()`). Cancelled timers never count.
     pub fn next_deadline(&self) -> Option<u64> {
-        if !self.list_is_empty(self.pending_list) {
+        if self.live[self.pending_list as usize] > 0 {
             return Some(self.elapsed);
         }
         match self.next_expiration()? {
@@ -468,11 +594,6 @@ impl<T> TimingWheel<T> {
 
     // ----- internals -------------------------------------------------------
 
-    fn is_live(&self, key: TimerKey) -> bool {
-        matches!(self.entries.get(key.index as usize),
-                 Some(Slot::Occupied { gen, .. }) if *gen == key.gen)
-    }
-
     /// The list a timer with `deadline` belongs on at the current tick.
     #[inline]
     fn list_for(&self, deadline: u64) -> u16 {
@@ -489,118 +610,11 @@ impl<T> TimingWheel<T> {
         ((level << self.slot_bits) as u64 + slot) as u16
     }
 
-    /// Fills slab entry `index` (the free-list head, or the next new entry)
-    /// with a timer that will head its lane of `list` (whose current head is
-    /// `head`); returns its generation.
+    /// Puts the key of live timer `key` (due at `deadline`) on `list`.
     #[inline]
-    fn alloc(&mut self, index: u32, deadline: u64, value: T, list: u16, head: u32) -> u32 {
-        let entry = |gen| Slot::Occupied {
-            value,
-            deadline,
-            prev: NIL,
-            next: head,
-            gen,
-            list,
-        };
-        self.len += 1;
-        if self.free_head != NIL {
-            debug_assert_eq!(index, self.free_head);
-            let slot = &mut self.entries[index as usize];
-            let Slot::Vacant { next_free, gen } = *slot else {
-                unreachable!("free list points at an occupied entry")
-            };
-            self.free_head = next_free;
-            *slot = entry(gen);
-            gen
-        } else {
-            debug_assert_eq!(index as usize, self.entries.len());
-            assert!(
-                self.entries.len() < NIL as usize,
-                "TimingWheel: too many timers (max {})",
-                NIL - 1
-            );
-            self.entries.push(entry(0));
-            0
-        }
-    }
-
-    /// Frees an entry that is no longer on any list; returns `(deadline, value)`.
-    #[inline]
-    fn free(&mut self, index: u32) -> (u64, T) {
-        let slot = &mut self.entries[index as usize];
-        let gen = match slot {
-            Slot::Occupied { gen, .. } => gen.wrapping_add(1),
-            Slot::Vacant { .. } => unreachable!("freeing a vacant entry"),
-        };
-        let old = std::mem::replace(
-            slot,
-            Slot::Vacant {
-                next_free: self.free_head,
-                gen,
-            },
-        );
-        self.free_head = index;
-        self.len -= 1;
-        match old {
-            Slot::Occupied {
-                value, deadline, ..
-            } => (deadline, value),
-            Slot::Vacant { .. } => unreachable!(),
-        }
-    }
-
-    /// `(prev, next, recorded list, deadline)` of an occupied entry.
-    #[inline]
-    fn links(&self, index: u32) -> (u32, u32, u16, u64) {
-        match &self.entries[index as usize] {
-            Slot::Occupied {
-                prev,
-                next,
-                list,
-                deadline,
-                ..
-            } => (*prev, *next, *list, *deadline),
-            Slot::Vacant { .. } => unreachable!("vacant entry on a list"),
-        }
-    }
-
-    #[inline]
-    fn set_prev(&mut self, index: u32, p: u32) {
-        match &mut self.entries[index as usize] {
-            Slot::Occupied { prev, .. } => *prev = p,
-            Slot::Vacant { .. } => unreachable!("vacant entry on a list"),
-        }
-    }
-
-    #[inline]
-    fn set_next(&mut self, index: u32, n: u32) {
-        match &mut self.entries[index as usize] {
-            Slot::Occupied { next, .. } => *next = n,
-            Slot::Vacant { .. } => unreachable!("vacant entry on a list"),
-        }
-    }
-
-    /// The list an entry is on. Entries spliced wholesale from a level-0
-    /// slot onto the pending list keep their old list id, so anything that
-    /// is due (`deadline <= now`) is on the pending list by definition;
-    /// wheel and overflow entries are never due.
-    #[inline]
-    fn list_of(&self, recorded: u16, deadline: u64) -> u16 {
-        if deadline <= self.elapsed {
-            self.pending_list
-        } else {
-            recorded
-        }
-    }
-
-    /// Second half of linking `index` at the head of `list`, once the entry
-    /// itself says `prev = NIL, next = head, list = list`.
-    #[inline]
-    fn link_as_head(&mut self, list: u16, index: u32, head: u32, deadline: u64) {
-        if head != NIL {
-            self.set_prev(head, index);
-        }
-        self.heads[head_of(list, index)] = index;
+    fn push_key(&mut self, list: u16, key: TimerKey, deadline: u64) {
+        self.lists[list as usize].push(key);
+        self.live[list as usize] += 1;
         if list < self.overflow_list {
             let level = list >> self.slot_bits;
             let slot = u64::from(list) & self.slot_mask;
@@ -608,87 +622,61 @@ impl<T> TimingWheel<T> {
             debug_assert_eq!(
                 self.list_for(deadline),
                 list,
-                "entry placed in the wrong slot"
+                "timer placed in the wrong slot"
             );
         } else if list == self.overflow_list && deadline < self.overflow_min {
             self.overflow_min = deadline;
         }
     }
 
-    /// Puts an occupied entry that is on no list at the head of `list`.
+    /// Bookkeeping for a list that no longer holds a live timer.
     #[inline]
-    fn push_front(&mut self, list: u16, index: u32) {
-        let head = self.heads[head_of(list, index)];
-        let deadline = match &mut self.entries[index as usize] {
-            Slot::Occupied {
-                prev,
-                next,
-                list: l,
-                deadline,
-                ..
-            } => {
-                *prev = NIL;
-                *next = head;
-                *l = list;
-                *deadline
-            }
-            Slot::Vacant { .. } => unreachable!("linking a vacant entry"),
-        };
-        self.link_as_head(list, index, head, deadline);
-    }
-
-    /// Removes an occupied entry from its list (its own links are left stale).
-    #[inline]
-    fn unlink(&mut self, index: u32) {
-        let (prev, next, recorded, deadline) = self.links(index);
-        if prev != NIL {
-            self.set_next(prev, next);
-        } else {
-            let list = self.list_of(recorded, deadline);
-            let h = head_of(list, index);
-            debug_assert_eq!(self.heads[h], index, "list head mismatch");
-            self.heads[h] = next;
-            if next == NIL && self.list_is_empty(list) {
-                if list < self.overflow_list {
-                    let level = list >> self.slot_bits;
-                    let slot = u64::from(list) & self.slot_mask;
-                    self.occupied[level as usize] &= !(1u64 << slot);
-                } else if list == self.overflow_list {
-                    self.overflow_min = u64::MAX;
-                }
-            }
-        }
-        if next != NIL {
-            self.set_prev(next, prev);
+    fn mark_empty(&mut self, list: u16) {
+        if list < self.overflow_list {
+            let level = list >> self.slot_bits;
+            let slot = u64::from(list) & self.slot_mask;
+            self.occupied[level as usize] &= !(1u64 << slot);
+        } else if list == self.overflow_list {
+            self.overflow_min = u64::MAX;
         }
     }
 
-    /// True if every lane of `list` is empty.
-    #[inline]
-    fn list_is_empty(&self, list: u16) -> bool {
-        let base = list as usize * LANES;
-        self.heads[base..base + LANES].iter().all(|&h| h == NIL)
+    /// Takes every key off `list` (which then counts 0 live timers) and
+    /// returns them with the number of live timers among them.
+    fn take_list(&mut self, list: u16) -> (Vec<TimerKey>, u32) {
+        let keys = std::mem::take(&mut self.lists[list as usize]);
+        let live = std::mem::take(&mut self.live[list as usize]);
+        self.mark_empty(list);
+        (keys, live)
     }
 
-    /// Pops a due timer, taking the pending lanes round-robin so that the
-    /// next entry of each lane is being fetched while the others are popped.
+    /// Gives a walked list's buffer back to `list` for reuse, if the list
+    /// is still empty and the buffer small (see [`KEEP_LIST_CAPACITY`]).
+    fn return_list(&mut self, list: u16, mut keys: Vec<TimerKey>) {
+        if keys.capacity() <= KEEP_LIST_CAPACITY && self.lists[list as usize].is_empty() {
+            keys.clear();
+            self.lists[list as usize] = keys;
+        }
+    }
+
+    /// Pops a due timer off the pending list, skipping tombstones.
     #[inline]
     fn pop_pending(&mut self) -> Option<(u64, T)> {
-        let base = self.pending_list as usize * LANES;
-        for _ in 0..LANES {
-            let lane = self.pending_cursor;
-            self.pending_cursor = (lane + 1) % LANES;
-            let head = self.heads[base + lane];
-            if head == NIL {
+        let pending = self.pending_list as usize;
+        while self.live[pending] > 0 {
+            let key = self.lists[pending]
+                .pop()
+                .expect("the pending list counts a live timer");
+            let Some(deadline) = self.slab.deadline_of(key) else {
                 continue;
-            }
-            let (_, next, _, deadline) = self.links(head);
+            };
             debug_assert!(deadline <= self.elapsed, "pending timer not due");
-            self.heads[base + lane] = next;
-            if next != NIL {
-                self.set_prev(next, NIL);
+            self.live[pending] -= 1;
+            if self.live[pending] == 0 {
+                self.lists[pending].clear();
             }
-            return Some(self.free(head));
+            self.len -= 1;
+            return Some(self.slab.free(key.index));
         }
         None
     }
@@ -718,7 +706,7 @@ impl<T> TimingWheel<T> {
                 deadline,
             });
         }
-        if !self.list_is_empty(self.overflow_list) {
+        if self.live[self.overflow_list as usize] > 0 {
             debug_assert!((self.overflow_min ^ self.elapsed) >= self.span);
             return Some(Expiry::Overflow {
                 deadline: self.overflow_min & !(self.span - 1),
@@ -729,85 +717,52 @@ impl<T> TimingWheel<T> {
 
     /// Processes one expiration event: moves `elapsed` to its tick and
     /// re-places its timers (cascading them down, or onto the pending list if
-    /// due). Runs no user code, so it never leaves the wheel half-updated.
+    /// due), dropping tombstones. Runs no user code, so it never leaves the
+    /// wheel half-updated.
     fn process(&mut self, exp: Expiry) {
         debug_assert!(exp.deadline() > self.elapsed, "time went backwards");
-        debug_assert!(self.list_is_empty(self.pending_list));
+        debug_assert_eq!(self.live[self.pending_list as usize], 0);
         self.elapsed = exp.deadline();
         let (list, level) = match exp {
-            Expiry::Slot { level, slot, .. } => {
-                self.occupied[level as usize] &= !(1u64 << slot);
-                (((level << self.slot_bits) + slot) as u16, level)
-            }
-            Expiry::Overflow { .. } => {
-                self.overflow_min = u64::MAX;
-                (self.overflow_list, u32::MAX)
-            }
+            Expiry::Slot { level, slot, .. } => (((level << self.slot_bits) + slot) as u16, level),
+            Expiry::Overflow { .. } => (self.overflow_list, u32::MAX),
         };
-        let cursors = self.detach(list);
         if level == 0 {
             // A level-0 slot is exactly one tick: everything in it is due.
-            // Splice the whole list onto the (empty) pending list in O(1);
-            // `list_of` knows due entries are pending.
-            let pending = self.pending_list as usize * LANES;
-            self.heads[pending..pending + LANES].copy_from_slice(&cursors);
+            // Swap its keys onto the (empty) pending list in O(1).
+            let pending = self.pending_list as usize;
+            self.lists[pending].clear();
+            self.lists.swap(list as usize, pending);
+            self.live[pending] = std::mem::take(&mut self.live[list as usize]);
+            self.mark_empty(list);
             return;
         }
-        // Re-place every timer (strictly lower level, the pending list, or
-        // back on the overflow list). A timer stays in its lane (lane = slab
-        // index % LANES).
-        self.walk_detached(cursors, |wheel, index, deadline| {
+        // Re-place every live timer (strictly lower level, the pending
+        // list, or back on the overflow list).
+        let (keys, live) = self.take_list(list);
+        let mut moved = 0;
+        for &key in &keys {
+            let Some(deadline) = self.slab.deadline_of(key) else {
+                continue;
+            };
             debug_assert!(
                 level == u32::MAX
-                    || (deadline >= wheel.elapsed
-                        && deadline - wheel.elapsed < 1u64 << (level * wheel.slot_bits)),
+                    || (deadline >= self.elapsed
+                        && deadline - self.elapsed < 1u64 << (level * self.slot_bits)),
                 "timer outside its slot's range"
             );
-            let target = wheel.list_for(deadline);
+            let target = self.list_for(deadline);
             debug_assert!(
                 level == u32::MAX
-                    || target == wheel.pending_list
-                    || u32::from(target >> wheel.slot_bits) < level,
+                    || target == self.pending_list
+                    || u32::from(target >> self.slot_bits) < level,
                 "cascade must move a timer down"
             );
-            wheel.push_front(target, index);
-        });
-    }
-
-    /// Empties every lane of `list` and returns their old heads: the
-    /// chains stay linked, detached from the wheel, for [`Self::walk_detached`].
-    fn detach(&mut self, list: u16) -> [u32; LANES] {
-        let base = list as usize * LANES;
-        let mut cursors = [NIL; LANES];
-        cursors.copy_from_slice(&self.heads[base..base + LANES]);
-        self.heads[base..base + LANES].fill(NIL);
-        cursors
-    }
-
-    /// Walks detached lane chains round-robin, so up to `LANES` cache
-    /// misses are in flight, calling `visit(wheel, slab index, deadline)`
-    /// on every entry. Each entry's successor is read before `visit`, which
-    /// may therefore relink it.
-    fn walk_detached(
-        &mut self,
-        mut cursors: [u32; LANES],
-        mut visit: impl FnMut(&mut Self, u32, u64),
-    ) {
-        let mut lane = 0;
-        let mut idle = 0;
-        while idle < LANES {
-            let index = cursors[lane];
-            if index == NIL {
-                idle += 1;
-                lane = (lane + 1) % LANES;
-                continue;
-            }
-            idle = 0;
-            let (_, next, _, deadline) = self.links(index);
-            cursors[lane] = next;
-            lane = (lane + 1) % LANES;
-            visit(self, index, deadline);
+            self.push_key(target, key, deadline);
+            moved += 1;
         }
+        debug_assert_eq!(moved, live, "live count of list {list} is wrong");
+        self.return_list(list, keys);
     }
 
     /// Fires every timer of slot `slot` on level `level` (> 0), which starts
@@ -816,13 +771,12 @@ impl<T> TimingWheel<T> {
     ///
     /// The caller guarantees that this slot is the next expiration event, so
     /// the lower levels are empty and every other timer is due later than
-    /// any timer in the slot. One walk over the slot's lanes collects
-    /// `(offset in slot, slab index)` keys, a counting sort (or, for a sparse
-    /// wide slot, a comparison sort) orders them, and the timers are freed
-    /// and fired in that order while their entries are still in the caches.
-    /// Cascading instead would relink every timer once per level below
-    /// `level` and walk it again from the pending list, each a cache miss on
-    /// a large slab.
+    /// any timer in the slot. One pass over the slot's keys looks the timers
+    /// up (independent loads, so many misses overlap) and collects
+    /// `(offset in slot, slab index)` sort keys; a counting sort (or, for a
+    /// sparse wide slot, a comparison sort) orders them, and the timers are
+    /// freed and fired in that order. Cascading instead would move every
+    /// timer once per level below `level` and look it up again each time.
     fn fire_slot_sorted(
         &mut self,
         level: u32,
@@ -833,46 +787,49 @@ impl<T> TimingWheel<T> {
     ) {
         debug_assert!(level > 0 && level * self.slot_bits <= SORT_MAX_WIDTH_BITS);
         debug_assert!(start > self.elapsed, "time went backwards");
-        debug_assert!(self.list_is_empty(self.pending_list));
+        debug_assert_eq!(self.live[self.pending_list as usize], 0);
         debug_assert!(self.occupied[..level as usize].iter().all(|&o| o == 0));
-        self.occupied[level as usize] &= !(1u64 << slot);
         let list = ((level << self.slot_bits) + slot) as u16;
-        let cursors = self.detach(list);
+        let (keys, live) = self.take_list(list);
         let width = 1u64 << (level * self.slot_bits);
 
-        // Collect `offset << 32 | index` for every timer of the slot.
-        let keys = &mut scratch.keys;
-        keys.clear();
-        self.walk_detached(cursors, |_, index, deadline| {
-            debug_assert!(
-                deadline >= start && deadline - start < width,
-                "timer outside its slot's range"
-            );
-            keys.push(((deadline - start) << 32) | u64::from(index));
-        });
+        // Collect `offset << 32 | index` for every live timer of the slot.
+        let sort_keys = &mut scratch.keys;
+        sort_keys.clear();
+        for &key in &keys {
+            if let Some(deadline) = self.slab.deadline_of(key) {
+                debug_assert!(
+                    deadline >= start && deadline - start < width,
+                    "timer outside its slot's range"
+                );
+                sort_keys.push(((deadline - start) << 32) | u64::from(key.index));
+            }
+        }
+        debug_assert_eq!(sort_keys.len(), live as usize, "live count is wrong");
+        self.return_list(list, keys);
 
         // Order by offset; timers with equal deadlines may fire in any order.
         let order = &mut scratch.order;
         order.clear();
-        if width as usize <= COUNTING_SORT_PER_TIMER * keys.len().max(COUNTING_SORT_MIN) {
+        if width as usize <= COUNTING_SORT_PER_TIMER * sort_keys.len().max(COUNTING_SORT_MIN) {
             let counts = &mut scratch.counts;
             counts.clear();
             counts.resize(width as usize + 1, 0);
-            for &key in keys.iter() {
+            for &key in sort_keys.iter() {
                 counts[(key >> 32) as usize + 1] += 1;
             }
             for i in 1..counts.len() {
                 counts[i] += counts[i - 1];
             }
-            order.resize(keys.len(), NIL);
-            for &key in keys.iter() {
+            order.resize(sort_keys.len(), NIL);
+            for &key in sort_keys.iter() {
                 let at = &mut counts[(key >> 32) as usize];
                 order[*at as usize] = key as u32;
                 *at += 1;
             }
         } else {
-            keys.sort_unstable();
-            order.extend(keys.iter().map(|&key| key as u32));
+            sort_keys.sort_unstable();
+            order.extend(sort_keys.iter().map(|&key| key as u32));
         }
 
         let mut guard = RefileOnUnwind {
@@ -882,7 +839,8 @@ impl<T> TimingWheel<T> {
         };
         while let Some(&index) = guard.order.get(guard.fired) {
             guard.fired += 1;
-            let (deadline, value) = guard.wheel.free(index);
+            guard.wheel.len -= 1;
+            let (deadline, value) = guard.wheel.slab.free(index);
             // As in `poll`: while a timer fires, now() is its deadline.
             guard.wheel.elapsed = deadline;
             fire(deadline, value);
@@ -893,68 +851,65 @@ impl<T> TimingWheel<T> {
     /// the first violation. For tests and debugging.
     #[doc(hidden)]
     pub fn assert_invariants(&self) {
-        let mut seen = 0usize;
-        for (lane_id, &head) in self.heads.iter().enumerate() {
-            let list = (lane_id / LANES) as u16;
-            let lane = lane_id % LANES;
-            let mut prev = NIL;
-            let mut index = head;
-            while index != NIL {
-                let (p, n, l, deadline) = self.links(index);
-                assert_eq!(p, prev, "bad prev link at entry {index}");
-                assert_eq!(
-                    index as usize % LANES,
-                    lane,
-                    "entry {index} in the wrong lane"
+        let mut listed = vec![false; self.slab.created];
+        let mut total = 0usize;
+        for (list, keys) in self.lists.iter().enumerate() {
+            let list = list as u16;
+            let mut live = 0u32;
+            for &key in keys {
+                let Some(deadline) = self.slab.deadline_of(key) else {
+                    continue; // a tombstone
+                };
+                assert!(
+                    !std::mem::replace(&mut listed[key.index as usize], true),
+                    "timer {} listed twice",
+                    key.index
                 );
-                assert_eq!(
-                    self.list_of(l, deadline),
-                    list,
-                    "entry {index} on the wrong list"
-                );
+                live += 1;
                 if list == self.pending_list {
-                    assert!(deadline <= self.elapsed, "pending entry not due");
+                    assert!(deadline <= self.elapsed, "pending timer not due");
                 } else if list == self.overflow_list {
                     assert!(deadline > self.elapsed);
-                    assert!(deadline ^ self.elapsed >= self.span, "overflow entry fits");
+                    assert!(deadline ^ self.elapsed >= self.span, "overflow timer fits");
                     assert!(deadline >= self.overflow_min, "overflow_min too large");
                 } else {
-                    assert!(deadline > self.elapsed, "wheel entry already due");
-                    assert_eq!(self.list_for(deadline), list, "entry in the wrong slot");
+                    assert!(deadline > self.elapsed, "wheel timer already due");
+                    assert_eq!(self.list_for(deadline), list, "timer in the wrong slot");
                 }
-                seen += 1;
-                assert!(seen <= self.len, "list cycle or len too small");
-                prev = index;
-                index = n;
             }
+            assert_eq!(live, self.live[list as usize], "live count of list {list}");
+            assert_eq!(
+                keys.is_empty(),
+                live == 0,
+                "list {list} holds only tombstones"
+            );
             if list < self.overflow_list {
                 let level = list >> self.slot_bits;
                 let slot = u64::from(list) & self.slot_mask;
                 let bit = (self.occupied[level as usize] >> slot) & 1 == 1;
-                assert_eq!(
-                    bit,
-                    !self.list_is_empty(list),
-                    "occupancy bit mismatch at list {list}"
-                );
+                assert_eq!(bit, live > 0, "occupancy bit mismatch at list {list}");
+            }
+            total += live as usize;
+        }
+        assert_eq!(total, self.len, "len does not match listed timers");
+        let mut occupied = 0usize;
+        for index in 0..self.slab.created as u32 {
+            if let Some(Entry::Occupied { .. }) = self.slab.get(index) {
+                assert!(listed[index as usize], "timer {index} is on no list");
+                occupied += 1;
             }
         }
-        assert_eq!(seen, self.len, "len does not match linked entries");
-        let occupied = self
-            .entries
-            .iter()
-            .filter(|e| matches!(e, Slot::Occupied { .. }))
-            .count();
         assert_eq!(occupied, self.len, "len does not match occupied entries");
         let mut free = 0usize;
-        let mut index = self.free_head;
+        let mut index = self.slab.free_head;
         while index != NIL {
-            match self.entries[index as usize] {
-                Slot::Vacant { next_free, .. } => index = next_free,
-                Slot::Occupied { .. } => panic!("occupied entry on the free list"),
+            match self.slab.get(index) {
+                Some(Entry::Vacant { next_free, .. }) => index = *next_free,
+                _ => panic!("free list points at entry {index}, which is not vacant"),
             }
             free += 1;
-            assert!(free <= self.entries.len(), "free list cycle");
+            assert!(free <= self.slab.created, "free list cycle");
         }
-        assert_eq!(free + self.len, self.entries.len(), "leaked slab entries");
+        assert_eq!(free + self.len, self.slab.created, "leaked slab entries");
     }
 }

@@ -17,8 +17,8 @@ fn level_brute(cfg: WheelConfig, now: u64, deadline: u64) -> Option<u32> {
 }
 
 #[test]
-fn slot_entry_is_32_bytes_for_u64_payload() {
-    assert_eq!(std::mem::size_of::<Slot<u64>>(), 32);
+fn slab_entry_is_24_bytes_for_u64_payload() {
+    assert_eq!(std::mem::size_of::<Entry<u64>>(), 24);
 }
 
 #[test]
@@ -387,11 +387,11 @@ fn many_timers_same_tick_and_slot_reuse() {
         (1..100).step_by(2).map(|i| (40, i)).collect::<Vec<_>>()
     );
     // Slab entries are recycled.
-    let cap = w.entries.len();
+    let cap = w.slab.created;
     for i in 0..100u64 {
         w.insert(41 + i, i).unwrap();
     }
-    assert_eq!(w.entries.len(), cap);
+    assert_eq!(w.slab.created, cap);
     w.assert_invariants();
 }
 
@@ -492,4 +492,102 @@ fn panic_in_fire_of_a_whole_slot_loses_only_that_timer() {
     assert!(all.windows(2).all(|p| p[0] <= p[1]), "out of order");
     assert_eq!(all.len(), deadlines.len() - 1);
     assert!(w.is_empty());
+}
+
+#[test]
+fn cancelled_timers_key_left_on_its_slot_never_fires_the_entrys_next_timer() {
+    // Both timers land in the same level-1 slot (ticks 64..127); the second
+    // reuses the cancelled one's slab entry, so the slot holds the old key
+    // (a tombstone) and the new one for the same index.
+    let mut w = TimingWheel::new(WheelConfig::default(), 0);
+    let old = w.insert(100, 1u64).unwrap();
+    let keep = w.insert(90, 2).unwrap();
+    assert_eq!(w.cancel(old), Some(1));
+    let new = w.insert(110, 3).unwrap();
+    assert_eq!(new.index, old.index, "slab entry reused");
+    assert_ne!(new.gen, old.gen);
+    w.assert_invariants();
+    assert_eq!(w.cancel(old), None, "stale key stays stale");
+    assert_eq!(drain(&mut w, 200), vec![(90, 2), (110, 3)]);
+    assert!(!w.contains(keep) && !w.contains(new));
+    assert!(w.is_empty());
+}
+
+#[test]
+fn cancelling_the_last_live_timer_of_a_slot_empties_it() {
+    let mut w = TimingWheel::new(WheelConfig::default(), 0);
+    let early: Vec<TimerKey> = (0..50).map(|i| w.insert(5, i).unwrap()).collect();
+    let far = w.insert(70, 99).unwrap();
+    assert_eq!(w.next_deadline(), Some(5));
+    for k in early {
+        w.cancel(k).unwrap();
+    }
+    // No tombstone is left behind, and the level-0 slot no longer counts.
+    assert!(w.lists[5].is_empty());
+    assert_eq!(w.next_deadline(), Some(64));
+    w.assert_invariants();
+    assert_eq!(w.cancel(far), Some(99));
+    assert_eq!(w.next_deadline(), None);
+    assert!(w.lists.iter().all(Vec::is_empty), "every list emptied");
+    w.assert_invariants();
+}
+
+#[test]
+fn tombstones_among_live_timers_are_dropped_when_their_slot_is_walked() {
+    // A level-2 slot (4096..8191) with 200 timers, every other one
+    // cancelled and its entry reused by a timer in another slot; poll
+    // cascades the slot (dropping tombstones), advance fires it whole.
+    for by_poll in [false, true] {
+        let mut w = TimingWheel::new(WheelConfig::default(), 0);
+        let keys: Vec<TimerKey> = (0..200u64)
+            .map(|i| w.insert(4096 + 13 * i, i).unwrap())
+            .collect();
+        for k in keys.iter().step_by(2) {
+            w.cancel(*k).unwrap();
+            w.insert(20_000, 1_000).unwrap();
+        }
+        w.assert_invariants();
+        let list = w.list_for(4096) as usize;
+        assert_eq!(
+            w.lists[list].len(),
+            200,
+            "tombstones kept beside live timers"
+        );
+        assert_eq!(w.live[list], 100);
+        let fired: Vec<(u64, u64)> = if by_poll {
+            std::iter::from_fn(|| w.poll(10_000)).collect()
+        } else {
+            drain(&mut w, 10_000)
+        };
+        w.assert_invariants();
+        let expected: Vec<(u64, u64)> = (0..200u64)
+            .filter(|i| i % 2 == 1)
+            .map(|i| (4096 + 13 * i, i))
+            .collect();
+        assert_eq!(fired, expected);
+        assert_eq!(w.len(), 100);
+        assert!(w.lists[list].is_empty());
+        assert_eq!(drain(&mut w, 20_000).len(), 100);
+    }
+}
+
+#[test]
+fn slab_grows_by_chunks_without_moving_timers() {
+    let mut w = TimingWheel::new(WheelConfig::default(), 0);
+    assert_eq!(w.capacity(), 0);
+    let n = 3 * CHUNK + 5;
+    let keys: Vec<TimerKey> = (0..n as u64)
+        .map(|i| w.insert(1 + i % 5000, i).unwrap())
+        .collect();
+    assert_eq!(w.capacity(), 4 * CHUNK);
+    assert!(w.slab.chunks.iter().all(|c| c.capacity() == CHUNK));
+    w.assert_invariants();
+    assert_eq!(w.deadline(keys[n - 1]), Some(1 + (n as u64 - 1) % 5000));
+    assert_eq!(
+        TimingWheel::<u64>::with_capacity(WheelConfig::default(), 0, CHUNK + 1).capacity(),
+        2 * CHUNK
+    );
+    let fired = drain(&mut w, 5000);
+    assert_eq!(fired.len(), n);
+    assert!(fired.windows(2).all(|p| p[0].0 <= p[1].0));
 }
