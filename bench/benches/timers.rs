@@ -842,7 +842,7 @@ fn bench_timers(c: &mut Criterion) {
 /// The 10M runs and the memory measurement, outside criterion.
 fn run_extras() {
     let max_n = max_n();
-    if SINGLE_RUN_SIZE <= max_n {
+    if SINGLE_RUN_SIZE <= max_n && !memory_only() {
         let inputs = Inputs::new(SINGLE_RUN_SIZE);
         for op in OPS {
             for_each_impl!(
@@ -878,7 +878,13 @@ fn write_summary(memory: &BTreeMap<(usize, &'static str), String>) {
     let table = summary_table(&results().lock().unwrap(), memory);
     println!("\n{table}");
     let dir = criterion_dir();
-    let path = dir.join("timers-summary.md");
+    // A memory-only run has no timings: keep a full run's summary intact.
+    let file = if memory_only() {
+        "timers-memory.md"
+    } else {
+        "timers-summary.md"
+    };
+    let path = dir.join(file);
     match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, &table)) {
         Ok(()) => println!("summary written to {}", path.display()),
         Err(e) => eprintln!("could not write {}: {e}", path.display()),
@@ -993,7 +999,18 @@ fn full_run_requested() -> bool {
     let bench_mode = args.iter().any(|a| a == "--bench");
     let listing = args.iter().any(|a| a == "--list");
     let filter = args.iter().find(|a| !a.starts_with('-'));
-    bench_mode && !listing && filter.is_none_or(|f| "timers".contains(f.as_str()))
+    bench_mode
+        && !listing
+        && filter.is_none_or(|f| "timers".contains(f.as_str()) || f == MEMORY_ONLY_FILTER)
+}
+
+/// The filter that runs only the bytes-per-timer measurement (it matches no
+/// criterion benchmark id): `cargo bench -p delaybench-bench --bench timers
+/// -- timers-memory`, about a minute.
+const MEMORY_ONLY_FILTER: &str = "timers-memory";
+
+fn memory_only() -> bool {
+    std::env::args().skip(1).any(|a| a == MEMORY_ONLY_FILTER)
 }
 
 fn main() {
@@ -1009,7 +1026,9 @@ fn main() {
             if full_run_requested() {
                 // Saved before the long 10M runs too, so an interrupted run
                 // still leaves the criterion sizes' table.
-                write_summary(&BTreeMap::new());
+                if !memory_only() {
+                    write_summary(&BTreeMap::new());
+                }
                 run_extras();
             }
         })

@@ -61,11 +61,13 @@
 //! entry (generations wrap after 2^32 reuses of the same entry).
 //!
 //! Each slot, the overflow list and the *pending* list (due timers not yet
-//! handed out) is a `Vec` of keys (8 bytes each). Walking a slot reads its
-//! keys sequentially and looks each timer up in the slab; those lookups
+//! handed out) is a list of keys (8 bytes each), kept in segments of 256
+//! keys (2 KiB) drawn from a shared pool, so a growing list never copies
+//! itself and wastes at most one partly filled segment. Walking a slot reads
+//! its keys sequentially and looks each timer up in the slab; those lookups
 //! do not depend on each other, so the CPU has many cache misses in flight
 //! at once (a linked list, which this wheel used before, allows one per
-//! chain). When a level-0 slot (exactly one tick) comes due, its `Vec` is
+//! chain). When a level-0 slot (exactly one tick) comes due, its list is
 //! swapped onto the pending list in O(1).
 //!
 //! # Cancel leaves a tombstone
@@ -102,10 +104,13 @@ const NIL: u32 = u32::MAX;
 const CHUNK_BITS: u32 = 12;
 const CHUNK: usize = 1 << CHUNK_BITS;
 
-/// A list `Vec` whose capacity is at most this many keys is kept for reuse
-/// when its slot is walked; a larger one is freed, so a burst of timers does
-/// not pin its memory for the wheel's lifetime.
-const KEEP_LIST_CAPACITY: usize = 1024;
+/// Keys per segment of a [`KeyList`]: 256 keys, 2 KiB. A list wastes at
+/// most one partly filled segment, and walks read 2 KiB runs.
+const SEGMENT: usize = 256;
+
+/// Empty segments kept for reuse (at most 2 MiB); beyond that a freed
+/// segment goes back to the allocator, so a burst does not pin its memory.
+const POOLED_SEGMENTS: usize = 1024;
 
 /// Largest slot width (in bits of ticks) fired whole by
 /// [`TimingWheel::advance`]: the offset of a deadline within the slot must
@@ -148,6 +153,85 @@ impl<T> Drop for RefileOnUnwind<'_, T> {
             let (key, deadline) = self.wheel.slab.key_at(index);
             let target = self.wheel.list_for(deadline);
             self.wheel.push_key(target, key, deadline);
+        }
+    }
+}
+
+/// The keys on one list, in segments of [`SEGMENT`] keys. Growing a list
+/// takes another segment (from the pool when one is free) instead of
+/// reallocating and copying, and holds at most one segment it does not
+/// need. A list never keeps an empty segment.
+#[derive(Default)]
+struct KeyList {
+    segments: Vec<Vec<TimerKey>>,
+}
+
+/// Empty segments, reused by every list of the wheel.
+#[derive(Default)]
+struct SegmentPool {
+    free: Vec<Vec<TimerKey>>,
+}
+
+impl SegmentPool {
+    #[inline]
+    fn take(&mut self) -> Vec<TimerKey> {
+        self.free
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(SEGMENT))
+    }
+
+    #[inline]
+    fn give(&mut self, mut segment: Vec<TimerKey>) {
+        if self.free.len() < POOLED_SEGMENTS {
+            segment.clear();
+            self.free.push(segment);
+        }
+    }
+}
+
+impl KeyList {
+    #[inline]
+    fn push(&mut self, key: TimerKey, pool: &mut SegmentPool) {
+        match self.segments.last_mut() {
+            Some(last) if last.len() < SEGMENT => last.push(key),
+            _ => {
+                let mut segment = pool.take();
+                segment.push(key);
+                self.segments.push(segment);
+            }
+        }
+    }
+
+    /// Removes and returns the last key.
+    #[inline]
+    fn pop(&mut self, pool: &mut SegmentPool) -> Option<TimerKey> {
+        let last = self.segments.last_mut()?;
+        let key = last.pop();
+        if last.is_empty() {
+            let segment = self.segments.pop().expect("the last segment");
+            pool.give(segment);
+        }
+        key
+    }
+
+    fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    /// Number of keys, tombstones included.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.segments.iter().map(Vec::len).sum()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = TimerKey> + '_ {
+        self.segments.iter().flatten().copied()
+    }
+
+    /// Empties the list, giving its segments to the pool.
+    fn clear(&mut self, pool: &mut SegmentPool) {
+        for segment in self.segments.drain(..) {
+            pool.give(segment);
         }
     }
 }
@@ -335,10 +419,11 @@ pub struct TimingWheel<T> {
     /// PENDING. Each live timer's key is on exactly one list, the one
     /// [`Self::list_for`] names for its deadline; cancelled timers' keys
     /// (tombstones) may remain beside them.
-    lists: Vec<Vec<TimerKey>>,
-    /// Live timers per list. A list is empty iff its count is 0.
-    live: Vec<u32>,
-    /// Per level: bit `s` set iff slot `s` of that level holds a live timer.
+    lists: Vec<KeyList>,
+    /// Empty segments for the lists.
+    pool: SegmentPool,
+    /// Per level: bit `s` set iff slot `s` of that level holds a key (of a
+    /// live timer or a tombstone).
     occupied: Vec<u64>,
     /// Lower bound on the smallest overflow deadline (`u64::MAX` if none).
     overflow_min: u64,
@@ -407,8 +492,8 @@ impl<T> TimingWheel<T> {
             elapsed: now_tick,
             slab: Slab::with_capacity(capacity),
             len: 0,
-            lists: (0..wheel_lists + 2).map(|_| Vec::new()).collect(),
-            live: vec![0; wheel_lists + 2],
+            lists: (0..wheel_lists + 2).map(|_| KeyList::default()).collect(),
+            pool: SegmentPool::default(),
             occupied: vec![0; config.levels as usize],
             overflow_min: u64::MAX,
             overflow_list: wheel_lists as u16,
@@ -462,19 +547,11 @@ impl<T> TimingWheel<T> {
     }
 
     /// Cancels the timer, returning its payload, or `None` if the key is
-    /// stale (the timer already fired or was cancelled). O(1): the slab
-    /// entry is freed and the key left on its list as a tombstone (see the
-    /// module docs).
+    /// stale (the timer already fired or was cancelled). O(1), one slab
+    /// lookup: the entry is freed and the key left on its list as a
+    /// tombstone (see the module docs).
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
-        let deadline = self.slab.deadline_of(key)?;
-        let list = self.list_for(deadline);
-        let live = &mut self.live[list as usize];
-        debug_assert!(*live > 0, "live timer on a list counted empty");
-        *live -= 1;
-        if *live == 0 {
-            self.lists[list as usize].clear();
-            self.mark_empty(list);
-        }
+        self.slab.deadline_of(key)?;
         self.len -= 1;
         Some(self.slab.free(key.index).1)
     }
@@ -497,9 +574,15 @@ impl<T> TimingWheel<T> {
     /// overflow list's minimum), so advancing to it may fire nothing and only
     /// cascade; ask again afterwards. It is never later than the true earliest
     /// deadline, and it is `> now()` unless a [`poll`](Self::poll) left due
-    /// timers pending (then it is `now()`). Cancelled timers never count.
+    /// timers pending (then it is `now()`). It is `None` when no timer is
+    /// pending; otherwise a slot that holds only cancelled timers still
+    /// counts, so after cancels it may be earlier than every live deadline
+    /// (advancing to it fires nothing and drops those tombstones).
     pub fn next_deadline(&self) -> Option<u64> {
-        if self.live[self.pending_list as usize] > 0 {
+        if self.len == 0 {
+            return None;
+        }
+        if !self.lists[self.pending_list as usize].is_empty() {
             return Some(self.elapsed);
         }
         match self.next_expiration()? {
@@ -613,8 +696,7 @@ impl<T> TimingWheel<T> {
     /// Puts the key of live timer `key` (due at `deadline`) on `list`.
     #[inline]
     fn push_key(&mut self, list: u16, key: TimerKey, deadline: u64) {
-        self.lists[list as usize].push(key);
-        self.live[list as usize] += 1;
+        self.lists[list as usize].push(key, &mut self.pool);
         if list < self.overflow_list {
             let level = list >> self.slot_bits;
             let slot = u64::from(list) & self.slot_mask;
@@ -641,40 +723,23 @@ impl<T> TimingWheel<T> {
         }
     }
 
-    /// Takes every key off `list` (which then counts 0 live timers) and
-    /// returns them with the number of live timers among them.
-    fn take_list(&mut self, list: u16) -> (Vec<TimerKey>, u32) {
+    /// Takes every key off `list` (live timers' and tombstones). Give the
+    /// list's segments back with [`KeyList::clear`] once walked.
+    fn take_list(&mut self, list: u16) -> KeyList {
         let keys = std::mem::take(&mut self.lists[list as usize]);
-        let live = std::mem::take(&mut self.live[list as usize]);
         self.mark_empty(list);
-        (keys, live)
-    }
-
-    /// Gives a walked list's buffer back to `list` for reuse, if the list
-    /// is still empty and the buffer small (see [`KEEP_LIST_CAPACITY`]).
-    fn return_list(&mut self, list: u16, mut keys: Vec<TimerKey>) {
-        if keys.capacity() <= KEEP_LIST_CAPACITY && self.lists[list as usize].is_empty() {
-            keys.clear();
-            self.lists[list as usize] = keys;
-        }
+        keys
     }
 
     /// Pops a due timer off the pending list, skipping tombstones.
     #[inline]
     fn pop_pending(&mut self) -> Option<(u64, T)> {
         let pending = self.pending_list as usize;
-        while self.live[pending] > 0 {
-            let key = self.lists[pending]
-                .pop()
-                .expect("the pending list counts a live timer");
+        while let Some(key) = self.lists[pending].pop(&mut self.pool) {
             let Some(deadline) = self.slab.deadline_of(key) else {
                 continue;
             };
             debug_assert!(deadline <= self.elapsed, "pending timer not due");
-            self.live[pending] -= 1;
-            if self.live[pending] == 0 {
-                self.lists[pending].clear();
-            }
             self.len -= 1;
             return Some(self.slab.free(key.index));
         }
@@ -706,7 +771,7 @@ impl<T> TimingWheel<T> {
                 deadline,
             });
         }
-        if self.live[self.overflow_list as usize] > 0 {
+        if !self.lists[self.overflow_list as usize].is_empty() {
             debug_assert!((self.overflow_min ^ self.elapsed) >= self.span);
             return Some(Expiry::Overflow {
                 deadline: self.overflow_min & !(self.span - 1),
@@ -721,7 +786,7 @@ impl<T> TimingWheel<T> {
     /// wheel half-updated.
     fn process(&mut self, exp: Expiry) {
         debug_assert!(exp.deadline() > self.elapsed, "time went backwards");
-        debug_assert_eq!(self.live[self.pending_list as usize], 0);
+        debug_assert!(self.lists[self.pending_list as usize].is_empty());
         self.elapsed = exp.deadline();
         let (list, level) = match exp {
             Expiry::Slot { level, slot, .. } => (((level << self.slot_bits) + slot) as u16, level),
@@ -731,17 +796,15 @@ impl<T> TimingWheel<T> {
             // A level-0 slot is exactly one tick: everything in it is due.
             // Swap its keys onto the (empty) pending list in O(1).
             let pending = self.pending_list as usize;
-            self.lists[pending].clear();
+            self.lists[pending].clear(&mut self.pool);
             self.lists.swap(list as usize, pending);
-            self.live[pending] = std::mem::take(&mut self.live[list as usize]);
             self.mark_empty(list);
             return;
         }
         // Re-place every live timer (strictly lower level, the pending
         // list, or back on the overflow list).
-        let (keys, live) = self.take_list(list);
-        let mut moved = 0;
-        for &key in &keys {
+        let mut keys = self.take_list(list);
+        for key in keys.iter() {
             let Some(deadline) = self.slab.deadline_of(key) else {
                 continue;
             };
@@ -759,10 +822,8 @@ impl<T> TimingWheel<T> {
                 "cascade must move a timer down"
             );
             self.push_key(target, key, deadline);
-            moved += 1;
         }
-        debug_assert_eq!(moved, live, "live count of list {list} is wrong");
-        self.return_list(list, keys);
+        keys.clear(&mut self.pool);
     }
 
     /// Fires every timer of slot `slot` on level `level` (> 0), which starts
@@ -787,16 +848,16 @@ impl<T> TimingWheel<T> {
     ) {
         debug_assert!(level > 0 && level * self.slot_bits <= SORT_MAX_WIDTH_BITS);
         debug_assert!(start > self.elapsed, "time went backwards");
-        debug_assert_eq!(self.live[self.pending_list as usize], 0);
+        debug_assert!(self.lists[self.pending_list as usize].is_empty());
         debug_assert!(self.occupied[..level as usize].iter().all(|&o| o == 0));
         let list = ((level << self.slot_bits) + slot) as u16;
-        let (keys, live) = self.take_list(list);
+        let mut keys = self.take_list(list);
         let width = 1u64 << (level * self.slot_bits);
 
         // Collect `offset << 32 | index` for every live timer of the slot.
         let sort_keys = &mut scratch.keys;
         sort_keys.clear();
-        for &key in &keys {
+        for key in keys.iter() {
             if let Some(deadline) = self.slab.deadline_of(key) {
                 debug_assert!(
                     deadline >= start && deadline - start < width,
@@ -805,8 +866,7 @@ impl<T> TimingWheel<T> {
                 sort_keys.push(((deadline - start) << 32) | u64::from(key.index));
             }
         }
-        debug_assert_eq!(sort_keys.len(), live as usize, "live count is wrong");
-        self.return_list(list, keys);
+        keys.clear(&mut self.pool);
 
         // Order by offset; timers with equal deadlines may fire in any order.
         let order = &mut scratch.order;
@@ -856,7 +916,7 @@ impl<T> TimingWheel<T> {
         for (list, keys) in self.lists.iter().enumerate() {
             let list = list as u16;
             let mut live = 0u32;
-            for &key in keys {
+            for key in keys.iter() {
                 let Some(deadline) = self.slab.deadline_of(key) else {
                     continue; // a tombstone
                 };
@@ -877,17 +937,15 @@ impl<T> TimingWheel<T> {
                     assert_eq!(self.list_for(deadline), list, "timer in the wrong slot");
                 }
             }
-            assert_eq!(live, self.live[list as usize], "live count of list {list}");
-            assert_eq!(
-                keys.is_empty(),
-                live == 0,
-                "list {list} holds only tombstones"
-            );
             if list < self.overflow_list {
                 let level = list >> self.slot_bits;
                 let slot = u64::from(list) & self.slot_mask;
                 let bit = (self.occupied[level as usize] >> slot) & 1 == 1;
-                assert_eq!(bit, live > 0, "occupancy bit mismatch at list {list}");
+                assert_eq!(
+                    bit,
+                    !keys.is_empty(),
+                    "occupancy bit mismatch at list {list}"
+                );
             }
             total += live as usize;
         }
