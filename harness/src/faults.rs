@@ -433,7 +433,7 @@ async fn signal(pid: u32, name: &str) -> Result<(), String> {
 }
 
 /// The last three lines a command printed, on one line.
-fn tail(stderr: &[u8]) -> String {
+pub(crate) fn tail(stderr: &[u8]) -> String {
     let said = String::from_utf8_lossy(stderr);
     let tail: Vec<&str> = said.lines().rev().take(3).collect();
     tail.into_iter().rev().collect::<Vec<_>>().join(" / ")

@@ -7,6 +7,7 @@ mod clean;
 mod db_stats;
 mod driver;
 mod faults;
+mod hook;
 mod instance;
 mod model;
 mod presets;

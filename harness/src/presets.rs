@@ -35,6 +35,7 @@ pub const PRESETS: &[Preset] = presets!(
     "backlog",
     "redis-cluster",
     "rabbitmq-cluster",
+    "rabbitmq-cluster-classic",
 );
 
 /// The preset `run` uses when no `--scenario` is given.

@@ -272,13 +272,35 @@ pub(crate) async fn run_one(
         url: server.display_url(),
         namespace: None,
     };
-    Ok(match skip_reason(name, explicitly_selected)? {
-        Some(reason) => Summary::not_run(name, Status::Skipped, reason, database),
-        None => match run_strategy(name, scenario, plan, server, namespace, dir).await {
-            Ok(summary) => summary,
-            Err(e) => not_measured(name, &e, database),
-        },
-    })
+    if let Some(reason) = skip_reason(name, explicitly_selected)? {
+        return Ok(Summary::not_run(name, Status::Skipped, reason, database));
+    }
+    // The scenario's command before each strategy (say, one that makes a
+    // cluster whole again); when it fails the strategy does not run, and
+    // its row says why.
+    let hook = match &scenario.before_each_strategy {
+        Some(hook) => {
+            eprintln!(
+                "delaybench: {name}: running before-each-strategy `{}`",
+                hook.label()
+            );
+            let record = crate::hook::run(hook, dir).await;
+            eprintln!("delaybench: {name}: {}", record.describe());
+            if let Some(error) = record.error.clone() {
+                let mut summary = Summary::not_run(name, Status::Failed, error, database);
+                summary.before_strategy = Some(record);
+                return Ok(summary);
+            }
+            Some(record)
+        }
+        None => None,
+    };
+    let mut summary = match run_strategy(name, scenario, plan, server, namespace, dir).await {
+        Ok(summary) => summary,
+        Err(e) => not_measured(name, &e, database),
+    };
+    summary.before_strategy = hook;
+    Ok(summary)
 }
 
 /// Validates `--strategies`; every strategy (teaching variants and the
@@ -810,6 +832,7 @@ async fn measure_set_up(
         warnings: Vec::new(),
         faults,
         teardown_error: None,
+        before_strategy: None,
         capabilities: Some(capabilities),
         instances: scenario.instances,
         timeouts: scenario.timeouts_label(),

@@ -79,6 +79,84 @@ pub struct Scenario {
     /// default none).
     #[serde(default)]
     pub backlog: Option<Backlog>,
+    /// A command run before every strategy's run (`[before-each-strategy]`;
+    /// default none), e.g. one that makes a cluster whole again after the
+    /// previous strategy's fault took a node down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_each_strategy: Option<BeforeEachStrategy>,
+}
+
+/// `[before-each-strategy]`: a command run before each strategy's run (each
+/// strategy of `delaybench run` and each of its repetitions, each step of
+/// `delaybench sweep`), before its namespace and `setup`. It runs without a
+/// shell, like a `run-command` fault, in the folder delaybench was started
+/// from, its output written to `before-each-strategy.stdout.log` and
+/// `.stderr.log` in the strategy's folder. A non-zero exit, a command that
+/// cannot start or one still running after `timeout` (then killed) fails
+/// that strategy, with the command and the end of its stderr as the
+/// reason; the next strategy runs it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BeforeEachStrategy {
+    /// The program and its arguments, run without a shell (use
+    /// `["sh", "-c", "..."]` for one). Required.
+    #[serde(deserialize_with = "argv")]
+    pub command: Vec<String>,
+    /// Longest the command may take (default 180s).
+    #[serde(default = "three_minutes", with = "humantime_serde")]
+    pub timeout: Duration,
+}
+
+fn three_minutes() -> Duration {
+    Duration::from_secs(180)
+}
+
+/// `before-each-strategy.command`: an array of strings, with an error that
+/// names the field when it is anything else (a single string, say).
+fn argv<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<String>, D::Error> {
+    let value = toml::Value::deserialize(d)?;
+    let strings = value.as_array().and_then(|items| {
+        items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<Vec<String>>>()
+    });
+    strings.ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "field `before-each-strategy.command` = {value} is invalid; accepted values: the \
+             program and its arguments as an array of strings, run without a shell, e.g. \
+             [\"scripts/services.sh\", \"rabbitmq-cluster\"] or [\"sh\", \"-c\", \"...\"]"
+        ))
+    })
+}
+
+impl BeforeEachStrategy {
+    /// The command as one would type it, e.g. `scripts/services.sh rabbitmq-cluster`.
+    pub fn label(&self) -> String {
+        self.command.join(" ")
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self
+            .command
+            .first()
+            .is_none_or(|program| program.is_empty())
+        {
+            bail!(
+                "field `before-each-strategy.command` = {:?} has no program; accepted values: \
+                 the program and its arguments, e.g. [\"scripts/services.sh\", \"rabbitmq-cluster\"]",
+                self.command
+            );
+        }
+        if self.timeout.is_zero() || self.timeout > Duration::from_secs(86_400) {
+            bail!(
+                "field `before-each-strategy.timeout` = {:?} is out of range; accepted values: \
+                 1ms to 24h",
+                self.timeout
+            );
+        }
+        Ok(())
+    }
 }
 
 /// `[backlog]`: a pile of far-future PENDING orders that every strategy
@@ -753,6 +831,9 @@ impl Scenario {
                 );
             }
         }
+        if let Some(hook) = &self.before_each_strategy {
+            hook.validate()?;
+        }
         self.strategies
             .validate()
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -1027,6 +1108,60 @@ mod tests {
                 "{fault}: {msg}"
             );
         }
+    }
+
+    #[test]
+    fn before_each_strategy_parses_and_malformed_ones_name_the_field() {
+        let with = |table: &str| format!("{QUICK}\n[before-each-strategy]\n{table}\n");
+        let s = Scenario::parse(
+            &with("command = [\"scripts/services.sh\", \"rabbitmq-cluster\"]"),
+            "h.toml",
+        )
+        .unwrap();
+        let hook = s.before_each_strategy.as_ref().unwrap();
+        assert_eq!(hook.command, ["scripts/services.sh", "rabbitmq-cluster"]);
+        assert_eq!(hook.timeout, Duration::from_secs(180));
+        assert_eq!(hook.label(), "scripts/services.sh rabbitmq-cluster");
+        // It survives being saved in the run folder; without it, nothing is written.
+        let again = Scenario::parse(&s.to_toml().unwrap(), "saved").unwrap();
+        assert_eq!(again, s);
+        let quick = Scenario::parse(QUICK, "quick").unwrap();
+        assert!(!quick.to_toml().unwrap().contains("before-each-strategy"));
+        let s = Scenario::parse(&with("command = [\"true\"]\ntimeout = \"2s\""), "h.toml").unwrap();
+        assert_eq!(
+            s.before_each_strategy.unwrap().timeout,
+            Duration::from_secs(2)
+        );
+        let err =
+            |table: &str| format!("{:#}", Scenario::parse(&with(table), "h.toml").unwrap_err());
+        // A command line as one string (the shell habit) is refused by name.
+        let msg = err("command = \"scripts/services.sh rabbitmq-cluster\"");
+        assert!(
+            msg.contains("h.toml")
+                && msg.contains("before-each-strategy.command")
+                && msg.contains("array of strings"),
+            "{msg}"
+        );
+        let msg = err("command = [\"sh\", 3]");
+        assert!(msg.contains("before-each-strategy.command"), "{msg}");
+        for table in ["command = []", "command = [\"\"]"] {
+            let msg = err(table);
+            assert!(
+                msg.contains("before-each-strategy.command") && msg.contains("no program"),
+                "{table}: {msg}"
+            );
+        }
+        let msg = err("timeout = \"2s\"");
+        assert!(msg.contains("command"), "{msg}");
+        let msg = err("command = [\"true\"]\ntimeout = \"0s\"");
+        assert!(
+            msg.contains("before-each-strategy.timeout") && msg.contains("1ms to 24h"),
+            "{msg}"
+        );
+        let msg = err("command = [\"true\"]\ntimeout = \"soon\"");
+        assert!(msg.contains("timeout") && msg.contains("soon"), "{msg}");
+        let msg = err("command = [\"true\"]\ntimout = \"2s\"");
+        assert!(msg.contains("timout") && msg.contains("timeout"), "{msg}");
     }
 
     #[test]

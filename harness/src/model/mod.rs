@@ -17,4 +17,6 @@ pub mod run_info;
 pub mod summary;
 pub mod sweep;
 
-pub use records::{FaultRecord, GeneratorHealth, WorkerEvent, WorkerEventKind, WorkerReport};
+pub use records::{
+    FaultRecord, GeneratorHealth, HookRecord, WorkerEvent, WorkerEventKind, WorkerReport,
+};

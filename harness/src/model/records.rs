@@ -146,6 +146,44 @@ pub struct GeneratorHealth {
     pub first_error: Option<String>,
 }
 
+/// The scenario's `[before-each-strategy]` command as it ran before one
+/// strategy's run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookRecord {
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// The folder it ran in (delaybench's own).
+    pub cwd: String,
+    /// When it started (local time, RFC 3339).
+    pub started_at: String,
+    /// How long it ran, until it exited, failed to start or was killed.
+    pub duration_ms: u64,
+    /// How it ended (`exit status: 0`); `None` when it did not start or
+    /// was killed at its timeout.
+    pub exit_status: Option<String>,
+    /// Why the strategy did not run after it, if it failed.
+    pub error: Option<String>,
+    /// Where its output went, relative to the strategy's folder.
+    pub stdout_log: String,
+    pub stderr_log: String,
+}
+
+impl HookRecord {
+    /// The record in a few words, e.g. ``before the strategy: `x` ran in 23.1 s (exit status: 0)``.
+    pub fn describe(&self) -> String {
+        format!(
+            "before the strategy: `{}` ran in {:.1} s ({}){}",
+            self.command.join(" "),
+            self.duration_ms as f64 / 1000.0,
+            self.exit_status.as_deref().unwrap_or("no exit status"),
+            self.error
+                .as_ref()
+                .map(|e| format!(", FAILED: {e}"))
+                .unwrap_or_default()
+        )
+    }
+}
+
 /// One fault as it happened. Times are ms after the first order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FaultRecord {

@@ -245,6 +245,11 @@ pub struct Summary {
     /// be left behind; the measurements stand).
     #[serde(default)]
     pub teardown_error: Option<String>,
+    /// The scenario's `[before-each-strategy]` command as it ran before
+    /// this strategy (`None` when the scenario has none, or the strategy
+    /// was skipped before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_strategy: Option<super::records::HookRecord>,
     pub capabilities: Option<Capabilities>,
     pub instances: u32,
     /// The configured timeouts, next to every latency.
@@ -474,6 +479,7 @@ impl Summary {
             warnings: Vec::new(),
             faults: Vec::new(),
             teardown_error: None,
+            before_strategy: None,
             capabilities: None,
             instances: 0,
             timeouts: String::new(),

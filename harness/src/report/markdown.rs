@@ -68,6 +68,9 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary], figures: &[Figure]) -> St
         for w in &s.warnings {
             let _ = writeln!(out, "- **warning**: {w}");
         }
+        if let Some(hook) = &s.before_strategy {
+            let _ = writeln!(out, "- {}", hook.describe());
+        }
         for fault in &s.faults {
             let _ = writeln!(
                 out,

@@ -107,6 +107,17 @@ fn run_facts(info: &RunInfo) -> Vec<(String, bool)> {
             true,
         ));
     }
+    if let Some(hook) = &sc.before_each_strategy {
+        lines.push((
+            format!(
+                "Before each strategy: `{}` (run from delaybench's folder, timeout {}; its \
+                 duration is in each strategy's section).",
+                hook.label(),
+                humantime::format_duration(hook.timeout)
+            ),
+            false,
+        ));
+    }
     for (service, version) in &info.services {
         lines.push((format!("{service}: {version}."), false));
     }
