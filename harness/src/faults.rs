@@ -174,13 +174,20 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
             }
         }
         FaultKind::RunCommand => {
+            let start = since_t0();
             let output = tokio::process::Command::new(&fault.command[0])
                 .args(&fault.command[1..])
                 .stdin(std::process::Stdio::null())
                 .kill_on_drop(true)
                 .output()
                 .await;
-            record.finished_at_ms = Some(since_t0());
+            let finished = since_t0();
+            record.finished_at_ms = Some(finished);
+            if let Some(lasts) = fault.lasts {
+                // What it did (a stopped node) outlasts the command.
+                let until = start + lasts.as_millis() as u64;
+                record.window_ms = Some((start, until.max(finished)));
+            }
             match output {
                 Ok(out) => {
                     record.exit_status = Some(out.status.to_string());
@@ -434,7 +441,8 @@ async fn signal(pid: u32, name: &str) -> Result<(), String> {
 
 /// The last three lines a command printed, on one line.
 pub(crate) fn tail(stderr: &[u8]) -> String {
-    let said = String::from_utf8_lossy(stderr);
+    // It ends up in run.json and the report, which never hold a password.
+    let said = crate::model::run_info::redact_secrets_in_text(&String::from_utf8_lossy(stderr));
     let tail: Vec<&str> = said.lines().rev().take(3).collect();
     tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
 }

@@ -24,7 +24,7 @@ pub async fn run(hook: &BeforeEachStrategy, dir: &Path) -> HookRecord {
         .map(|d| d.display().to_string())
         .unwrap_or_else(|e| format!("unknown ({e})"));
     let mut record = HookRecord {
-        command: hook.command.clone(),
+        command: crate::model::records::redact_command(&hook.command),
         cwd,
         started_at: chrono::Local::now().to_rfc3339(),
         duration_ms: 0,
@@ -36,6 +36,9 @@ pub async fn run(hook: &BeforeEachStrategy, dir: &Path) -> HookRecord {
     let label = hook.label();
     let result = run_logged(hook, dir).await;
     record.duration_ms = started.elapsed().as_millis() as u64;
+    for log in [STDOUT_LOG, STDERR_LOG] {
+        redact_log(&dir.join(log));
+    }
     let stderr_tail = || tail(&std::fs::read(dir.join(STDERR_LOG)).unwrap_or_default());
     match result {
         Ok(Some(status)) => {
@@ -90,6 +93,22 @@ async fn run_logged(
             // Processes it started itself are left alone.
             let _ = child.kill().await;
             Ok(None)
+        }
+    }
+}
+
+/// Rewrites a log the command wrote with every URL's password replaced by
+/// `***` (a cluster script prints its connection URLs): the results folder
+/// never holds a password. A log that cannot be read is left as it is.
+fn redact_log(path: &Path) {
+    let Ok(bytes) = std::fs::read(path) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let clean = crate::model::run_info::redact_secrets_in_text(&text);
+    if clean != text {
+        if let Err(e) = std::fs::write(path, clean) {
+            tracing::warn!("could not redact {}: {e}", path.display());
         }
     }
 }

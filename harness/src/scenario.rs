@@ -4,6 +4,7 @@
 //! is the bundled example and `delaybench scenario init` writes a commented
 //! starting file. Errors name the file, the field and the accepted values.
 
+use crate::model::run_info::redact_secrets_in_text;
 use crate::proxy::Target;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -131,9 +132,10 @@ fn argv<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<Strin
 }
 
 impl BeforeEachStrategy {
-    /// The command as one would type it, e.g. `scripts/services.sh rabbitmq-cluster`.
+    /// The command as one would type it, e.g. `scripts/services.sh
+    /// rabbitmq-cluster`, with any URL's password replaced by `***`.
     pub fn label(&self) -> String {
-        self.command.join(" ")
+        redact_secrets_in_text(&self.command.join(" "))
     }
 
     fn validate(&self) -> Result<()> {
@@ -278,6 +280,9 @@ pub struct Fault {
     #[serde(default)]
     pub target: Option<Target>,
     /// `partition`, `latency`, `pause-instance`: how long it lasts.
+    /// `run-command` (optional): how long what the command did lasts,
+    /// from its start (a node it stopped stays down), so missed cancels in
+    /// that time are put down to it; omitted, only while the command runs.
     #[serde(default, rename = "for", with = "humantime_serde")]
     pub lasts: Option<Duration>,
     /// `latency`: added to every chunk forwarded in either direction.
@@ -355,7 +360,17 @@ impl Fault {
         let at = humantime::format_duration(self.at);
         let d = |d: Option<Duration>| humantime::format_duration(d.unwrap_or_default()).to_string();
         match self.kind {
-            FaultKind::RunCommand => format!("run `{}` at {at}", self.command.join(" ")),
+            FaultKind::RunCommand => match self.lasts {
+                Some(lasts) => format!(
+                    "run `{}` at {at}, in effect {}",
+                    redact_secrets_in_text(&self.command.join(" ")),
+                    humantime::format_duration(lasts)
+                ),
+                None => format!(
+                    "run `{}` at {at}",
+                    redact_secrets_in_text(&self.command.join(" "))
+                ),
+            },
             FaultKind::KillInstance => format!(
                 "kill instance {} at {at}, {}",
                 self.instance(),
@@ -438,9 +453,9 @@ impl Fault {
             "kind = \"partition\" and \"latency\"",
         )?;
         ignores(
-            self.lasts.is_some() && !matches!(k, Partition | Latency | PauseInstance),
+            self.lasts.is_some() && !matches!(k, Partition | Latency | PauseInstance | RunCommand),
             "for",
-            "kind = \"partition\", \"latency\" and \"pause-instance\"",
+            "kind = \"partition\", \"latency\", \"pause-instance\" and \"run-command\"",
         )?;
         ignores(
             self.add.is_some() && k != Latency,

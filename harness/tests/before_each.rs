@@ -65,7 +65,8 @@ fn a_hook_runs_once_before_each_strategy_and_the_run_records_it() {
     // Each run appends a line, and the namespaces that exist then: the
     // hook comes before the strategy's namespace is made.
     let script = format!(
-        "echo ran >> {log}; find {results} -name '*.sqlite' | wc -l >> {log}; echo said hello",
+        "echo ran >> {log}; find {results} -name '*.sqlite' | wc -l >> {log}; \
+         echo said hello to amqp://guest:s3cret@127.0.0.1:5681/%2f",
         log = log.display(),
         results = out.path().join("results").display()
     );
@@ -99,7 +100,8 @@ fn a_hook_runs_once_before_each_strategy_and_the_run_records_it() {
                 .join(hook["stdout_log"].as_str().unwrap()),
         )
         .unwrap();
-        assert_eq!(said, "said hello\n");
+        // A password the command printed is not kept.
+        assert_eq!(said, "said hello to amqp://guest:***@127.0.0.1:5681/%2f\n");
         assert_eq!(s["orders"]["pending"], 0, "{s:#}");
     }
     // The run keeps the command with its scenario, and the report says it ran.
@@ -126,7 +128,7 @@ fn a_failing_hook_fails_its_strategy_with_the_command_named_and_the_next_one_run
     // Fails the first time (the first strategy), succeeds the second.
     let script = format!(
         "if [ -e {seen} ]; then exit 0; fi; touch {seen}; echo starting node dlb1; \
-         echo 'node dlb1 did not come back' >&2; exit 3",
+         echo 'node dlb1 did not come back' >&2; echo 'at amqp://guest:s3cret@h:5681' >&2; exit 3",
         seen = seen.display()
     );
     let o = run_with_hook(out.path(), &sh(&script));
@@ -141,7 +143,9 @@ fn a_failing_hook_fails_its_strategy_with_the_command_named_and_the_next_one_run
     assert!(
         reason.contains("before-each-strategy command `sh -c if [ -e")
             && reason.contains("exit status: 3")
-            && reason.contains("node dlb1 did not come back"),
+            && reason.contains("node dlb1 did not come back")
+            && reason.contains("amqp://guest:***@h:5681")
+            && !reason.contains("s3cret"),
         "{reason}"
     );
     // Its output is kept beside the summary, each stream in its file.
@@ -153,7 +157,7 @@ fn a_failing_hook_fails_its_strategy_with_the_command_named_and_the_next_one_run
         ),
         (
             "starting node dlb1\n".to_string(),
-            "node dlb1 did not come back\n".to_string()
+            "node dlb1 did not come back\nat amqp://guest:***@h:5681\n".to_string()
         )
     );
     assert_eq!(failed["before_strategy"]["exit_status"], "exit status: 3");

@@ -473,7 +473,9 @@ fn a_run_command_fault_records_its_exit_status_and_the_run_goes_on() {
         "\n[[faults]]\nkind = \"run-command\"\nat = \"1s\"\ncommand = [\"sh\", \"-c\", \"touch {}\"]\n",
         marker.display()
     );
-    text += "\n[[faults]]\nkind = \"run-command\"\nat = \"1500ms\"\ncommand = [\"sh\", \"-c\", \"echo broker is gone >&2; exit 3\"]\n";
+    // It prints a URL with a password: the record keeps it redacted. Its
+    // effect is counted for 2 s from its start (`for` on run-command).
+    text += "\n[[faults]]\nkind = \"run-command\"\nat = \"1500ms\"\nfor = \"2s\"\ncommand = [\"sh\", \"-c\", \"echo broker amqp://g:s3cret@h/ is gone >&2; exit 3\"]\n";
     let run = run_scenario(&text, "sqlite://", "db-scan", out.path());
     assert!(marker.exists(), "the first command did not run");
     let s = summary(&run, "db-scan");
@@ -485,7 +487,16 @@ fn a_run_command_fault_records_its_exit_status_and_the_run_goes_on() {
         faults[1]["error"]
             .as_str()
             .unwrap()
-            .contains("broker is gone"),
+            .contains("broker amqp://g:***@h/ is gone"),
+        "{s:#}"
+    );
+    assert!(!s.to_string().contains("s3cret"), "{s:#}");
+    // Without `for`, no window: the command counts while it ran.
+    assert!(faults[0]["window_ms"].is_null(), "{s:#}");
+    let window = faults[1]["window_ms"].as_array().expect("a window");
+    let (from, to) = (window[0].as_u64().unwrap(), window[1].as_u64().unwrap());
+    assert!(
+        (1_500..2_500).contains(&from) && to == from + 2_000,
         "{s:#}"
     );
     // The strategy ran on, clean.
@@ -493,12 +504,13 @@ fn a_run_command_fault_records_its_exit_status_and_the_run_goes_on() {
     assert_eq!(count(&s, "/orders/pending"), 0);
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(report.contains("exit status: 3"), "{report}");
-    assert!(report.contains("broker is gone"), "{report}");
+    assert!(report.contains("is gone"), "{report}");
+    assert!(report.contains("counted in effect until"), "{report}");
     // Each command is shaded while it ran; the failed one says so.
     let over_time = &assert_plot_files(&run, &["lateness-over-time"])[0];
     assert!(over_time.contains("#1 run `sh -c touch"), "{over_time}");
     assert!(
-        over_time.contains("#2 FAILED: run `sh -c echo broker is gone"),
+        over_time.contains("#2 FAILED: run `sh -c echo broker"),
         "{over_time}"
     );
 }

@@ -233,7 +233,8 @@ impl FaultRecord {
             killed_pid: None,
             restarted_at_ms: None,
             restarted_pid: None,
-            command: fault.command.clone(),
+            // Reports and summary.json never hold a password.
+            command: redact_command(&fault.command),
             exit_status: None,
             finished_at_ms: None,
             error: None,
@@ -243,6 +244,14 @@ impl FaultRecord {
             duplicates_absorbed: None,
         }
     }
+}
+
+/// `command` with every URL's password in its words replaced by `***`.
+pub fn redact_command(command: &[String]) -> Vec<String> {
+    command
+        .iter()
+        .map(|a| super::run_info::redact_secrets_in_text(a))
+        .collect()
 }
 
 impl FaultRecord {
@@ -388,6 +397,9 @@ pub fn describe_fault(record: &FaultRecord) -> String {
         );
         if let (Some(end), Some(status)) = (record.finished_at_ms, &record.exit_status) {
             text += &format!(", {status} at {}", secs(end));
+        }
+        if let Some((_, until)) = record.window_ms {
+            text += &format!("; counted in effect until {}", secs(until));
         }
         if let Some(e) = &record.error {
             text += &format!("; error: {e}");

@@ -49,7 +49,10 @@ impl RunInfo {
         }
         options.redis_zset.url = redact_secrets(&options.redis_zset.url);
         for fault in &mut info.scenario.faults {
-            fault.command = fault.command.iter().map(|a| redact_secrets(a)).collect();
+            fault.command = super::records::redact_command(&fault.command);
+        }
+        if let Some(hook) = &mut info.scenario.before_each_strategy {
+            hook.command = super::records::redact_command(&hook.command);
         }
         let path = dir.join("run.json");
         std::fs::write(&path, serde_json::to_string_pretty(&info)? + "\n")
@@ -102,6 +105,21 @@ impl RunInfo {
         })?;
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
     }
+}
+
+/// Free text (a command's output, a log) with the password of every URL in
+/// it replaced by `***`: [`redact_secrets`] on each whitespace-separated word.
+pub fn redact_secrets_in_text(text: &str) -> String {
+    text.split_inclusive(char::is_whitespace)
+        .map(|piece| {
+            let word = piece.trim_end_matches(char::is_whitespace);
+            if word.contains("://") {
+                format!("{}{}", redact_secrets(word), &piece[word.len()..])
+            } else {
+                piece.to_string()
+            }
+        })
+        .collect()
 }
 
 /// `text` with the password of any URL in it replaced by `***`, whether it
@@ -229,7 +247,18 @@ pub async fn rabbitmq_description(url: &str) -> String {
 
 #[cfg(test)]
 mod secrets_tests {
-    use super::redact_secrets;
+    use super::{redact_secrets, redact_secrets_in_text};
+
+    #[test]
+    fn passwords_are_removed_from_free_text() {
+        let text = "cluster up: amqp://guest:guest@127.0.0.1:5681/%2f,amqp://guest:guest@127.0.0.1:5682/%2f\n\
+                    AMQP=amqp://u:pw@h/ and redis://:s3@h:7000 done\n";
+        let want =
+            "cluster up: amqp://guest:***@127.0.0.1:5681/%2f,amqp://guest:***@127.0.0.1:5682/%2f\n\
+                    AMQP=amqp://u:***@h/ and redis://:***@h:7000 done\n";
+        assert_eq!(redact_secrets_in_text(text), want);
+        assert_eq!(redact_secrets_in_text("no urls here\n"), "no urls here\n");
+    }
 
     #[test]
     fn passwords_are_removed_from_any_url_form() {
