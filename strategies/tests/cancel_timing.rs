@@ -173,3 +173,46 @@ async fn a_canceller_counts_its_own_server_reads_on_postgres() {
         f.cleanup().await;
     }
 }
+
+/// A cancel reads its own order, however many overdue orders are PENDING.
+/// The cancel UPDATE is a prepared statement: after five runs PostgreSQL
+/// may cache a generic plan for the connection, planned while the run's
+/// fresh schema was (nearly) empty. With the status and deadline test
+/// written plainly, that plan took the (status, expire_at_us) index and
+/// read every overdue PENDING order on each later cancel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_reads_one_order_however_many_are_overdue() {
+    const OVERDUE: i64 = 300;
+    const CANCELS: i64 = 12;
+    let f = Fixture::new(
+        &common::postgres_url(),
+        "db-scan",
+        StrategyOptions::default(),
+    )
+    .await;
+    // One connection, used from the start, as a canceller's is: its first
+    // cancels (of orders that are not there) run against an empty table.
+    let canceller = OrderStore::connect(f.orders.location(), 1).await.unwrap();
+    for id in 1..=8 {
+        canceller
+            .cancel_if_due(1_000_000 + id, "test")
+            .await
+            .unwrap();
+    }
+    for id in 1..=OVERDUE + CANCELS {
+        f.create(id, -10).await;
+    }
+    assert!(canceller.measure_server_reads());
+    for id in OVERDUE + 1..=OVERDUE + CANCELS {
+        canceller.cancel_if_due(id, "test").await.unwrap();
+    }
+    let read = canceller.stats().server_rows_read;
+    // Per cancel: the order (UPDATE, then its sku and qty) and its stock
+    // row, a few fetches; never the overdue backlog.
+    assert!(
+        read <= CANCELS as u64 * 8,
+        "{CANCELS} cancels read {read} rows with {OVERDUE} orders overdue"
+    );
+    canceller.close().await;
+    f.cleanup().await;
+}
