@@ -360,17 +360,16 @@ impl Fault {
         let at = humantime::format_duration(self.at);
         let d = |d: Option<Duration>| humantime::format_duration(d.unwrap_or_default()).to_string();
         match self.kind {
-            FaultKind::RunCommand => match self.lasts {
-                Some(lasts) => format!(
-                    "run `{}` at {at}, in effect {}",
-                    redact_secrets_in_text(&self.command.join(" ")),
-                    humantime::format_duration(lasts)
-                ),
-                None => format!(
-                    "run `{}` at {at}",
-                    redact_secrets_in_text(&self.command.join(" "))
-                ),
-            },
+            FaultKind::RunCommand => {
+                let command = redact_secrets_in_text(&self.command.join(" "));
+                match self.lasts {
+                    Some(lasts) => format!(
+                        "run `{command}` at {at}, in effect {}",
+                        humantime::format_duration(lasts)
+                    ),
+                    None => format!("run `{command}` at {at}"),
+                }
+            }
             FaultKind::KillInstance => format!(
                 "kill instance {} at {at}, {}",
                 self.instance(),

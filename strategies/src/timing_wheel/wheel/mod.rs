@@ -73,13 +73,15 @@
 //! # Cancel leaves a tombstone
 //!
 //! [`TimingWheel::cancel`] frees the slab entry at once (one cache miss) and
-//! leaves the key in its slot's `Vec`. A walk recognises such a *tombstone*
-//! by its generation no longer matching the entry's and skips it. The wheel
-//! counts the live timers of every list, so a list whose last live timer is
-//! cancelled is emptied (tombstones and all) and its occupancy bit cleared
-//! at once: [`TimingWheel::next_deadline`] never points at a slot that holds
-//! only cancelled timers. A tombstone among live timers keeps its 8 bytes
-//! until its slot is walked, at the latest at the cancelled deadline.
+//! leaves the key on its slot's list, touching nothing else. A walk
+//! recognises such a *tombstone* by its generation no longer matching the
+//! entry's and skips it; a tombstone keeps its 8 bytes until its slot is
+//! walked, at the latest at the cancelled deadline. The wheel keeps no count
+//! of live timers per slot (updating one made cancel twice as slow: its
+//! address depends on the entry just missed), so a slot holding only
+//! cancelled timers still counts as occupied: [`TimingWheel::next_deadline`]
+//! may point at it while other timers are live, and advancing there fires
+//! nothing and drops the tombstones.
 //!
 //! # Time never goes backwards
 //!
@@ -693,14 +695,23 @@ impl<T> TimingWheel<T> {
         ((level << self.slot_bits) as u64 + slot) as u16
     }
 
+    /// The level of slot list `list` (< `overflow_list`) and its bit in
+    /// that level's occupancy bitmap.
+    #[inline]
+    fn occupancy_bit(&self, list: u16) -> (usize, u64) {
+        debug_assert!(list < self.overflow_list);
+        let level = list >> self.slot_bits;
+        let slot = u64::from(list) & self.slot_mask;
+        (level as usize, 1u64 << slot)
+    }
+
     /// Puts the key of live timer `key` (due at `deadline`) on `list`.
     #[inline]
     fn push_key(&mut self, list: u16, key: TimerKey, deadline: u64) {
         self.lists[list as usize].push(key, &mut self.pool);
         if list < self.overflow_list {
-            let level = list >> self.slot_bits;
-            let slot = u64::from(list) & self.slot_mask;
-            self.occupied[level as usize] |= 1u64 << slot;
+            let (level, bit) = self.occupancy_bit(list);
+            self.occupied[level] |= bit;
             debug_assert_eq!(
                 self.list_for(deadline),
                 list,
@@ -715,9 +726,8 @@ impl<T> TimingWheel<T> {
     #[inline]
     fn mark_empty(&mut self, list: u16) {
         if list < self.overflow_list {
-            let level = list >> self.slot_bits;
-            let slot = u64::from(list) & self.slot_mask;
-            self.occupied[level as usize] &= !(1u64 << slot);
+            let (level, bit) = self.occupancy_bit(list);
+            self.occupied[level] &= !bit;
         } else if list == self.overflow_list {
             self.overflow_min = u64::MAX;
         }
@@ -938,9 +948,8 @@ impl<T> TimingWheel<T> {
                 }
             }
             if list < self.overflow_list {
-                let level = list >> self.slot_bits;
-                let slot = u64::from(list) & self.slot_mask;
-                let bit = (self.occupied[level as usize] >> slot) & 1 == 1;
+                let (level, bit) = self.occupancy_bit(list);
+                let bit = self.occupied[level] & bit != 0;
                 assert_eq!(
                     bit,
                     !keys.is_empty(),
