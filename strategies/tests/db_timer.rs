@@ -1,7 +1,9 @@
 //! db-timer's own behaviour on PostgreSQL, beyond the conformance suite:
 //! the creating transaction's NOTIFY wakes a sleeping instance long before
-//! its maximum sleep, a lost listening connection loses no order, and a
-//! rolled-back order's notification never arrives.
+//! its maximum sleep, a lost listening connection loses no order, a
+//! rolled-back order's notification never arrives, one instance of two
+//! leads and the other takes over when it stops, and the leader reads each
+//! order once before cancelling it.
 //!
 //! Both sleeps are set to 60 s, far beyond each test's own patience
 //! ([`PATIENCE`]): an order cancelled within it can only have been woken
@@ -13,9 +15,9 @@ mod common;
 use common::test_options;
 use std::sync::Arc;
 use std::time::Duration;
-use strategies::conformance::{Fixture, Running};
+use strategies::conformance::{Fixture, Running, LATENESS_BOUND};
 use strategies::db_timer::DbTimer;
-use strategies::{Canceller, OrderStatus};
+use strategies::{Canceller, OrderStatus, OrderStore};
 
 /// How long a test waits for something it expects; well under the 60 s sleeps.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -192,11 +194,11 @@ async fn next_deadline_read_takes_one_entry_however_many_are_pending() {
     for _ in 0..ROUNDS {
         let batch = f
             .orders
-            .scan_and_cancel_due_then_peek(200, "test")
+            .scan_and_cancel_due_then_peek(200, "test", None)
             .await
             .unwrap();
         assert_eq!(batch.claimed, 0, "nothing is due");
-        assert!(batch.next_deadline_us.is_some(), "orders are pending");
+        assert!(batch.next_pending.is_some(), "orders are pending");
     }
     let reads = f.orders.stats().since(&before).server_rows_read;
     // A claim that finds nothing due reads nothing; the peek reads one
@@ -206,5 +208,107 @@ async fn next_deadline_read_takes_one_entry_however_many_are_pending() {
         "{reads} rows read in {ROUNDS} rounds with {PENDING} orders pending: \
          the next-deadline read walks the pending entries"
     );
+    f.cleanup().await;
+}
+
+/// Two instances: exactly one takes the lead and wakes for deadlines; the
+/// other only stands by. When the leader stops, the standby leads and
+/// cancels a new order by notification, long before its 60 s sleeps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_leads_and_a_standby_takes_over_when_it_stops() {
+    let mut options = test_options();
+    options.db_timer.max_sleep = Duration::from_secs(60);
+    // The standby's lead retry and overdue claim; the new leader must come
+    // within it, and the order below is due long after.
+    options.db_timer.poll_max_sleep = Duration::from_millis(200);
+    let f = Fixture::new(&common::postgres_url(), "db-timer", options).await;
+    let a = f.instance().await;
+    let b = f.instance().await;
+    let running_a = Running::start(Arc::clone(&a));
+    wait_listening(&a, 1).await;
+    let running_b = Running::start(Arc::clone(&b));
+    wait_listening(&b, 1).await;
+    assert_eq!(
+        (counter(&*a, "leads"), counter(&*b, "leads")),
+        (1, 0),
+        "the first to listen leads, alone: a {:?}, b {:?}",
+        a.counters(),
+        b.counters()
+    );
+    let first = f.create(1, 400).await;
+    wait_for("the first order to be cancelled", async || {
+        f.status(first.id).await == OrderStatus::Cancelled
+    })
+    .await;
+    f.cancelled_within(&[first], LATENESS_BOUND).await.unwrap();
+    assert_eq!(
+        b.store_stats().cancelled,
+        0,
+        "the standby cancelled an order the leader was awake for"
+    );
+    assert!(counter(&*b, "standby_rounds") >= 1, "{:?}", b.counters());
+
+    running_a.stop().await;
+    wait_for("the standby to take the lead", async || {
+        counter(&*b, "leads") == 1
+    })
+    .await;
+    let second = f.create(2, 400).await;
+    wait_for("the second order to be cancelled", async || {
+        f.status(second.id).await == OrderStatus::Cancelled
+    })
+    .await;
+    f.cancelled_within(&[second], LATENESS_BOUND).await.unwrap();
+    assert_eq!(b.store_stats().cancelled, 1, "{:?}", b.counters());
+    running_b.stop().await;
+    f.assert_clean().await;
+    f.cleanup().await;
+}
+
+/// The leader reads each order once before its cancel, as db-scan's claim
+/// does: the round that cancels an order also reads the next one, and at
+/// that one's deadline cancels it without claiming it again. Orders 150 ms
+/// apart, so each has a wake of its own; the server's rows read are at
+/// most four per order (that read, the UPDATE, the SKU lookup, the stock
+/// row) plus one for the round the first order's notification started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_reads_each_order_once_before_cancelling_it() {
+    const ORDERS: i64 = 10;
+    let f = sleepy_fixture().await;
+    let store = OrderStore::connect(f.location(), 4).await.unwrap();
+    assert!(
+        store.measure_server_reads(),
+        "PostgreSQL counts server reads"
+    );
+    let instance = f.instance_on(f.options(), store).await;
+    let running = Running::start(Arc::clone(&instance));
+    wait_listening(&instance, 1).await;
+    assert_eq!(counter(&*instance, "leads"), 1);
+    let before = instance.store_stats();
+    let mut orders = Vec::new();
+    for id in 1..=ORDERS {
+        orders.push(f.create(id, 600 + 150 * id).await);
+    }
+    let last = *orders.last().unwrap();
+    wait_for("the last order to be cancelled", async || {
+        f.status(last.id).await == OrderStatus::Cancelled
+    })
+    .await;
+    let stats = instance.store_stats().since(&before);
+    assert_eq!(stats.cancelled, ORDERS as u64);
+    assert!(
+        counter(&*instance, "direct_cancels") >= (ORDERS - 1) as u64 / 2,
+        "the leader claimed what it had already read: {:?}",
+        instance.counters()
+    );
+    let allowed = 4 * ORDERS as u64 + 1;
+    assert!(
+        stats.server_rows_read <= allowed,
+        "{} rows read for {ORDERS} cancels (at most {allowed}): {:?}",
+        stats.server_rows_read,
+        instance.counters()
+    );
+    running.stop().await;
+    f.assert_clean().await;
     f.cleanup().await;
 }

@@ -184,11 +184,32 @@ impl Fixture {
         let store = OrderStore::connect(&self.location, 4)
             .await
             .expect("connect instance");
+        self.instance_on(options, store).await
+    }
+
+    /// An instance on `store`, a connection of the caller's to the
+    /// fixture's namespace ([`Fixture::location`]), set up; for a test that
+    /// needs the store configured first (e.g. measuring server reads).
+    pub async fn instance_on(
+        &self,
+        options: &StrategyOptions,
+        store: OrderStore,
+    ) -> Arc<dyn Canceller> {
         let instance: Arc<dyn Canceller> = registry::build(&self.strategy, options, store)
             .expect("build strategy")
             .into();
         instance.setup().await.expect("setup");
         instance
+    }
+
+    /// The fixture's namespace, to connect more stores to.
+    pub fn location(&self) -> &DbLocation {
+        &self.location
+    }
+
+    /// The options instances are built with.
+    pub fn options(&self) -> &StrategyOptions {
+        &self.options
     }
 
     /// What the strategy declares, read from a set-up instance (some

@@ -154,9 +154,10 @@ pub(crate) fn claiming_capabilities(store: &OrderStore, mut notes: Vec<String>) 
 pub(crate) enum Claim {
     /// Orders at least `grace_us` past their deadline (db-scan, fallback-scan).
     Due { grace_us: Micros },
-    /// Orders past their deadline; the short batch also reads the next
-    /// deadline (db-timer).
-    DueThenPeek,
+    /// Orders past their deadline, after `due_first` (an order the caller
+    /// knows is due: cancelled first, without a claim, in the first batch);
+    /// the short batch also reads the next PENDING order (db-timer).
+    DueThenPeek { due_first: Option<OrderId> },
 }
 
 /// The claim-and-cancel loop db-scan and db-timer share: batch after batch
@@ -172,10 +173,16 @@ pub(crate) async fn cancel_until_short(
     batches: &AtomicU64,
 ) -> Result<ScanBatch> {
     let mut last = ScanBatch::default();
+    let mut claim = claim;
     while !shutdown.is_cancelled() {
         last = match claim {
             Claim::Due { grace_us } => store.scan_and_cancel_due(grace_us, batch_size, by).await?,
-            Claim::DueThenPeek => store.scan_and_cancel_due_then_peek(batch_size, by).await?,
+            Claim::DueThenPeek { due_first } => {
+                claim = Claim::DueThenPeek { due_first: None };
+                store
+                    .scan_and_cancel_due_then_peek(batch_size, by, due_first)
+                    .await?
+            }
         };
         batches.fetch_add(1, Ordering::Relaxed);
         if last.claimed < batch_size as usize {

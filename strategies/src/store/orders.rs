@@ -66,11 +66,11 @@ pub struct ScanBatch {
     pub claimed: usize,
     /// Ids this batch actually cancelled.
     pub cancelled: Vec<OrderId>,
-    /// The earliest deadline still PENDING after the batch, where the
-    /// caller asked for it and the batch came back short
+    /// The earliest order still PENDING after the batch, as `(deadline,
+    /// id)`, where the caller asked for it and the batch came back short
     /// ([`OrderStore::scan_and_cancel_due_then_peek`]); `None` otherwise,
     /// or when nothing is pending.
-    pub next_deadline_us: Option<Micros>,
+    pub next_pending: Option<(Micros, OrderId)>,
 }
 
 /// One order as stored.
@@ -420,34 +420,54 @@ impl OrderStore {
         limit: u32,
         by: &str,
     ) -> Result<ScanBatch> {
-        self.scan_and_cancel(grace_us, limit, by, false).await
+        self.scan_and_cancel(grace_us, limit, by, None).await
     }
 
     /// [`OrderStore::scan_and_cancel_due`] for `db-timer`: when the batch
     /// comes back short (nothing more is due), the same transaction also
-    /// reads the earliest PENDING deadline after the claim's bound into
-    /// [`ScanBatch::next_deadline_us`], so the read is counted with the
-    /// claim's (and, where measured, in its server-side rows). Orders due
-    /// by the bound that the claim skipped are locked by another instance
+    /// reads the earliest PENDING order after the claim's bound into
+    /// [`ScanBatch::next_pending`], so the read is counted with the claim's
+    /// (and, where measured, in its server-side rows). Orders due by the
+    /// bound that the claim skipped are locked by another instance
     /// cancelling them: waking for them would only find them locked again.
-    pub async fn scan_and_cancel_due_then_peek(&self, limit: u32, by: &str) -> Result<ScanBatch> {
-        self.scan_and_cancel(0, limit, by, true).await
+    ///
+    /// `due_first`: an order the caller already read (the previous batch's
+    /// `next_pending`) and knows to be due. It goes through the one cancel
+    /// function first, in the same transaction, without being claimed: its
+    /// conditional UPDATE locks and re-checks it, so it is cancelled only if
+    /// still PENDING and due, and the claim after it no longer sees it. That
+    /// saves reading each order twice, once as "next" and once as "due".
+    pub async fn scan_and_cancel_due_then_peek(
+        &self,
+        limit: u32,
+        by: &str,
+        due_first: Option<OrderId>,
+    ) -> Result<ScanBatch> {
+        self.scan_and_cancel(0, limit, by, Some(due_first)).await
     }
 
+    /// One claim-and-cancel batch; `peek` is `Some(due_first)` for db-timer
+    /// (see [`OrderStore::scan_and_cancel_due_then_peek`]).
     async fn scan_and_cancel(
         &self,
         grace_us: Micros,
         limit: u32,
         by: &str,
-        peek: bool,
+        peek: Option<Option<OrderId>>,
     ) -> Result<ScanBatch> {
+        let due_first: Vec<OrderId> = peek.flatten().into_iter().collect();
+        let peek = peek.is_some();
         let batch = if let Some(claim_sql) = &self.sql.scan_due_skip_locked {
             in_tx!(self, "scanning for due orders", |conn| async {
+                let mut cancels = TxCancels::default();
+                self.cancel_each_in_tx(conn, &due_first, by, &mut cancels)
+                    .await?;
                 let due_before_us = crate::now_us() - grace_us;
                 let ids = self
                     .select_ids(conn, claim_sql, due_before_us, limit)
                     .await?;
-                let outcomes = self.cancel_in_tx(conn, &ids, by).await?;
+                self.cancel_each_in_tx(conn, &ids, by, &mut cancels).await?;
+                let outcomes = self.release_in_tx(conn, cancels).await?;
                 let next = if peek && ids.len() < limit as usize {
                     self.earliest_pending_in(conn, due_before_us).await?
                 } else {
@@ -458,18 +478,19 @@ impl OrderStore {
             .map(|(claimed, outcomes, next)| {
                 self.committed(&outcomes);
                 ScanBatch {
-                    next_deadline_us: next,
+                    next_pending: next,
                     ..batch_of(claimed, &outcomes)
                 }
             })?
         } else {
+            let mut outcomes = self.cancel_batch_if_due(&due_first, by).await?;
             let mut conn = self.pool.acquire().await.ctx("scanning for due orders")?;
             let due_before_us = crate::now_us() - grace_us;
             let ids = self
                 .select_ids(&mut conn, &self.sql.scan_due, due_before_us, limit)
                 .await?;
             drop(conn);
-            let outcomes = self.cancel_batch_if_due(&ids, by).await?;
+            outcomes.extend(self.cancel_batch_if_due(&ids, by).await?);
             let next = if peek && ids.len() < limit as usize {
                 let mut conn = self.pool.acquire().await.ctx("reading the next deadline")?;
                 self.earliest_pending_in(&mut conn, due_before_us).await?
@@ -477,7 +498,7 @@ impl OrderStore {
                 None
             };
             ScanBatch {
-                next_deadline_us: next,
+                next_pending: next,
                 ..batch_of(ids.len(), &outcomes)
             }
         };
@@ -553,9 +574,23 @@ impl OrderStore {
         ids: &[OrderId],
         by: &str,
     ) -> Result<Vec<(OrderId, CancelOutcome)>> {
-        let mut outcomes = Vec::with_capacity(ids.len());
-        // sku -> units to release, applied in ascending SKU order below.
-        let mut releases: BTreeMap<i64, i64> = BTreeMap::new();
+        let mut cancels = TxCancels::default();
+        self.cancel_each_in_tx(conn, ids, by, &mut cancels).await?;
+        self.release_in_tx(conn, cancels).await
+    }
+
+    /// The per-order half of the cancel function: each order's conditional
+    /// UPDATE and stock movement, its outcome and the units to release
+    /// added to `cancels`. [`OrderStore::release_in_tx`] must follow in the
+    /// same transaction.
+    async fn cancel_each_in_tx(
+        &self,
+        conn: &mut AnyConnection,
+        ids: &[OrderId],
+        by: &str,
+        cancels: &mut TxCancels,
+    ) -> Result<()> {
+        let TxCancels { outcomes, releases } = cancels;
         for &id in ids {
             // Read right before this order's UPDATE: see `cancel_if_due`.
             let now_us = crate::now_us();
@@ -610,6 +645,18 @@ impl OrderStore {
             };
             outcomes.push((id, outcome));
         }
+        Ok(())
+    }
+
+    /// The stock half of the cancel function: one UPDATE per SKU, in
+    /// ascending SKU order (every transaction that locks several inventory
+    /// rows takes them in this order, so none deadlocks on them).
+    async fn release_in_tx(
+        &self,
+        conn: &mut AnyConnection,
+        cancels: TxCancels,
+    ) -> Result<Vec<(OrderId, CancelOutcome)>> {
+        let TxCancels { outcomes, releases } = cancels;
         for (sku, qty) in releases {
             self.count(&self.counters.statements, 1);
             sqlx::query(self.sql.release_stock.clone())
@@ -641,10 +688,19 @@ impl OrderStore {
     }
 }
 
+/// What the cancels of one transaction have done so far: each order's
+/// outcome, and the units to release per SKU (applied by
+/// `release_in_tx` in ascending SKU order).
+#[derive(Default)]
+struct TxCancels {
+    outcomes: Vec<(OrderId, CancelOutcome)>,
+    releases: BTreeMap<i64, i64>,
+}
+
 fn batch_of(claimed: usize, outcomes: &[(OrderId, CancelOutcome)]) -> ScanBatch {
     ScanBatch {
         claimed,
-        next_deadline_us: None,
+        next_pending: None,
         cancelled: outcomes
             .iter()
             .filter(|(_, o)| *o == CancelOutcome::Cancelled)

@@ -92,7 +92,7 @@ impl Sql {
                 .then(|| r(&format!("{scan} FOR UPDATE SKIP LOCKED"))),
             pending_orders: r("SELECT id, expire_at_us FROM orders WHERE status = 'PENDING' \
                  ORDER BY expire_at_us"),
-            earliest_pending: r("SELECT expire_at_us FROM orders WHERE status = 'PENDING' \
+            earliest_pending: r("SELECT expire_at_us, id FROM orders WHERE status = 'PENDING' \
                  AND expire_at_us > ? ORDER BY expire_at_us LIMIT 1"),
             xact_rows_read: (kind == DbKind::Postgres).then(|| {
                 "SELECT CAST(COALESCE(SUM(seq_tup_read + COALESCE(idx_tup_fetch, 0)), 0) AS BIGINT) \

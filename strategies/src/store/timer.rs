@@ -5,7 +5,7 @@
 //! order committed, plus the `LISTEN`ing connection that receives it.
 
 use super::{DbKind, OrderStore};
-use crate::domain::Micros;
+use crate::domain::{Micros, OrderId};
 use crate::error::{DbContext, Error, Result};
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{AnyConnection, Row};
@@ -58,12 +58,13 @@ impl OrderStore {
         Ok(())
     }
 
-    /// The earliest PENDING deadline after `after_us` as `conn` sees it, or `None`.
+    /// The earliest PENDING order due after `after_us` as `conn` sees it,
+    /// as `(deadline, id)`, or `None`.
     pub(super) async fn earliest_pending_in(
         &self,
         conn: &mut AnyConnection,
         after_us: Micros,
-    ) -> Result<Option<Micros>> {
+    ) -> Result<Option<(Micros, OrderId)>> {
         self.count(&self.counters.statements, 1);
         self.count(&self.counters.rows_read, 1);
         let row = sqlx::query(self.sql.earliest_pending.clone())
@@ -71,9 +72,33 @@ impl OrderStore {
             .fetch_optional(&mut *conn)
             .await
             .ctx("reading the next deadline")?;
-        row.map(|row| row.try_get::<i64, _>(0))
+        row.map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
             .transpose()
             .ctx("reading the next deadline")
+    }
+
+    /// Tries to take the namespace's timer lead: a session advisory lock,
+    /// keyed by [`OrderStore::deadline_channel`], on the `listener`'s own
+    /// connection. Held until released or until that session ends (a lost
+    /// connection, a killed backend, a dead process), so the lead can never
+    /// outlive the listening it depends on. Reads no rows.
+    pub async fn try_take_timer_lead(&self, listener: &mut PgListener) -> Result<bool> {
+        sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
+            .bind(self.deadline_channel())
+            .fetch_one(&mut *listener)
+            .await
+            .ctx("taking the timer lead")
+    }
+
+    /// Gives the lead back (before a clean stop, so a standby takes over at
+    /// its next try instead of when the session is reaped).
+    pub async fn release_timer_lead(&self, listener: &mut PgListener) -> Result<()> {
+        sqlx::query_scalar::<_, bool>("SELECT pg_advisory_unlock(hashtextextended($1, 0))")
+            .bind(self.deadline_channel())
+            .fetch_one(&mut *listener)
+            .await
+            .ctx("giving the timer lead back")?;
+        Ok(())
     }
 
     /// A PostgreSQL connection `LISTEN`ing on [`OrderStore::deadline_channel`],
