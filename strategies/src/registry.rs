@@ -65,8 +65,9 @@ pub const STRATEGIES: &[StrategyInfo] = &[
     },
     StrategyInfo {
         name: "db-timer",
-        summary: "the database alone: sleeps until the earliest PENDING deadline, woken by \
-                  LISTEN/NOTIFY on PostgreSQL (adaptive polling elsewhere), SKIP LOCKED claims",
+        summary: "the database alone: the leading instance sleeps until the earliest PENDING \
+                  deadline, woken by LISTEN/NOTIFY on PostgreSQL (adaptive polling elsewhere), \
+                  the others stand by",
         requires: &[],
         role: Role::Strategy,
     },

@@ -39,7 +39,14 @@
 //! read and 11.4 statements per cancel at the busy rate, against db-scan's
 //! 3.8 and 4.1, for no gain in lateness. Work is not split by SKIP LOCKED
 //! here the way db-scan's batches are, because a push-level timer handles
-//! one order per wake.
+//! one order per wake. With the lead: 4.1 rows and 7.9 statements per
+//! cancel (busy reference run, `results/reference/README.md`).
+//!
+//! What the lead costs: a leader that is alive but stalled (a paused
+//! process, a hung round) keeps its session and so its lead. Nobody then
+//! cancels at the deadline; the standbys' overdue claim bounds the
+//! lateness at about twice `poll-max-sleep` until it recovers. A leader
+//! that dies frees the lead with its session.
 //!
 //! Without a listener (MariaDB, SQLite, or a PostgreSQL listener that is
 //! reconnecting) there is no lead: every instance polls as described
