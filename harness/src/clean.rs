@@ -71,6 +71,9 @@ enum Remove {
 struct Place {
     title: String,
     found: std::result::Result<Vec<Leftover>, String>,
+    /// Not looked at because the user gave nothing to look in (no `--db`),
+    /// not because the service failed.
+    by_choice: bool,
 }
 
 /// Lists (and with `--yes` removes) the leftovers; returns the text to print.
@@ -88,6 +91,7 @@ pub async fn clean(args: &CleanArgs) -> Result<String> {
         places.push(Place {
             title: "PostgreSQL / MariaDB".into(),
             found: Err("no --db postgres://... or mysql://... given (or DELAYBENCH_DB)".into()),
+            by_choice: true,
         });
     }
     for url in servers {
@@ -111,10 +115,16 @@ pub async fn clean(args: &CleanArgs) -> Result<String> {
     let mut text = String::new();
     let mut total = 0;
     let mut failures = Vec::new();
+    // Services that could not be asked: "nothing to remove" must not be
+    // said of them, and `--yes` did not do what it was asked there.
+    let mut not_looked_at = Vec::new();
     for place in places {
         match place.found {
             Err(e) => {
                 let _ = writeln!(text, "{}: not looked at: {e}", place.title);
+                if !place.by_choice {
+                    not_looked_at.push(place.title);
+                }
             }
             Ok(found) => {
                 let found: Vec<Leftover> = found.into_iter().filter(wanted).collect();
@@ -133,10 +143,22 @@ pub async fn clean(args: &CleanArgs) -> Result<String> {
             }
         }
     }
-    if total == 0 {
+    let unasked = not_looked_at.join(", ");
+    if total == 0 && not_looked_at.is_empty() {
         text.push_str("nothing to remove\n");
+    } else if total == 0 {
+        let _ = writeln!(
+            text,
+            "nothing to remove where it looked; not looked at: {unasked}"
+        );
     } else if !args.yes {
         let _ = writeln!(text, "{total} left; run again with --yes to remove these");
+    }
+    if args.yes && !not_looked_at.is_empty() {
+        failures.push(format!(
+            "could not look at {unasked}: start it (`bash scripts/services.sh` starts the \
+             local services) or pass its URL (--amqp, --redis, --db), and run again"
+        ));
     }
     if failures.is_empty() {
         Ok(text)
@@ -260,6 +282,7 @@ async fn database(url: &str) -> Result<Place> {
         return Ok(Place {
             title,
             found: Ok(Vec::new()),
+            by_choice: false,
         });
     }
     let found = match server.server_version().await {
@@ -292,7 +315,11 @@ async fn database(url: &str) -> Result<Place> {
             })
             .map_err(|e| format!("{e:#}")),
     };
-    Ok(Place { title, found })
+    Ok(Place {
+        title,
+        found,
+        by_choice: false,
+    })
 }
 
 async fn namespaces(url: &str, kind: DbKind) -> Result<Vec<String>> {
@@ -329,6 +356,7 @@ fn sqlite_files(out: &Path) -> Place {
         return Place {
             title,
             found: Ok(Vec::new()),
+            by_choice: false,
         };
     }
     let mut found = Vec::new();
@@ -374,6 +402,7 @@ fn sqlite_files(out: &Path) -> Place {
     Place {
         title,
         found: Ok(found),
+        by_choice: false,
     }
 }
 
@@ -405,11 +434,13 @@ async fn broker(amqp: &str) -> Place {
                         }
                     })
                     .collect()),
+                by_choice: false,
             }
         }
         Err(e) => Place {
             title: format!("RabbitMQ {display}"),
             found: Err(e.to_string()),
+            by_choice: false,
         },
     }
 }
@@ -436,10 +467,12 @@ async fn redis_keys(redis: &str) -> Place {
                     }
                 })
                 .collect()),
+            by_choice: false,
         },
         Err(e) => Place {
             title,
             found: Err(e.to_string()),
+            by_choice: false,
         },
     }
 }

@@ -208,3 +208,53 @@ async fn an_interrupted_run_leaves_no_queue() {
     assert!(output.1.contains("interrupted"), "{}", output.1);
     assert_eq!(on_services(&options, &ns).await, Vec::<String>::new());
 }
+
+/// A service that cannot be reached is named, and never reported as holding
+/// nothing; with `--yes` the command fails, saying how to start it, after
+/// doing what it could elsewhere.
+#[test]
+fn an_unreachable_service_is_named_and_fails_a_removal() {
+    let out = common::Scratch::new();
+    let run = |yes: bool| {
+        let mut args = vec![
+            "clean".to_string(),
+            "--db".into(),
+            pg(),
+            "--amqp".into(),
+            "amqp://guest:guest@127.0.0.1:1/%2f".into(),
+            "--redis".into(),
+            "redis://127.0.0.1:1".into(),
+            "--out".into(),
+            out.path().display().to_string(),
+            "--prefix".into(),
+            "t_nobody_has_this_prefix".into(),
+        ];
+        if yes {
+            args.push("--yes".into());
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        delaybench(&refs)
+    };
+
+    let listed = run(false);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let text = stdout(&listed);
+    assert!(
+        text.contains("RabbitMQ amqp://guest:***@127.0.0.1:1/%2f: not looked at")
+            && text.contains("Redis redis://127.0.0.1:1: not looked at"),
+        "{text}"
+    );
+    assert!(
+        text.contains("nothing to remove where it looked; not looked at: RabbitMQ")
+            && !text.lines().any(|l| l == "nothing to remove"),
+        "{text}"
+    );
+
+    let removed = run(true);
+    assert!(!removed.status.success(), "{}", stdout(&removed));
+    let err = stderr(&removed);
+    assert!(
+        err.contains("could not look at RabbitMQ") && err.contains("scripts/services.sh"),
+        "{err}"
+    );
+}
