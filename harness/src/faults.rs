@@ -439,6 +439,26 @@ async fn signal(pid: u32, name: &str) -> Result<(), String> {
     }
 }
 
+/// Sends `SIG<name>` to every process of the group `pgid` (`kill -<name>
+/// -- -<pgid>`), for a command started as the leader of its own group.
+pub(crate) async fn signal_group(pgid: u32, name: &str) -> Result<(), String> {
+    let out = tokio::process::Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg("--")
+        .arg(format!("-{pgid}"))
+        .output()
+        .await
+        .map_err(|e| format!("could not run `kill -{name} -- -{pgid}`: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`kill -{name} -- -{pgid}` failed: {}",
+            tail(&out.stderr)
+        ))
+    }
+}
+
 /// The last three lines a command printed, on one line.
 pub(crate) fn tail(stderr: &[u8]) -> String {
     // It ends up in run.json and the report, which never hold a password.

@@ -53,7 +53,8 @@ pub async fn run(hook: &BeforeEachStrategy, dir: &Path) -> HookRecord {
         Ok(None) => {
             record.error = Some(format!(
                 "before-each-strategy command `{label}` was still running after its timeout of \
-                 {} and was killed (field `before-each-strategy.timeout`); its stderr ended: {}",
+                 {} and was killed with its process group (field \
+                 `before-each-strategy.timeout`); its stderr ended: {}",
                 humantime::format_duration(hook.timeout),
                 or_nothing(stderr_tail())
             ));
@@ -85,12 +86,22 @@ async fn run_logged(
         .stdin(Stdio::null())
         .stdout(log(STDOUT_LOG)?)
         .stderr(log(STDERR_LOG)?)
+        // A process group of its own, so a timeout can end what it started.
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()?;
     match tokio::time::timeout(hook.timeout, child.wait()).await {
         Ok(status) => Ok(Some(status?)),
         Err(_) => {
-            // Processes it started itself are left alone.
+            // The whole group: a script's children would otherwise keep
+            // running into the strategy's measurement. A daemon that left
+            // the group (setsid, as `redis-server --daemonize` and
+            // `rabbitmq-server -detached` do) is not touched.
+            if let Some(pid) = child.id() {
+                if let Err(e) = crate::faults::signal_group(pid, "KILL").await {
+                    tracing::warn!("before-each-strategy: {e}");
+                }
+            }
             let _ = child.kill().await;
             Ok(None)
         }

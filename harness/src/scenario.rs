@@ -93,8 +93,9 @@ pub struct Scenario {
 /// shell, like a `run-command` fault, in the folder delaybench was started
 /// from, its output written to `before-each-strategy.stdout.log` and
 /// `.stderr.log` in the strategy's folder. A non-zero exit, a command that
-/// cannot start or one still running after `timeout` (then killed) fails
-/// that strategy, with the command and the end of its stderr as the
+/// cannot start or one still running after `timeout` (then killed, with
+/// every process of its process group: what it started and did not detach)
+/// fails that strategy, with the command and the end of its stderr as the
 /// reason; the next strategy runs it again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]

@@ -194,11 +194,20 @@ fn a_hook_that_cannot_start_or_runs_too_long_fails_every_strategy() {
         assert!(s["before_strategy"]["exit_status"].is_null());
     }
 
+    // The command leaves a child of its own running in the background
+    // (its pid noted in a file): the timeout ends that one too.
     let out = common::Scratch::new();
+    let pids = out.path().join("background.pids");
     let started = std::time::Instant::now();
     let o = run_with_hook(
         out.path(),
-        &format!("{}\ntimeout = \"300ms\"", sh("echo waiting >&2; sleep 30")),
+        &format!(
+            "{}\ntimeout = \"300ms\"",
+            sh(&format!(
+                "echo waiting >&2; sleep 30 & echo $! >> {}; sleep 30",
+                pids.display()
+            ))
+        ),
     );
     assert!(!o.status.success());
     // Killed at its timeout, not waited for: two strategies, well under 30 s.
@@ -209,10 +218,32 @@ fn a_hook_that_cannot_start_or_runs_too_long_fails_every_strategy() {
         assert_eq!(s["status"], "failed", "{s:#}");
         let reason = s["reason"].as_str().unwrap();
         assert!(
-            reason.contains(
-                "`sh -c echo waiting >&2; sleep 30` was still running after its timeout of 300ms"
-            ) && reason.contains("waiting"),
+            reason.contains("was still running after its timeout of 300ms")
+                && reason.contains("waiting"),
             "{reason}"
+        );
+    }
+    let pids = std::fs::read_to_string(&pids).unwrap();
+    assert_eq!(pids.lines().count(), 2, "{pids}");
+    for pid in pids.lines() {
+        // Gone, or a zombie nobody has reaped yet: not running.
+        let running = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .starts_with('Z')
+            })
+        };
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while running() && std::time::Instant::now() < give_up {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(
+            !running(),
+            "the timed-out command's background child {pid} still runs"
         );
     }
 }
