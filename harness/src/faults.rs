@@ -423,39 +423,27 @@ async fn restart(pool: &Pool, index: usize, record: &mut FaultRecord, since_t0: 
 /// Sends `SIG<name>` to `pid` with kill(1): no unsafe code, and the same
 /// tool an operator would use.
 async fn signal(pid: u32, name: &str) -> Result<(), String> {
-    let out = tokio::process::Command::new("kill")
-        .arg(format!("-{name}"))
-        .arg(pid.to_string())
-        .output()
-        .await
-        .map_err(|e| format!("could not run `kill -{name} {pid}`: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "`kill -{name} {pid}` failed: {}",
-            tail(&out.stderr)
-        ))
-    }
+    kill(&[format!("-{name}"), pid.to_string()]).await
 }
 
 /// Sends `SIG<name>` to every process of the group `pgid` (`kill -<name>
 /// -- -<pgid>`), for a command started as the leader of its own group.
 pub(crate) async fn signal_group(pgid: u32, name: &str) -> Result<(), String> {
+    kill(&[format!("-{name}"), "--".into(), format!("-{pgid}")]).await
+}
+
+/// Runs kill(1) with `args`; the error names the command and its stderr.
+async fn kill(args: &[String]) -> Result<(), String> {
+    let shown = format!("kill {}", args.join(" "));
     let out = tokio::process::Command::new("kill")
-        .arg(format!("-{name}"))
-        .arg("--")
-        .arg(format!("-{pgid}"))
+        .args(args)
         .output()
         .await
-        .map_err(|e| format!("could not run `kill -{name} -- -{pgid}`: {e}"))?;
+        .map_err(|e| format!("could not run `{shown}`: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "`kill -{name} -- -{pgid}` failed: {}",
-            tail(&out.stderr)
-        ))
+        Err(format!("`{shown}` failed: {}", tail(&out.stderr)))
     }
 }
 
