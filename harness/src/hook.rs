@@ -90,7 +90,12 @@ async fn run_logged(
         .process_group(0)
         .kill_on_drop(true)
         .spawn()?;
-    match tokio::time::timeout(hook.timeout, child.wait()).await {
+    // Interrupted (the run's future dropped, e.g. on Ctrl-C, which the
+    // command's own group no longer receives): end the group too.
+    let mut group = GroupGuard(child.id());
+    let waited = tokio::time::timeout(hook.timeout, child.wait()).await;
+    group.0 = None;
+    match waited {
         Ok(status) => Ok(Some(status?)),
         Err(_) => {
             // The whole group: a script's children would otherwise keep
@@ -104,6 +109,20 @@ async fn run_logged(
             }
             let _ = child.kill().await;
             Ok(None)
+        }
+    }
+}
+
+/// Kills the process group it names when dropped while still armed.
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", &format!("-{pgid}")])
+                .stderr(Stdio::null())
+                .status();
         }
     }
 }

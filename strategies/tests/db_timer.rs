@@ -253,6 +253,7 @@ async fn one_instance_leads_and_a_standby_takes_over_when_it_stops() {
         counter(&*b, "leads") == 1
     })
     .await;
+    let woken_before = counter(&*b, "woken_by_notify");
     let second = f.create(2, 400).await;
     wait_for("the second order to be cancelled", async || {
         f.status(second.id).await == OrderStatus::Cancelled
@@ -260,6 +261,12 @@ async fn one_instance_leads_and_a_standby_takes_over_when_it_stops() {
     .await;
     f.cancelled_within(&[second], LATENESS_BOUND).await.unwrap();
     assert_eq!(b.store_stats().cancelled, 1, "{:?}", b.counters());
+    // Cancelled as a leader, woken for it, not by the overdue claim.
+    assert!(
+        counter(&*b, "woken_by_notify") > woken_before,
+        "{:?}",
+        b.counters()
+    );
     running_b.stop().await;
     f.assert_clean().await;
     f.cleanup().await;
@@ -268,9 +275,9 @@ async fn one_instance_leads_and_a_standby_takes_over_when_it_stops() {
 /// The leader reads each order once before its cancel, as db-scan's claim
 /// does: the round that cancels an order also reads the next one, and at
 /// that one's deadline cancels it without claiming it again. Orders 150 ms
-/// apart, so each has a wake of its own; the server's rows read are at
-/// most four per order (that read, the UPDATE, the SKU lookup, the stock
-/// row) plus one for the round the first order's notification started.
+/// apart, so each has a wake of its own; the server's rows read are about
+/// four per order (that read, the UPDATE, the SKU lookup, the stock row):
+/// 40 for ten orders, 49 when every order is claimed again at its deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_leader_reads_each_order_once_before_cancelling_it() {
     const ORDERS: i64 = 10;
@@ -301,7 +308,9 @@ async fn the_leader_reads_each_order_once_before_cancelling_it() {
         "the leader claimed what it had already read: {:?}",
         instance.counters()
     );
-    let allowed = 4 * ORDERS as u64 + 1;
+    // Slack of 4 for a round the machine's stalls split or merge; the
+    // same run without the direct cancel reads 49.
+    let allowed = 4 * ORDERS as u64 + 4;
     assert!(
         stats.server_rows_read <= allowed,
         "{} rows read for {ORDERS} cancels (at most {allowed}): {:?}",
@@ -309,6 +318,69 @@ async fn the_leader_reads_each_order_once_before_cancelling_it() {
         instance.counters()
     );
     running.stop().await;
+    f.assert_clean().await;
+    f.cleanup().await;
+}
+
+/// The lead ends with its session: when the leader's listening session is
+/// terminated (as a failover or an operator would), the lead is taken
+/// again, by the standby or by the old leader once it listens again, and
+/// the new leader cancels a new order by its notification.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lead_is_taken_again_when_the_leaders_session_ends() {
+    let mut options = test_options();
+    options.db_timer.max_sleep = Duration::from_secs(60);
+    options.db_timer.poll_max_sleep = Duration::from_millis(200);
+    let f = Fixture::new(&common::postgres_url(), "db-timer", options).await;
+    let a = f.instance().await;
+    let b = f.instance().await;
+    let running_a = Running::start(Arc::clone(&a));
+    wait_listening(&a, 1).await;
+    let running_b = Running::start(Arc::clone(&b));
+    wait_listening(&b, 1).await;
+    assert_eq!((counter(&*a, "leads"), counter(&*b, "leads")), (1, 0));
+
+    // The key is ours (an identifier's characters), so it is inlined.
+    let key = f.orders.timer_lead_key();
+    let killed = f
+        .orders
+        .query_i64s(
+            &format!(
+                "SELECT CAST(COUNT(pg_terminate_backend(l.pid)) AS BIGINT) FROM pg_locks l \
+                 WHERE l.locktype = 'advisory' AND l.granted \
+                 AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended('{key}', 0)"
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(killed, vec![1], "one session held the lead");
+    wait_for("the leader to notice its lost session", async || {
+        counter(&*a, "listener_losses") >= 1
+    })
+    .await;
+    wait_for("the lead to be taken again", async || {
+        counter(&*a, "leads") + counter(&*b, "leads") == 2
+    })
+    .await;
+    let leader = if counter(&*b, "leads") == 1 { &b } else { &a };
+    // The old leader re-reads once it listens again; let that pass.
+    wait_listening(&a, 2).await;
+    let woken_before = counter(&**leader, "woken_by_notify");
+    let order = f.create(1, 400).await;
+    wait_for("the order to be cancelled", async || {
+        f.status(order.id).await == OrderStatus::Cancelled
+    })
+    .await;
+    f.cancelled_within(&[order], LATENESS_BOUND).await.unwrap();
+    assert!(
+        counter(&**leader, "woken_by_notify") > woken_before,
+        "the new leader was not woken for the order: a {:?}, b {:?}",
+        a.counters(),
+        b.counters()
+    );
+    running_a.stop().await;
+    running_b.stop().await;
     f.assert_clean().await;
     f.cleanup().await;
 }

@@ -152,7 +152,8 @@ pub(crate) fn claiming_capabilities(store: &OrderStore, mut notes: Vec<String>) 
 /// What each batch of [`cancel_until_short`] claims.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Claim {
-    /// Orders at least `grace_us` past their deadline (db-scan, fallback-scan).
+    /// Orders at least `grace_us` past their deadline (db-scan,
+    /// fallback-scan, and db-timer's standbys).
     Due { grace_us: Micros },
     /// Orders past their deadline, after `due_first` (an order the caller
     /// knows is due: cancelled first, without a claim, in the first batch);

@@ -1,9 +1,11 @@
 //! `db-timer`: the database alone, cancelling at the deadline instead of
-//! at the next poll. Each instance claims and cancels what is due exactly
-//! as db-scan does ([`crate::db_scan::cancel_until_short`]: `FOR UPDATE
-//! SKIP LOCKED` batches, each cancel the one conditional UPDATE), reads the
-//! earliest PENDING deadline off the same `(status, expire_at_us)` index in
-//! the same transaction, and sleeps until then, capped by a maximum sleep.
+//! at the next poll. An instance that wakes for deadlines (the leader on
+//! PostgreSQL, every instance elsewhere; see below) claims and cancels
+//! what is due as db-scan does ([`crate::db_scan::cancel_until_short`]:
+//! `FOR UPDATE SKIP LOCKED` batches, each cancel the one conditional
+//! UPDATE), reads the earliest PENDING order off the same `(status,
+//! expire_at_us)` index in the same transaction, and sleeps until its
+//! deadline, capped by a maximum sleep.
 //!
 //! What wakes it earlier: on PostgreSQL the order's creating transaction
 //! sends `NOTIFY` with the deadline ([`OrderStore::with_deadline_notify`]),
@@ -76,13 +78,17 @@ use tokio_util::sync::CancellationToken;
 const BY: &str = "db-timer";
 /// Pause before opening a new listener after the last one failed.
 const LISTEN_RETRY: Duration = Duration::from_millis(200);
+/// Longest a stopping leader waits to give its lead back.
+const LEAD_RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
 
 counters! {
     /// What an instance did, for the report.
     struct TimerCounters {
         // Claim-and-peek rounds (each one wake of the instance while it leads or polls).
         wakes,
-        // Orders cancelled directly at their deadline: the last round read them as next.
+        // Direct cancel attempts: rounds that began by cancelling, without a
+        // claim, the order the last round read as next (counted as the round
+        // starts; the store's outcome counters say how each attempt ended).
         direct_cancels,
         // Times the instance took the lead (PostgreSQL).
         leads,
@@ -229,8 +235,14 @@ async fn listen(
                         _ = shutdown.cancelled() => {
                             if leading {
                                 // Hand over now rather than when the
-                                // session is reaped.
-                                let _ = store.release_timer_lead(&mut listener).await;
+                                // session is reaped; bounded, as the
+                                // database may be out of reach, and the
+                                // session's end frees the lock anyway.
+                                let _ = tokio::time::timeout(
+                                    LEAD_RELEASE_TIMEOUT,
+                                    store.release_timer_lead(&mut listener),
+                                )
+                                .await;
                             }
                             wake.leading.store(false, Ordering::SeqCst);
                             return;
@@ -335,6 +347,10 @@ impl Canceller for DbTimer {
             listening: AtomicBool::new(false),
             leading: AtomicBool::new(false),
         });
+        // The listener holds the lead: it must never outlive this call,
+        // even when the call's future is dropped rather than shut down.
+        let listen_token = shutdown.child_token();
+        let _stop_listening = listen_token.clone().drop_guard();
         let listener = (self.store.location().kind == DbKind::Postgres).then(|| {
             tokio::spawn(listen(
                 self.store.clone(),
@@ -342,7 +358,7 @@ impl Canceller for DbTimer {
                 self.poll_max_sleep,
                 Arc::clone(&wake),
                 Arc::clone(&self.counters),
-                shutdown.clone(),
+                listen_token.clone(),
             ))
         });
         let c = &self.counters;

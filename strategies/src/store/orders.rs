@@ -382,7 +382,10 @@ impl OrderStore {
     /// The time of the cancel is read from the application's clock
     /// immediately before the order's UPDATE, fresh on every retry: it is
     /// the moment the cancel took effect as near as the application can
-    /// tell, so waits for a connection, a lock or a retry count as lateness.
+    /// tell, so waits for a connection or a retry count as lateness. A wait
+    /// for the order's row lock inside the UPDATE (another transaction
+    /// holding it) does not; it shows in the lateness at COMMIT, which the
+    /// report prints beside the row's.
     pub async fn cancel_if_due(&self, order_id: OrderId, by: &str) -> Result<CancelOutcome> {
         let outcomes = self.cancel_batch_if_due(&[order_id], by).await?;
         Ok(outcomes[0].1)
@@ -437,6 +440,8 @@ impl OrderStore {
     /// conditional UPDATE locks and re-checks it, so it is cancelled only if
     /// still PENDING and due, and the claim after it no longer sees it. That
     /// saves reading each order twice, once as "next" and once as "due".
+    /// Unlike the claim it does not skip a locked row: if another
+    /// transaction holds it (a standby's overdue claim), the UPDATE waits.
     pub async fn scan_and_cancel_due_then_peek(
         &self,
         limit: u32,

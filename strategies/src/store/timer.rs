@@ -83,8 +83,9 @@ impl OrderStore {
     /// connection, a killed backend, a dead process), so the lead can never
     /// outlive the listening it depends on. Reads no rows.
     pub async fn try_take_timer_lead(&self, listener: &mut PgListener) -> Result<bool> {
+        self.count(&self.counters.statements, 1);
         sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
-            .bind(self.deadline_channel())
+            .bind(self.timer_lead_key())
             .fetch_one(&mut *listener)
             .await
             .ctx("taking the timer lead")
@@ -93,18 +94,26 @@ impl OrderStore {
     /// Gives the lead back (before a clean stop, so a standby takes over at
     /// its next try instead of when the session is reaped).
     pub async fn release_timer_lead(&self, listener: &mut PgListener) -> Result<()> {
+        self.count(&self.counters.statements, 1);
         sqlx::query_scalar::<_, bool>("SELECT pg_advisory_unlock(hashtextextended($1, 0))")
-            .bind(self.deadline_channel())
+            .bind(self.timer_lead_key())
             .fetch_one(&mut *listener)
             .await
             .ctx("giving the timer lead back")?;
         Ok(())
     }
 
+    /// What the lead's advisory lock key is hashed from: the namespace's
+    /// whole resource prefix (the channel name is truncated to 63 bytes,
+    /// and two namespaces must never share one lead).
+    pub fn timer_lead_key(&self) -> String {
+        format!("dlb_timer_lead_{}", self.location.resource_prefix())
+    }
+
     /// A PostgreSQL connection `LISTEN`ing on [`OrderStore::deadline_channel`],
     /// labelled `application_name` on the server (so a test or an operator
-    /// can end it with `pg_terminate_backend`). Not counted in the store's
-    /// statements: it only receives.
+    /// can end it with `pg_terminate_backend`). Receiving is not counted in
+    /// the store's statements; the lead's lock statements run on it are.
     pub async fn deadline_listener(&self, application_name: &str) -> Result<PgListener> {
         if self.location.kind != DbKind::Postgres {
             return Err(Error::Config(format!(
