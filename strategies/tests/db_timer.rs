@@ -211,15 +211,13 @@ async fn next_deadline_read_takes_one_entry_however_many_are_pending() {
     f.cleanup().await;
 }
 
-/// Two instances: exactly one takes the lead and wakes for deadlines; the
-/// other only stands by. When the leader stops, the standby leads and
-/// cancels a new order by notification, long before its 60 s sleeps.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_instance_leads_and_a_standby_takes_over_when_it_stops() {
+/// Two running instances, `a` started (and listening) first: `a` leads
+/// and `b` stands by, which this checks. Sleeps of 60 s, so any cancel is
+/// a wake; the standby retries the lead and claims overdue orders every
+/// 200 ms, so a new leader comes well before an order due in 400 ms.
+async fn a_leader_and_a_standby() -> (Fixture, [Arc<dyn Canceller>; 2], [Running; 2]) {
     let mut options = test_options();
     options.db_timer.max_sleep = Duration::from_secs(60);
-    // The standby's lead retry and overdue claim; the new leader must come
-    // within it, and the order below is due long after.
     options.db_timer.poll_max_sleep = Duration::from_millis(200);
     let f = Fixture::new(&common::postgres_url(), "db-timer", options).await;
     let a = f.instance().await;
@@ -235,6 +233,15 @@ async fn one_instance_leads_and_a_standby_takes_over_when_it_stops() {
         a.counters(),
         b.counters()
     );
+    (f, [a, b], [running_a, running_b])
+}
+
+/// Two instances: exactly one takes the lead and wakes for deadlines; the
+/// other only stands by. When the leader stops, the standby leads and
+/// cancels a new order by notification, long before its 60 s sleeps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_leads_and_a_standby_takes_over_when_it_stops() {
+    let (f, [_a, b], [running_a, running_b]) = a_leader_and_a_standby().await;
     let first = f.create(1, 400).await;
     wait_for("the first order to be cancelled", async || {
         f.status(first.id).await == OrderStatus::Cancelled
@@ -328,17 +335,7 @@ async fn the_leader_reads_each_order_once_before_cancelling_it() {
 /// the new leader cancels a new order by its notification.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lead_is_taken_again_when_the_leaders_session_ends() {
-    let mut options = test_options();
-    options.db_timer.max_sleep = Duration::from_secs(60);
-    options.db_timer.poll_max_sleep = Duration::from_millis(200);
-    let f = Fixture::new(&common::postgres_url(), "db-timer", options).await;
-    let a = f.instance().await;
-    let b = f.instance().await;
-    let running_a = Running::start(Arc::clone(&a));
-    wait_listening(&a, 1).await;
-    let running_b = Running::start(Arc::clone(&b));
-    wait_listening(&b, 1).await;
-    assert_eq!((counter(&*a, "leads"), counter(&*b, "leads")), (1, 0));
+    let (f, [a, b], [running_a, running_b]) = a_leader_and_a_standby().await;
 
     // The key is ours (an identifier's characters), so it is inlined.
     let key = f.orders.timer_lead_key();
