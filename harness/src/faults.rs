@@ -10,13 +10,16 @@
 //! silently skipped.
 
 use crate::instance::Pool;
+use crate::model::records::FaultReach;
 use crate::model::FaultRecord;
 use crate::proxy::{route_through, upstream_of, FaultProxy, Target};
 use crate::scenario::{Fault, FaultKind};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-use strategies::{CrashPoint, DbKind, DbLocation, OrderStore, Service, StrategyOptions};
+use strategies::{
+    CrashPoint, DbKind, DbLocation, InstanceRole, OrderStore, Service, StrategyOptions,
+};
 use tokio::time::Instant;
 
 /// How long after a pause its duplicate attempts are still counted: the
@@ -87,6 +90,49 @@ pub struct FaultContext {
     pub t0: Instant,
     /// A `crash-at` whose point is not reached by then is reported so.
     pub give_up_at: Instant,
+    /// The services the strategy uses besides the database.
+    pub requires: Vec<Service>,
+    /// Its Redis, where it uses one: `(url, resource prefix, shards)`, to
+    /// tell whether a fault on a cluster node touched its shards.
+    pub redis: Option<(String, String, u32)>,
+}
+
+/// Why an instance fault aimed at `index` misses what matters, when the
+/// strategy elects a leader and `index` is not it.
+fn missed_leader(roles: &[Option<InstanceRole>], index: usize) -> Option<String> {
+    let leader = roles.iter().position(|r| *r == Some(InstanceRole::Leader));
+    match roles.get(index).copied().flatten() {
+        Some(InstanceRole::Standby) => Some(match leader {
+            Some(l) => format!("instance {index} was a standby; instance {l} held the lead"),
+            None => format!("instance {index} was a standby; no instance reported the lead"),
+        }),
+        _ => None,
+    }
+}
+
+/// Why a `run-command` fault on Redis Cluster node `node` misses this
+/// strategy: that node served none of its shards' slots when it came.
+async fn missed_shards(
+    node: &str,
+    (url, prefix, shards): &(String, String, u32),
+) -> Option<String> {
+    if !strategies::redis_cluster::is_cluster(url) {
+        return Some(format!(
+            "node {node} is a Redis Cluster node, and this strategy's Redis is not a cluster"
+        ));
+    }
+    let masters = match strategies::redis_cluster::masters(url).await {
+        Ok(m) => m,
+        // Not known: the record keeps `hit`, and the detail says why.
+        Err(_) => return None,
+    };
+    let slots = strategies::redis_zset::cluster_shard_slots(prefix, *shards);
+    let held = masters
+        .iter()
+        .find(|m| m.addr == node)
+        .map(|m| slots.iter().filter(|s| m.serves(**s)).count())
+        .unwrap_or(0);
+    (held == 0).then(|| format!("node {node} served none of this strategy's {shards} shards"))
 }
 
 /// Starts a proxy in front of each backend that the scenario's network
@@ -156,6 +202,14 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
     let mut record = FaultRecord::planned(&fault);
     tokio::time::sleep_until(t0 + fault.at).await;
     let index = fault.instance() as usize;
+    if matches!(
+        fault.kind,
+        FaultKind::KillInstance | FaultKind::PauseInstance | FaultKind::CrashAt
+    ) {
+        if let Some(why) = missed_leader(&cx.pool.roles(), index) {
+            record.reach = FaultReach::MissedTarget(why);
+        }
+    }
     match fault.kind {
         FaultKind::KillInstance => {
             match cx.pool.kill(index).await {
@@ -174,6 +228,25 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
             }
         }
         FaultKind::RunCommand => {
+            // The command runs for every strategy alike; whether it could
+            // touch this one is decided first, from what it uses.
+            let service = match fault.target {
+                Some(Target::Redis) => Some(Service::Redis),
+                Some(Target::Rabbitmq) => Some(Service::RabbitMq),
+                _ => None,
+            };
+            match service {
+                Some(service) if !cx.requires.contains(&service) => {
+                    record.not_applicable(format!("this strategy does not use {}", service.name()));
+                }
+                _ => {
+                    if let (Some(node), Some(redis)) = (&fault.node, &cx.redis) {
+                        if let Some(why) = missed_shards(node, redis).await {
+                            record.reach = FaultReach::MissedTarget(why);
+                        }
+                    }
+                }
+            }
             let start = since_t0();
             let output = tokio::process::Command::new(&fault.command[0])
                 .args(&fault.command[1..])
@@ -204,8 +277,8 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
                 .expect("validated: partition and latency have a target");
             let lasts = fault.window();
             let Some(proxy) = cx.proxies.get(&target) else {
-                record.detail = Some(format!(
-                    "not applicable: this strategy's instances do not use {}",
+                record.not_applicable(format!(
+                    "this strategy's instances do not use {}",
                     target.as_str()
                 ));
                 return record;
@@ -300,9 +373,7 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
             record.window_ms = Some((at, at));
             match cx.db.kill_sessions(&cx.session).await {
                 Ok(n) => record.detail = Some(format!("{n} database sessions terminated")),
-                Err(strategies::Error::Config(why)) => {
-                    record.detail = Some(format!("not applicable: {why}"))
-                }
+                Err(strategies::Error::Config(why)) => record.not_applicable(why),
                 Err(e) => record.error = Some(e.to_string()),
             }
         }
@@ -317,7 +388,7 @@ async fn crash_at(fault: &Fault, cx: &FaultContext, record: &mut FaultRecord) {
     let point = fault.point.expect("validated: crash-at has a point");
     let since_t0 = || cx.t0.elapsed().as_millis() as u64;
     if let Some(why) = undeclared(point, cx.crash_points) {
-        record.detail = Some(why);
+        record.not_applicable(why);
         return;
     }
     let index = fault.instance() as usize;
@@ -390,7 +461,7 @@ fn undeclared(point: CrashPoint, declared: &[CrashPoint]) -> Option<String> {
     }
     let names: Vec<&str> = declared.iter().map(|p| p.as_str()).collect();
     Some(format!(
-        "not applicable: this strategy's path has no {point} point (it declares: {})",
+        "this strategy's path has no {point} point (it declares: {})",
         if names.is_empty() {
             "none".to_string()
         } else {
@@ -457,6 +528,24 @@ pub(crate) fn tail(stderr: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use strategies::InstanceRole::{Leader, Peer, Standby};
+
+    #[test]
+    fn an_instance_fault_misses_only_when_it_hits_a_standby() {
+        let missed = |roles: &[Option<InstanceRole>], i| super::missed_leader(roles, i);
+        let why = missed(&[Some(Standby), Some(Leader)], 0).unwrap();
+        assert!(
+            why.contains("instance 0 was a standby; instance 1 held the lead"),
+            "{why}"
+        );
+        assert_eq!(missed(&[Some(Standby), Some(Leader)], 1), None);
+        assert_eq!(missed(&[Some(Peer), Some(Peer)], 0), None);
+        // A down instance has no role: the fault's own record says it was down.
+        assert_eq!(missed(&[None, Some(Leader)], 0), None);
+        let why = missed(&[Some(Standby), None], 0).unwrap();
+        assert!(why.contains("no instance reported the lead"), "{why}");
+    }
+
     use super::*;
 
     #[test]
@@ -468,6 +557,7 @@ mod tests {
             restart_after: None,
             command: vec![],
             target: None,
+            node: None,
             lasts: Some(Duration::from_secs(3)),
             add: None,
             point: None,

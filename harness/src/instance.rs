@@ -520,6 +520,18 @@ impl Pool {
             .map(|instance| lock(&instance.log).report.counters.clone())
     }
 
+    /// Each instance's role as of its current process's last flush (at most
+    /// [`FLUSH_EVERY`] old); `None` for an instance that is down.
+    pub fn roles(&self) -> Vec<Option<strategies::InstanceRole>> {
+        (0..self.slots.len())
+            .map(|index| {
+                self.slot(index)
+                    .as_ref()
+                    .map(|instance| lock(&instance.log).report.role)
+            })
+            .collect()
+    }
+
     /// The warm-up is over: every live instance, and any started later,
     /// counts from here.
     pub fn start_measuring(&self) {
@@ -973,6 +985,7 @@ fn flush_of(
             run_error,
             complete: last,
             end: None,
+            role: canceller.role(),
         },
         cancel_commits: store.take_cancel_commits(),
         absorbed: store.take_absorbed_attempts(),

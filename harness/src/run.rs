@@ -655,6 +655,17 @@ async fn measure_set_up(
             crash_points: control.crash_points(),
             t0,
             give_up_at: t0 + scenario.warmup + scenario.duration,
+            requires: capabilities.requires.clone(),
+            redis: capabilities
+                .requires
+                .contains(&strategies::Service::Redis)
+                .then(|| {
+                    (
+                        options.redis_zset.url.clone(),
+                        location.resource_prefix(),
+                        options.redis_zset.shards,
+                    )
+                }),
         },
     ));
     let stop_sampling = tokio_util::sync::CancellationToken::new();

@@ -278,8 +278,17 @@ pub struct Fault {
     #[serde(default)]
     pub command: Vec<String>,
     /// `partition` and `latency`: which link of the strategy's instances.
+    /// `run-command` (optional): the service the command acts on, so that
+    /// a strategy that does not use it reports the fault `n/a` rather than
+    /// "survived" (the command runs for every strategy alike).
     #[serde(default)]
     pub target: Option<Target>,
+    /// `run-command` on a Redis Cluster node (optional, with
+    /// `target = "redis"`): the node's `host:port`. A strategy none of
+    /// whose shards that node served when the fault came reports it as
+    /// having missed its target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     /// `partition`, `latency`, `pause-instance`: how long it lasts.
     /// `run-command` (optional): how long what the command did lasts,
     /// from its start (a node it stopped stays down), so missed cancels in
@@ -448,9 +457,14 @@ impl Fault {
             "kind = \"kill-instance\" and \"crash-at\"",
         )?;
         ignores(
-            self.target.is_some() && !matches!(k, Partition | Latency),
+            self.target.is_some() && !matches!(k, Partition | Latency | RunCommand),
             "target",
-            "kind = \"partition\" and \"latency\"",
+            "kind = \"partition\", \"latency\" and \"run-command\"",
+        )?;
+        ignores(
+            self.node.is_some() && !(k == RunCommand && self.target == Some(Target::Redis)),
+            "node",
+            "kind = \"run-command\" with target = \"redis\"",
         )?;
         ignores(
             self.lasts.is_some() && !matches!(k, Partition | Latency | PauseInstance | RunCommand),
@@ -984,6 +998,7 @@ mod tests {
                 restart_after: Some(Duration::from_secs(3)),
                 command: Vec::new(),
                 target: None,
+                node: None,
                 lasts: None,
                 add: None,
                 point: None,
@@ -1116,6 +1131,14 @@ mod tests {
             ),
             ("kind = \"kill-instance\"\npoint = \"after-claim\"", "point"),
             ("kind = \"kill-instance\"\ntimes = 2", "times"),
+            (
+                "kind = \"run-command\"\ncommand = [\"true\"]\nnode = \"127.0.0.1:7001\"",
+                "node",
+            ),
+            (
+                "kind = \"run-command\"\ncommand = [\"true\"]\ntarget = \"rabbitmq\"\nnode = \"h:1\"",
+                "node",
+            ),
         ] {
             let msg = err(fault);
             assert!(
@@ -1123,6 +1146,17 @@ mod tests {
                 "{fault}: {msg}"
             );
         }
+    }
+
+    #[test]
+    fn a_run_command_may_name_the_service_and_node_it_acts_on() {
+        let text = format!(
+            "{QUICK}\n[[faults]]\nkind = \"run-command\"\nat = \"8s\"\ncommand = [\"true\"]\n\
+             target = \"redis\"\nnode = \"127.0.0.1:7001\"\n"
+        );
+        let s = Scenario::parse(&text, "f.toml").unwrap();
+        assert_eq!(s.faults[0].target, Some(Target::Redis));
+        assert_eq!(s.faults[0].node.as_deref(), Some("127.0.0.1:7001"));
     }
 
     #[test]

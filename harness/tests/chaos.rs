@@ -188,3 +188,92 @@ fn chaos_short_applies_every_fault_kind_and_attributes_every_loss() {
         assert!(over_time.contains(&key), "no {key}: {over_time}");
     }
 }
+
+/// A fault that cannot touch a strategy is `n/a`, and one that lands on
+/// db-timer's standby instead of its leader says it missed its target:
+/// neither may read as "survived". Each instance of db-timer and db-scan is
+/// paused once; db-timer's lead stays put (a paused leader keeps its
+/// session), so exactly one of its two pauses hit the standby, while
+/// db-scan's instances are peers and both pauses hit.
+#[test]
+fn faults_that_do_not_apply_or_miss_the_leader_are_reported_so() {
+    let out = common::Scratch::new();
+    let scenario = out.path().join("reach.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+name = "reach"
+seed = 3
+warmup = "1s"
+duration = "6s"
+drain = "2s"
+rate = 20.0
+instances = 2
+[[timeouts]]
+after = "1s"
+[[faults]]
+kind = "pause-instance"
+instance = 0
+at = "3s"
+for = "300ms"
+[[faults]]
+kind = "pause-instance"
+instance = 1
+at = "5s"
+for = "300ms"
+[[faults]]
+kind = "partition"
+target = "redis"
+at = "4s"
+for = "1s"
+[[faults]]
+kind = "run-command"
+target = "rabbitmq"
+command = ["true"]
+at = "4s"
+"#,
+    )
+    .unwrap();
+    let run = delaybench(&[
+        "run",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--db",
+        &pg(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--strategies",
+        "db-timer,db-scan",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let dir = run_dir_of(&run);
+    let reach = |s: &Value| -> Vec<String> {
+        s["faults"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["reach"]["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let timer = reach(&summary(&dir, "db-timer"));
+    let pauses: Vec<&str> = timer[..2].iter().map(String::as_str).collect();
+    assert!(
+        pauses == ["hit", "missed-target"] || pauses == ["missed-target", "hit"],
+        "db-timer's two pauses: {timer:?}"
+    );
+    assert_eq!(
+        timer[2..],
+        ["not-applicable", "not-applicable"],
+        "{timer:?}"
+    );
+    let scan = reach(&summary(&dir, "db-scan"));
+    assert_eq!(
+        scan,
+        ["hit", "hit", "not-applicable", "not-applicable"],
+        "db-scan: {scan:?}"
+    );
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("(missed target)"), "{report}");
+    assert!(report.contains("was a standby; instance"), "{report}");
+    assert!(report.contains("| n/a |"), "{report}");
+}

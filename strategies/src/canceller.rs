@@ -63,6 +63,31 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
 
+/// An instance's part among its strategy's instances.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InstanceRole {
+    /// Every instance does the same work (claims, consumes, holds its own
+    /// orders).
+    #[default]
+    Peer,
+    /// It does the strategy's work while the others wait (db-timer's lead).
+    Leader,
+    /// It waits to take over from the leader, doing little meanwhile.
+    Standby,
+}
+
+impl InstanceRole {
+    /// The word reports use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstanceRole::Peer => "peer",
+            InstanceRole::Leader => "leader",
+            InstanceRole::Standby => "standby",
+        }
+    }
+}
+
 /// A service a strategy needs besides the order database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -208,6 +233,15 @@ pub trait Canceller: Send + Sync + std::fmt::Debug {
     /// Strategy-specific counters of this instance.
     fn counters(&self) -> StrategyCounters {
         StrategyCounters::new()
+    }
+
+    /// What this instance does among the strategy's instances right now.
+    /// A fault aimed at "the instance that does the work" (a kill, a
+    /// pause) that lands on a standby is reported as having missed its
+    /// target, so a run never reads as "survived the leader's death" when
+    /// the leader was never hit.
+    fn role(&self) -> InstanceRole {
+        InstanceRole::Peer
     }
 
     /// The [`CrashPoint`]s this strategy's path has: where it calls

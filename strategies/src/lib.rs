@@ -25,7 +25,7 @@ pub mod registry;
 pub mod store;
 pub mod timing_wheel;
 
-pub use canceller::{Canceller, Capabilities, Service, StrategyCounters};
+pub use canceller::{Canceller, Capabilities, InstanceRole, Service, StrategyCounters};
 pub use crash::CrashPoint;
 pub use domain::{
     now_us, CancelOutcome, CreateOutcome, Micros, NewOrder, OrderId, OrderStatus, PaymentOutcome,

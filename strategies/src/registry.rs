@@ -427,6 +427,10 @@ impl Canceller for PublishFirst {
         self.0.crash_points()
     }
 
+    fn role(&self) -> crate::canceller::InstanceRole {
+        self.0.role()
+    }
+
     fn store_stats(&self) -> StoreStats {
         self.0.store_stats()
     }
@@ -462,6 +466,11 @@ impl Canceller for WithFallback {
 
     fn crash_points(&self) -> &'static [crate::crash::CrashPoint] {
         self.strategy.crash_points()
+    }
+
+    /// The strategy's role; the fallback scan runs in every instance alike.
+    fn role(&self) -> crate::canceller::InstanceRole {
+        self.strategy.role()
     }
 
     async fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> Result<()> {

@@ -58,6 +58,10 @@ pub struct WorkerReport {
     /// `died: signal: 9 (SIGKILL)`.
     #[serde(default)]
     pub end: Option<String>,
+    /// Its part among the instances as of this report (db-timer's leader
+    /// or standby; `peer` for strategies whose instances work alike).
+    #[serde(default)]
+    pub role: strategies::InstanceRole,
 }
 
 fn yes() -> bool {
@@ -220,6 +224,47 @@ pub struct FaultRecord {
     /// from the pause until shortly after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicates_absorbed: Option<u64>,
+    /// Whether it reached the part of this strategy it was aimed at (read
+    /// it with [`FaultRecord::reach`], which also knows older records).
+    #[serde(default)]
+    pub reach: FaultReach,
+}
+
+/// Whether a fault hit what it was aimed at, for one strategy. Reports
+/// print `n/a` for a fault that does not apply, never "survived", and name
+/// a fault that hit something else than its target.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "why", rename_all = "kebab-case")]
+pub enum FaultReach {
+    /// It acted on what it was aimed at (or was never aimed at a part).
+    #[default]
+    Hit,
+    /// It cannot touch this strategy: a link its instances do not use, a
+    /// crash point its path does not have, a service it does not need.
+    NotApplicable(String),
+    /// It acted, but not on the part that matters: a standby instead of
+    /// the leader, a Redis master that held none of the strategy's shards.
+    /// Losses while it was in effect are still put down to it.
+    MissedTarget(String),
+}
+
+impl FaultReach {
+    /// The short word tables print: `hit`, `n/a`, `missed target`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            FaultReach::Hit => "hit",
+            FaultReach::NotApplicable(_) => "n/a",
+            FaultReach::MissedTarget(_) => "missed target",
+        }
+    }
+
+    /// Why it did not hit, where it did not.
+    pub fn why(&self) -> Option<&str> {
+        match self {
+            FaultReach::Hit => None,
+            FaultReach::NotApplicable(why) | FaultReach::MissedTarget(why) => Some(why),
+        }
+    }
 }
 
 impl FaultRecord {
@@ -242,6 +287,7 @@ impl FaultRecord {
             window_ms: None,
             detail: None,
             duplicates_absorbed: None,
+            reach: FaultReach::Hit,
         }
     }
 }
@@ -259,16 +305,34 @@ impl FaultRecord {
     /// not apply to it, nor a kill of an instance already down, nor a
     /// crash or pause whose point was never reached.
     pub fn took_effect(&self) -> bool {
-        let not_applicable = self
-            .detail
-            .as_deref()
-            .is_some_and(|d| d.starts_with("not applicable"));
-        !not_applicable
+        !matches!(self.reach(), FaultReach::NotApplicable(_))
             && match self.kind {
                 FaultKind::KillInstance => self.killed_pid.is_some(),
                 FaultKind::RunCommand => true,
                 _ => self.window_ms.is_some(),
             }
+    }
+
+    /// Whether it reached its target. Records written before `reach`
+    /// existed said "not applicable: why" in `detail`.
+    pub fn reach(&self) -> FaultReach {
+        match (&self.reach, self.detail.as_deref()) {
+            (FaultReach::Hit, Some(d)) if d.starts_with("not applicable") => {
+                FaultReach::NotApplicable(
+                    d.trim_start_matches("not applicable")
+                        .trim_start_matches(':')
+                        .trim()
+                        .to_string(),
+                )
+            }
+            (reach, _) => reach.clone(),
+        }
+    }
+
+    /// Marks it as not touching this strategy, `why` in plain words.
+    pub fn not_applicable(&mut self, why: String) {
+        self.detail = Some(format!("not applicable: {why}"));
+        self.reach = FaultReach::NotApplicable(why);
     }
 
     /// When the fault was in effect, ms after the first order: its window
@@ -371,6 +435,22 @@ pub fn missed_by_fault(
 
 /// One line per fault for the reports.
 pub fn describe_fault(record: &FaultRecord) -> String {
+    let text = describe_action(record);
+    let reach = record.reach();
+    match (&reach, reach.why()) {
+        // The detail already says "not applicable: why" where it is kept.
+        (FaultReach::NotApplicable(_), Some(why)) if !text.contains("not applicable") => {
+            format!("{text}; not applicable: {why}")
+        }
+        (FaultReach::MissedTarget(_), Some(why)) => {
+            format!("{text}; **missed its target**: {why}")
+        }
+        _ => text,
+    }
+}
+
+/// What the fault did, in words (see [`describe_fault`]).
+fn describe_action(record: &FaultRecord) -> String {
     let secs = |ms: u64| format!("{:.1} s", ms as f64 / 1000.0);
     if !matches!(record.kind, FaultKind::RunCommand | FaultKind::KillInstance) {
         let mut text = record.label.clone();
@@ -533,6 +613,24 @@ mod tests {
     use crate::scenario::Fault;
     use std::time::Duration;
 
+    #[test]
+    fn records_written_before_reach_existed_read_their_detail() {
+        let mut f = fault(FaultKind::Partition, 1, 1);
+        f.detail = Some("not applicable: this strategy's instances do not use redis".into());
+        assert_eq!(
+            f.reach(),
+            FaultReach::NotApplicable("this strategy's instances do not use redis".into())
+        );
+        assert!(!f.took_effect());
+        let mut g = fault(FaultKind::PauseInstance, 1, 1);
+        g.reach = FaultReach::MissedTarget("instance 0 was a standby".into());
+        // It acted (on the standby): losses meanwhile are still its own.
+        assert!(g.took_effect());
+        assert!(describe_fault(&g).contains("**missed its target**: instance 0 was a standby"));
+        g.not_applicable("no Redis here".into());
+        assert_eq!(g.reach().word(), "n/a");
+    }
+
     fn fault(kind: FaultKind, at_s: u64, lasts_s: u64) -> FaultRecord {
         let mut f = FaultRecord::planned(&Fault {
             kind,
@@ -541,6 +639,7 @@ mod tests {
             restart_after: None,
             command: vec![],
             target: None,
+            node: None,
             lasts: None,
             add: None,
             point: None,

@@ -12,6 +12,7 @@ mod plots;
 pub mod sweep;
 mod text_table;
 
+use crate::model::records::FaultReach;
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{LatenessStats, Pct, Status, Summary};
 use anyhow::{Context, Result};
@@ -221,13 +222,12 @@ pub(crate) fn fault_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
         };
         let mut row = vec![s.strategy.clone()];
         for (i, f) in s.faults.iter().enumerate() {
-            let applies = f
-                .detail
-                .as_deref()
-                .is_none_or(|d| !d.starts_with("not applicable"));
-            row.push(match (missed(Some(i), false), applies) {
-                (0, false) => "n/a".into(),
-                (n, _) => n.to_string(),
+            let n = missed(Some(i), false);
+            let reach = f.reach();
+            row.push(match reach {
+                FaultReach::NotApplicable(_) => reach.word().into(),
+                FaultReach::MissedTarget(_) => format!("{n} ({})", reach.word()),
+                FaultReach::Hit => n.to_string(),
             });
         }
         let dropped: u64 = s
@@ -259,7 +259,9 @@ pub(crate) fn fault_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
 pub(crate) const FAULT_NOTES: &str = "Each missed cancel (an order still PENDING `drain` after its \
      deadline) is put down to the fault in effect during the order's life, from its creation to a \
      second past its deadline; when several were, the run cannot tell which and counts it apart. `n/a`: the fault does not touch this strategy \
-     (a link it does not use, a crash point its path does not have). `schedules dropped`: \
+     (a link or service it does not use, a crash point its path does not have), so it proves nothing \
+     about it; `missed target`: the fault acted, but not on the part that matters (a standby instead \
+     of the leader, a Redis master serving none of the strategy's shards). `schedules dropped`: \
      schedule calls given up on after `[schedule-retry]`, plus those sent to a process that died \
      before it made them (an upper bound); only a fallback cancels those orders. \
      `duplicates absorbed`: attempts on an order an earlier attempt had already decided \

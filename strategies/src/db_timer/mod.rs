@@ -61,7 +61,7 @@ mod config;
 
 pub use config::DbTimerConfig;
 
-use crate::canceller::{counters, Canceller, Capabilities, StrategyCounters};
+use crate::canceller::{counters, Canceller, Capabilities, InstanceRole, StrategyCounters};
 use crate::crash::CrashPoint;
 use crate::db_scan::{cancel_until_short, claiming_capabilities, Claim};
 use crate::domain::{Micros, OrderId};
@@ -120,8 +120,9 @@ struct Wake {
     sleeping_until: AtomicI64,
     notify: Notify,
     listening: AtomicBool,
-    /// This instance holds the lead (on its listening session).
-    leading: AtomicBool,
+    /// This instance holds the lead (on its listening session); shared
+    /// with [`DbTimer::role`].
+    leading: Arc<AtomicBool>,
 }
 
 impl Wake {
@@ -144,6 +145,8 @@ pub struct DbTimer {
     poll_max_sleep: Duration,
     batch_size: u32,
     counters: Arc<TimerCounters>,
+    /// Whether this instance leads now (see [`Wake::leading`]).
+    leading: Arc<AtomicBool>,
 }
 
 impl DbTimer {
@@ -154,6 +157,7 @@ impl DbTimer {
             poll_max_sleep: config.poll_max_sleep,
             batch_size: config.batch_size,
             counters: Arc::default(),
+            leading: Arc::default(),
         }
     }
 
@@ -345,7 +349,7 @@ impl Canceller for DbTimer {
             sleeping_until: AtomicI64::new(i64::MIN),
             notify: Notify::new(),
             listening: AtomicBool::new(false),
-            leading: AtomicBool::new(false),
+            leading: Arc::clone(&self.leading),
         });
         // The listener holds the lead: it must never outlive this call,
         // even when the call's future is dropped rather than shut down.
@@ -454,6 +458,16 @@ impl Canceller for DbTimer {
 
     fn counters(&self) -> StrategyCounters {
         self.counters.snapshot()
+    }
+
+    /// Leader or standby on PostgreSQL, where one instance holds the lead;
+    /// elsewhere every instance polls alike.
+    fn role(&self) -> InstanceRole {
+        match self.store.location().kind {
+            DbKind::Postgres if self.leading.load(Ordering::SeqCst) => InstanceRole::Leader,
+            DbKind::Postgres => InstanceRole::Standby,
+            _ => InstanceRole::Peer,
+        }
     }
 
     /// None, for db-scan's reason: the claim and the cancel are one

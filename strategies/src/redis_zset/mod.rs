@@ -72,6 +72,17 @@ fn shard_tag(prefix: &str, k: u32, shards: u32, cluster: bool) -> String {
     }
 }
 
+/// The Redis Cluster hash slot of each of the `shards` shards that a
+/// redis-zset run on the namespace with `prefix` uses (its keys share the
+/// shard's hash tag): which masters a fault on a node really touches.
+pub fn cluster_shard_slots(prefix: &str, shards: u32) -> Vec<u16> {
+    (0..shards)
+        .map(|k| {
+            crate::redis_cluster::key_slot(&format!("{{{}}}", shard_tag(prefix, k, shards, true)))
+        })
+        .collect()
+}
+
 /// How due members are taken from the delay set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClaimMode {
