@@ -21,7 +21,7 @@
 //! Logs go to stderr, which the worker inherits.
 
 use crate::model::{WorkerEvent, WorkerEventKind, WorkerReport};
-use crate::scenario::ScheduleRetry;
+use crate::scenario::{Measure, ScheduleRetry};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::process::Stdio;
@@ -64,6 +64,8 @@ pub struct WorkerSpec {
     /// strategy, so `kill-db-connections` finds them.
     pub session: String,
     pub retry: ScheduleRetry,
+    /// The probes and recorders on its path.
+    pub measure: Measure,
 }
 
 /// One line a worker sends after `ready`.
@@ -689,6 +691,7 @@ struct Baseline {
     store: StoreStats,
     counters: StrategyCounters,
     cpu_ms: u64,
+    flush_us: u64,
 }
 
 /// What a worker measures besides its canceller's counters.
@@ -699,12 +702,24 @@ struct WorkerState {
     schedules_dropped: AtomicU64,
     relay: Arc<outbox::RelayCounters>,
     schedules: Mutex<Vec<(OrderId, u64)>>,
+    /// Whether `schedules` is kept (`measure.schedule-times`).
+    schedule_times: bool,
     baseline: Mutex<Option<Baseline>>,
+    /// Time spent building and writing flushes, µs, since the start.
+    flush_us: AtomicU64,
 }
 
 impl WorkerState {
+    /// Adds the time since `started` to the flushes' own cost.
+    fn count_flush(&self, started: std::time::Instant) {
+        self.flush_us
+            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+
     fn scheduled(&self, id: OrderId, committed_at_us: Micros) {
-        lock(&self.schedules).push((id, (now_us() - committed_at_us).max(0) as u64));
+        if self.schedule_times {
+            lock(&self.schedules).push((id, (now_us() - committed_at_us).max(0) as u64));
+        }
     }
 }
 
@@ -768,10 +783,13 @@ pub async fn worker_main() -> Result<()> {
     )
     .context("malformed worker spec")?;
     let store = OrderStore::connect_as(&spec.location, 4, Some(&spec.session)).await?;
-    store.log_cancel_commits();
+    if spec.measure.commit_times {
+        store.log_cancel_commits();
+    }
     // The canceller's own server-side reads, apart from the workload's
-    // (PostgreSQL; a no-op elsewhere, and the report says so).
-    store.measure_server_reads();
+    // (PostgreSQL; a no-op elsewhere, and the report says so), sampled so
+    // that every strategy pays the same few readings per second.
+    store.set_server_reads(spec.measure.server_reads());
     let variant = registry::Variant::parse(&spec.strategy)?;
     let canceller: Arc<dyn strategies::Canceller> =
         registry::build(&spec.strategy, &spec.options, store.clone())?.into();
@@ -780,7 +798,10 @@ pub async fn worker_main() -> Result<()> {
         let (canceller, shutdown) = (canceller.clone(), shutdown.clone());
         async move { canceller.run(shutdown).await }
     });
-    let state = Arc::new(WorkerState::default());
+    let state = Arc::new(WorkerState {
+        schedule_times: spec.measure.schedule_times,
+        ..WorkerState::default()
+    });
     // +outbox: the creating transactions wrote the schedule requests; this
     // instance's relay hands them to the strategy.
     let relay = variant.outbox.then(|| {
@@ -855,23 +876,28 @@ pub async fn worker_main() -> Result<()> {
                         // Every schedule sent before this has returned once
                         // all permits are free again.
                         drop(in_flight.acquire_many(SCHEDULES_IN_FLIGHT as u32).await?);
+                        let started = std::time::Instant::now();
                         let mut flush = flush_of(&spec, &*canceller, &store, &state, None, false);
                         flush.barrier = true;
                         write_line(&mut out, &flush).await?;
+                        state.count_flush(started);
                     }
                     (Some("m"), None, None, None) => {
                         *lock(&state.baseline) = Some(Baseline {
                             store: canceller.store_stats(),
                             counters: canceller.counters(),
                             cpu_ms: cpu_ms(),
+                            flush_us: state.flush_us.load(Ordering::Relaxed),
                         });
                     }
                     _ => bail!("worker: unexpected command {line:?}"),
                 }
             }
             _ = flush_timer.tick() => {
+                let started = std::time::Instant::now();
                 let flush = flush_of(&spec, &*canceller, &store, &state, None, false);
                 write_line(&mut out, &flush).await?;
+                state.count_flush(started);
             }
         }
     }
@@ -952,6 +978,10 @@ fn flush_of(
     let counters = canceller.counters();
     let cpu_total = cpu_ms();
     let baseline = lock(&state.baseline).clone();
+    let flush_total = state.flush_us.load(Ordering::Relaxed);
+    let flush_measured = baseline
+        .as_ref()
+        .map_or(0, |b| flush_total.saturating_sub(b.flush_us));
     let (measured, counters_measured, cpu_measured) = match &baseline {
         Some(b) => (
             total.since(&b.store),
@@ -986,6 +1016,7 @@ fn flush_of(
             complete: last,
             end: None,
             role: canceller.role(),
+            flush_us: flush_measured,
         },
         cancel_commits: store.take_cancel_commits(),
         absorbed: store.take_absorbed_attempts(),

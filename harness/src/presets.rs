@@ -25,6 +25,7 @@ macro_rules! presets {
 pub const PRESETS: &[Preset] = presets!(
     "quick",
     "busy",
+    "probe-cost",
     "mixed-timeouts",
     "instance-crash",
     "service-restarts",

@@ -9,7 +9,7 @@ use crate::faults;
 use crate::instance::{Pool, WorkerSpec};
 use crate::model::records::{BacklogRecord, OutboxRecord};
 use crate::model::run_info::{self, Machine, RunInfo};
-use crate::model::summary::{self, Cost, DatabaseInfo, Status, Summary};
+use crate::model::summary::{self, Cost, DatabaseInfo, MeasurementCost, Status, Summary};
 use crate::model::WorkerReport;
 use crate::redis_stats;
 use crate::report;
@@ -133,6 +133,20 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
         names.join(", ")
     );
     let repeat = args.repeat.max(1);
+    // Each strategy, and with `measure.unmeasured-twin` the same strategy
+    // with every probe and recorder off beside it: `(folder, strategy,
+    // scenario)`.
+    let unmeasured = Scenario {
+        measure: crate::scenario::Measure::nothing(),
+        ..scenario.clone()
+    };
+    let mut items: Vec<(String, &str, &Scenario)> = Vec::new();
+    for name in &names {
+        items.push((name.clone(), name, &scenario));
+        if scenario.measure.unmeasured_twin {
+            items.push((twin_folder(name), name, &unmeasured));
+        }
+    }
     let mut reps: std::collections::BTreeMap<&str, (Vec<Summary>, Vec<String>)> =
         Default::default();
     let mut summaries = Vec::new();
@@ -140,20 +154,23 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
     // every strategy instead of favouring the one that ran first.
     for rep in 1..=repeat {
         summaries.clear();
-        for name in &names {
+        for (folder_name, name, scenario) in &items {
             let folder = format!("repeat-{rep}");
             let (dir, namespace) = if repeat == 1 {
-                (run_dir.join(name), namespace_name(&run_id, name))
+                (
+                    run_dir.join(folder_name),
+                    namespace_name(&run_id, folder_name),
+                )
             } else {
                 (
-                    run_dir.join(name).join(&folder),
-                    namespace_name(&run_id, &format!("{name}_r{rep}")),
+                    run_dir.join(folder_name).join(&folder),
+                    namespace_name(&run_id, &format!("{folder_name}_r{rep}")),
                 )
             };
             let summary = run_one(
                 name,
                 args.common.strategies_named(),
-                &scenario,
+                scenario,
                 &plan,
                 &server,
                 &namespace,
@@ -161,36 +178,43 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
             )
             .await?;
             summary.write(&dir)?;
-            eprintln!("delaybench: {}", one_line(&summary));
+            eprintln!(
+                "delaybench: {}{}",
+                one_line(&summary),
+                if scenario.measure.is_nothing() {
+                    " (unmeasured twin)"
+                } else {
+                    ""
+                }
+            );
             let shown = if repeat == 1 {
                 summary
             } else {
                 // The strategy's own summary.json folds the repetitions so
                 // far, rewritten after each, so a crash loses nothing.
-                let (done, folders) = reps.entry(name).or_default();
+                let (done, folders) = reps.entry(folder_name).or_default();
                 done.push(summary.clone());
                 folders.push(folder);
+                let strategy_dir = run_dir.join(folder_name);
                 let agg = summary::aggregate(done, folders).unwrap_or(summary);
-                let strategy_dir = run_dir.join(name);
                 agg.write(&strategy_dir)?;
-                // The median repetition's distribution stands for the strategy.
-                let median = done
-                    .iter()
-                    .zip(folders.iter())
-                    .find(|(s, _)| {
-                        s.status == Status::Ok && s.database.namespace == agg.database.namespace
-                    })
-                    .map(|(_, f)| f.clone());
-                if let Some(f) = median {
-                    let _ = std::fs::copy(
-                        strategy_dir.join(&f).join("lateness.hgrm"),
-                        strategy_dir.join("lateness.hgrm"),
-                    );
+                // The pooled distribution stands for the strategy.
+                if let Some(h) = agg
+                    .lateness_us
+                    .histogram
+                    .as_deref()
+                    .and_then(summary::decode_histogram)
+                {
+                    let path = strategy_dir.join("lateness.hgrm");
+                    std::fs::write(&path, summary::hgrm(&h))
+                        .with_context(|| format!("writing {}", path.display()))?;
                 }
                 agg
             };
             report::write(&run_dir)?;
-            summaries.push(shown);
+            if !scenario.measure.is_nothing() {
+                summaries.push(shown);
+            }
         }
     }
     println!("\n{}", report::terminal_table(&summaries));
@@ -412,6 +436,11 @@ pub(crate) fn new_run_dir(out: &Path, scenario: &str) -> Result<(String, PathBuf
     unreachable!()
 }
 
+/// The folder of a strategy's unmeasured twin (`measure.unmeasured-twin`).
+pub(crate) fn twin_folder(strategy: &str) -> String {
+    format!("{strategy}.unmeasured")
+}
+
 /// `dlb_<run id>_<strategy>` in `[a-z0-9_]`, at most 63 characters.
 pub(crate) fn namespace_name(run_id: &str, strategy: &str) -> String {
     strategies::store::identifier(&format!("dlb_{run_id}_{strategy}"))
@@ -607,6 +636,7 @@ async fn measure_set_up(
             options: worker_options.clone(),
             session: session.clone(),
             retry: scenario.schedule_retry.clone(),
+            measure: scenario.measure.clone(),
         })
         .collect();
     let pool = Pool::spawn(specs.clone(), scenario.restart_dead_instances).await?;
@@ -850,6 +880,7 @@ async fn measure_set_up(
         drain_ms: scenario.drain.as_millis() as u64,
         elapsed_s: started.elapsed().as_secs_f64(),
         repeats: None,
+        measure: Some(scenario.measure.clone()),
     };
     summary.warnings = summary::warnings(&summary);
     Ok(summary)
@@ -921,8 +952,29 @@ fn cost(
     }
     let per_cancel = |n: u64| (store.cancelled > 0).then(|| n as f64 / store.cancelled as f64);
     let cpu_ms = reports.iter().map(|r| r.cpu_ms).sum();
-    // Workers measure their own server reads where the database can tell.
-    let canceller_rows = (kind == DbKind::Postgres).then_some(store.server_rows_read);
+    // Workers measure their own server reads where the database can tell,
+    // and where the probe ran.
+    let probed = kind == DbKind::Postgres && store.server_reads_probes > 0;
+    let canceller_rows = probed.then_some(store.server_rows_read);
+    let ci95 = probed
+        .then(|| per_cancel(1))
+        .flatten()
+        .map(|one| 1.96 * (store.server_rows_read_variance as f64).sqrt() * one);
+    let probe_us = store.server_reads_probe_us;
+    let flush_us: u64 = reports.iter().map(|r| r.flush_us).sum();
+    let us_per_cancel = per_cancel(probe_us + flush_us);
+    let cpu_us_per_cancel = per_cancel(cpu_ms * 1000);
+    let measurement = MeasurementCost {
+        transactions: store.transactions,
+        server_reads_probes: store.server_reads_probes,
+        probe_us,
+        flush_us,
+        us_per_cancel,
+        share_of_cpu: us_per_cancel
+            .zip(cpu_us_per_cancel)
+            .filter(|(_, cpu)| *cpu > 0.0)
+            .map(|(m, cpu)| m / cpu),
+    };
     let broker_messages = capabilities.requires.contains(&Service::RabbitMq).then(|| {
         ["published", "consumed"]
             .iter()
@@ -943,7 +995,7 @@ fn cost(
         rows_read_per_cancel: per_cancel(store.rows_read),
         absorbed_attempts: store.cancel_attempts - store.cancelled,
         cpu_ms,
-        cpu_us_per_cancel: per_cancel(cpu_ms * 1000),
+        cpu_us_per_cancel,
         peak_rss_kib: reports.iter().map(|r| r.peak_rss_kib).max().unwrap_or(0),
         store,
         strategy_counters,
@@ -956,6 +1008,8 @@ fn cost(
         server_rows_read_per_cancel: server_rows_read.and_then(per_cancel),
         canceller_server_rows_read: canceller_rows,
         canceller_server_rows_read_per_cancel: canceller_rows.and_then(per_cancel),
+        canceller_server_rows_read_ci95_per_cancel: ci95,
+        measurement: Some(measurement),
         instances: reports.to_vec(),
     }
 }

@@ -216,3 +216,72 @@ async fn a_cancel_reads_one_order_however_many_are_overdue() {
     canceller.close().await;
     f.cleanup().await;
 }
+
+/// The rows read in the namespace's tables since the server last published,
+/// as `pg_stat_user_tables` shows them (what the harness reads per window).
+async fn published_rows_read(store: &OrderStore) -> i64 {
+    store.flush_statistics().await;
+    store
+        .query_i64_rows(
+            "SELECT CAST(COALESCE(SUM(seq_tup_read + COALESCE(idx_tup_fetch, 0)), 0) AS BIGINT) \
+             FROM pg_stat_user_tables WHERE schemaname = current_schema()",
+            &[],
+        )
+        .await
+        .unwrap()[0][0]
+}
+
+/// The probe reads the rows the server counts for the namespace, exactly
+/// when it reads every transaction, and a sampled probe estimates them
+/// from a fraction of the transactions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probe_counts_what_the_server_publishes_and_sampling_estimates_it() {
+    const ORDERS: i64 = 600;
+    let f = Fixture::new(
+        &common::postgres_url(),
+        "db-scan",
+        StrategyOptions::default(),
+    )
+    .await;
+    for id in 1..=2 * ORDERS {
+        f.create(id, 60_000).await;
+    }
+    // Every transaction read: the store's count is the server's own, for
+    // this store's transactions, which are the only ones meanwhile.
+    let exact = OrderStore::connect(f.orders.location(), 1).await.unwrap();
+    assert!(exact.measure_server_reads());
+    let before = published_rows_read(&f.orders).await;
+    for id in 1..=ORDERS {
+        // Not due: each attempt reads its order and changes nothing.
+        exact.cancel_if_due(id, "test").await.unwrap();
+    }
+    exact.flush_statistics().await;
+    let published = published_rows_read(&f.orders).await - before;
+    let counted = exact.stats().server_rows_read;
+    assert_eq!(
+        counted as i64, published,
+        "the probe counted {counted}, the server published {published}"
+    );
+    assert_eq!(exact.stats().server_reads_probes, ORDERS as u64);
+
+    // Sampled: far fewer readings, and an estimate of the same reads.
+    let sampled = OrderStore::connect(f.orders.location(), 1).await.unwrap();
+    assert!(sampled.set_server_reads(strategies::store::ServerReads::Sampled { per_second: 20 }));
+    for id in ORDERS + 1..=2 * ORDERS {
+        sampled.cancel_if_due(id, "test").await.unwrap();
+    }
+    let stats = sampled.stats();
+    assert!(
+        stats.server_reads_probes < ORDERS as u64 / 2,
+        "{} of {ORDERS} transactions read",
+        stats.server_reads_probes
+    );
+    let estimate = stats.server_rows_read as f64;
+    assert!(
+        (estimate - counted as f64).abs() <= 0.1 * counted as f64,
+        "sampled estimate {estimate} against {counted} read by the same transactions"
+    );
+    exact.close().await;
+    sampled.close().await;
+    f.cleanup().await;
+}

@@ -62,6 +62,11 @@ pub struct WorkerReport {
     /// or standby; `peer` for strategies whose instances work alike).
     #[serde(default)]
     pub role: strategies::InstanceRole,
+    /// Time the process spent building and writing its flushes to the
+    /// harness over the measured window, µs (part of the measurement's
+    /// own cost).
+    #[serde(default)]
+    pub flush_us: u64,
 }
 
 fn yes() -> bool {

@@ -53,6 +53,10 @@ pub struct LatenessStats {
     pub p999: u64,
     pub max: u64,
     pub mean: f64,
+    /// The distribution itself (HdrHistogram V2 + deflate, base64), so
+    /// repetitions pool their samples ([`pool`]); absent in older runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
 }
 
 /// A percentile is shown only with at least this many samples beyond it
@@ -95,6 +99,10 @@ pub struct LatenessBucket {
     pub p50_us: u64,
     pub p99_us: u64,
     pub max_us: u64,
+    /// The second's distribution, for pooling repetitions (see
+    /// [`LatenessStats::histogram`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
 }
 
 /// Lateness of the orders with one configured timeout (mixed-timeout
@@ -104,8 +112,63 @@ pub struct TimeoutLateness {
     pub timeout_ms: u64,
     pub count: u64,
     pub p50_us: u64,
+    #[serde(default)]
+    pub p90_us: u64,
     pub p99_us: u64,
     pub max_us: u64,
+    /// The class's distribution, for pooling repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+}
+
+impl TimeoutLateness {
+    /// Its figures as [`LatenessStats`], so one rule decides which
+    /// percentiles its `count` supports.
+    pub fn stats(&self) -> LatenessStats {
+        LatenessStats {
+            count: self.count,
+            p50: self.p50_us,
+            p90: self.p90_us,
+            p99: self.p99_us,
+            p999: self.max_us,
+            max: self.max_us,
+            mean: 0.0,
+            histogram: None,
+        }
+    }
+}
+
+/// The histogram's bytes as text for JSON (V2 + deflate, base64).
+pub fn encode_histogram(h: &Histogram<u64>) -> Option<String> {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::Serializer as _;
+    let mut bytes = Vec::new();
+    hdrhistogram::serialization::V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .ok()?;
+    Some(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// The histogram [`encode_histogram`] wrote; `None` if the text is not one.
+pub fn decode_histogram(text: &str) -> Option<Histogram<u64>> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .ok()?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .ok()
+}
+
+/// The samples of every distribution in `parts` pooled into one, or
+/// `None` when one of them (with samples) kept no histogram.
+pub fn pool<'a>(parts: impl IntoIterator<Item = &'a Option<String>>) -> Option<Histogram<u64>> {
+    let mut all = new_histogram();
+    for part in parts {
+        let h = decode_histogram(part.as_deref()?)?;
+        all.add(&h).ok()?;
+    }
+    Some(all)
 }
 
 /// Lateness figures of one strategy run.
@@ -138,14 +201,24 @@ pub struct Cost {
     #[serde(default)]
     pub server_rows_read_per_cancel: Option<f64>,
     /// Rows the server read inside the canceller's own transactions,
-    /// measured window, apart from the workload's (PostgreSQL:
-    /// `pg_stat_xact_user_tables` just before each COMMIT); `None` where
-    /// the database cannot tell them apart.
+    /// measured window, apart from the workload's (PostgreSQL: the
+    /// backend's row counters read after BEGIN and before COMMIT); `None`
+    /// where the database cannot tell them apart or the probe was off.
+    /// With `measure.server-reads = "sampled"` an estimate from the
+    /// transactions read (see `measurement`).
     #[serde(default)]
     pub canceller_server_rows_read: Option<u64>,
     /// `canceller_server_rows_read` per cancel.
     #[serde(default)]
     pub canceller_server_rows_read_per_cancel: Option<f64>,
+    /// Half-width of the 95 % interval of that per-cancel estimate (0 when
+    /// every transaction was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canceller_server_rows_read_ci95_per_cancel: Option<f64>,
+    /// What the probes and recorders on the strategy's path cost
+    /// (`None` in runs made before it was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measurement: Option<MeasurementCost>,
     /// Cancel attempts that changed nothing (duplicates absorbed).
     pub absorbed_attempts: u64,
     /// CPU of all instances over the measured window, ms.
@@ -176,6 +249,27 @@ pub struct Cost {
     /// Every worker process, dead ones with the counters of their last flush.
     pub instances: Vec<WorkerReport>,
 }
+
+/// The measurement's own cost on the strategy's path, measured window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MeasurementCost {
+    /// Canceller transactions, and those whose server-side reads were read.
+    pub transactions: u64,
+    pub server_reads_probes: u64,
+    /// Wall time in those readings' round trips, µs: an upper bound on the
+    /// worker CPU they take, and what they delay the transactions by.
+    pub probe_us: u64,
+    /// Time the workers spent building and writing their flushes, µs.
+    pub flush_us: u64,
+    /// `probe_us + flush_us` per cancel, µs.
+    pub us_per_cancel: Option<f64>,
+    /// `us_per_cancel` as a share of the workers' CPU per cancel (0.01 = 1 %).
+    pub share_of_cpu: Option<f64>,
+}
+
+/// The most the measurement may cost a strategy's path, as a share of its
+/// CPU per cancel, before the report flags it.
+pub const MEASUREMENT_BUDGET: f64 = 0.05;
 
 /// One strategy's result. Keys required by outside checkers: `strategy`,
 /// `status`, `reason`, `database`, `orders`, `lateness_us`, `anomalies`.
@@ -261,6 +355,11 @@ pub struct Summary {
     /// repetitions (`None` for a single run).
     #[serde(default)]
     pub repeats: Option<Repeats>,
+    /// The probes and recorders that ran on the strategy's path (`None`
+    /// in runs made before `[measure]` existed, which read the server's
+    /// row counts in every canceller transaction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure: Option<crate::scenario::Measure>,
 }
 
 /// A repeated strategy's figures. The `summary.json` beside it is the
@@ -382,23 +481,79 @@ pub fn aggregate(reps: &[Summary], folders: &[String]) -> Option<Summary> {
             figures.insert(name.to_string(), Spread::of(values));
         }
     }
-    let median_of = |pick: fn(&LatenessStats) -> u64| {
-        Spread::of(
-            ran.iter()
-                .map(|(s, _)| pick(&s.lateness_us) as f64)
-                .collect(),
-        )
-        .median as u64
+    let mut warnings = Vec::new();
+    // Percentiles come from every repetition's samples pooled, so three
+    // repetitions of 400 cancels give one p99 of 1 200 samples; the
+    // repetitions' own spread stays in `figures`.
+    let pooled = |pick: fn(&Summary) -> Option<&LatenessStats>| -> Option<LatenessStats> {
+        let parts: Vec<&LatenessStats> = ran.iter().filter_map(|(s, _)| pick(s)).collect();
+        if parts.is_empty() {
+            return None;
+        }
+        let with_samples = parts.iter().filter(|p| p.count > 0).map(|p| &p.histogram);
+        pool(with_samples).map(|h| stats(&h))
     };
-    agg.lateness_us = LatenessStats {
-        count: median_of(|l| l.count),
-        p50: median_of(|l| l.p50),
-        p90: median_of(|l| l.p90),
-        p99: median_of(|l| l.p99),
-        p999: median_of(|l| l.p999),
-        max: median_of(|l| l.max),
-        mean: Spread::of(ran.iter().map(|(s, _)| s.lateness_us.mean).collect()).median,
-    };
+    match pooled(|s| Some(&s.lateness_us)) {
+        Some(all) => agg.lateness_us = all,
+        None => {
+            // Runs made before histograms were kept: medians, said so.
+            let median_of = |pick: fn(&LatenessStats) -> u64| {
+                Spread::of(
+                    ran.iter()
+                        .map(|(s, _)| pick(&s.lateness_us) as f64)
+                        .collect(),
+                )
+                .median as u64
+            };
+            agg.lateness_us = LatenessStats {
+                count: median_of(|l| l.count),
+                p50: median_of(|l| l.p50),
+                p90: median_of(|l| l.p90),
+                p99: median_of(|l| l.p99),
+                p999: median_of(|l| l.p999),
+                max: median_of(|l| l.max),
+                mean: Spread::of(ran.iter().map(|(s, _)| s.lateness_us.mean).collect()).median,
+                histogram: None,
+            };
+            warnings.push(
+                "lateness percentiles are the repetitions' medians: this run kept no \
+                 histograms to pool"
+                    .to_string(),
+            );
+        }
+    }
+    agg.committed_lateness_us = pooled(|s| s.committed_lateness_us.as_ref());
+    agg.commit_gap_us = pooled(|s| s.commit_gap_us.as_ref());
+    agg.censored_lateness_us = pooled(|s| s.censored_lateness_us.as_ref());
+    agg.schedule_path_us = pooled(|s| s.schedule_path_us.as_ref());
+    let mut by_timeout: BTreeMap<u64, Vec<&Option<String>>> = BTreeMap::new();
+    let mut by_second: BTreeMap<u64, Vec<&Option<String>>> = BTreeMap::new();
+    for (s, _) in &ran {
+        for t in &s.lateness_by_timeout {
+            by_timeout
+                .entry(t.timeout_ms)
+                .or_default()
+                .push(&t.histogram);
+        }
+        for b in &s.lateness_over_time {
+            by_second.entry(b.second).or_default().push(&b.histogram);
+        }
+    }
+    let timeouts: Option<Vec<TimeoutLateness>> = by_timeout
+        .into_iter()
+        .map(|(ms, parts)| pool(parts).map(|h| timeout_class(ms, &h)))
+        .collect();
+    let seconds: Option<Vec<LatenessBucket>> = by_second
+        .into_iter()
+        .map(|(second, parts)| pool(parts).map(|h| bucket(second, &h)))
+        .collect();
+    // Where a part kept no histogram the median repetition's stand.
+    if let Some(t) = timeouts {
+        agg.lateness_by_timeout = t;
+    }
+    if let Some(b) = seconds {
+        agg.lateness_over_time = b;
+    }
     let mut worst = agg.anomalies.clone();
     let mut broken = 0;
     for (s, _) in &ran {
@@ -406,7 +561,6 @@ pub fn aggregate(reps: &[Summary], folders: &[String]) -> Option<Summary> {
         broken += u32::from(s.anomalies.total() > 0);
     }
     agg.anomalies = worst;
-    let mut warnings = Vec::new();
     if broken > 0 {
         warnings.push(format!(
             "anomalies in {broken} of {} repetitions (the worst count of each kind is shown)",
@@ -486,6 +640,7 @@ impl Summary {
             drain_ms: 0,
             elapsed_s: 0.0,
             repeats: None,
+            measure: None,
         }
     }
 
@@ -613,6 +768,19 @@ pub fn warnings(s: &Summary) -> Vec<String> {
     if s.teardown_error.is_some() {
         w.push("teardown failed".into());
     }
+    if let Some(share) = s
+        .cost
+        .measurement
+        .as_ref()
+        .and_then(|m| m.share_of_cpu)
+        .filter(|share| *share > MEASUREMENT_BUDGET)
+    {
+        w.push(format!(
+            "the measurement's own probes and flushes took {:.1} % of the CPU per cancel (budget {:.0} %)",
+            share * 100.0,
+            MEASUREMENT_BUDGET * 100.0
+        ));
+    }
     if s.status == Status::Ok && s.lateness_us.count == 0 {
         w.push("no cancels measured".into());
     }
@@ -664,24 +832,35 @@ pub fn lateness(
         histogram: all,
         over_time: per_second
             .into_iter()
-            .map(|(second, h)| LatenessBucket {
-                second,
-                count: h.len(),
-                p50_us: h.value_at_quantile(0.5),
-                p99_us: h.value_at_quantile(0.99),
-                max_us: h.max(),
-            })
+            .map(|(second, h)| bucket(second, &h))
             .collect(),
         by_timeout: per_timeout
             .into_iter()
-            .map(|(timeout, h)| TimeoutLateness {
-                timeout_ms: (timeout / 1000) as u64,
-                count: h.len(),
-                p50_us: h.value_at_quantile(0.5),
-                p99_us: h.value_at_quantile(0.99),
-                max_us: h.max(),
-            })
+            .map(|(timeout, h)| timeout_class((timeout / 1000) as u64, &h))
             .collect(),
+    }
+}
+
+fn bucket(second: u64, h: &Histogram<u64>) -> LatenessBucket {
+    LatenessBucket {
+        second,
+        count: h.len(),
+        p50_us: h.value_at_quantile(0.5),
+        p99_us: h.value_at_quantile(0.99),
+        max_us: h.max(),
+        histogram: encode_histogram(h),
+    }
+}
+
+fn timeout_class(timeout_ms: u64, h: &Histogram<u64>) -> TimeoutLateness {
+    TimeoutLateness {
+        timeout_ms,
+        count: h.len(),
+        p50_us: h.value_at_quantile(0.5),
+        p90_us: h.value_at_quantile(0.9),
+        p99_us: h.value_at_quantile(0.99),
+        max_us: h.max(),
+        histogram: encode_histogram(h),
     }
 }
 
@@ -774,6 +953,7 @@ pub fn stats(h: &Histogram<u64>) -> LatenessStats {
         p999: h.value_at_quantile(0.999),
         max: h.max(),
         mean: h.mean(),
+        histogram: encode_histogram(h),
     }
 }
 
@@ -910,6 +1090,7 @@ mod tests {
             p999: 4,
             max: 5,
             mean: 1.0,
+            histogram: None,
         };
         assert_eq!(s(999).shown(Pct::P99), None);
         assert_eq!(s(1000).shown(Pct::P99), Some(3));
@@ -938,6 +1119,7 @@ mod tests {
                 p999: p99,
                 max: p99,
                 mean: 1.0,
+                histogram: None,
             };
             s.anomalies.missed_cancels = missed;
             s
@@ -956,7 +1138,12 @@ mod tests {
         assert_eq!(r.folders, ["repeat-1", "repeat-2", "repeat-4"]);
         let p99 = r.figures["p99"];
         assert_eq!((p99.min, p99.median, p99.max), (100.0, 200.0, 300.0));
+        // Without histograms (older runs) the medians stand, and say so.
         assert_eq!(agg.lateness_us.p99, 200);
+        assert!(agg
+            .warnings
+            .iter()
+            .any(|w| w.contains("no histograms to pool")));
         // The worst repetition's anomalies, never the median's clean ones.
         assert_eq!(agg.anomalies.missed_cancels, 2);
         assert!(agg
@@ -965,5 +1152,46 @@ mod tests {
             .any(|w| w.contains("anomalies in 1 of 3")));
         assert_eq!(r.not_measured, ["repeat 3: failed: broker gone"]);
         assert!(agg.warnings.iter().any(|w| w.contains("broker gone")));
+    }
+
+    /// Three repetitions of 400 cancels each: none supports a p99 alone,
+    /// together they do (1 200 samples), and the pooled p99 is the 99th
+    /// percentile of all of them, not a median of three.
+    #[test]
+    fn repetitions_pool_their_samples_for_the_percentiles() {
+        let rep = |offset_ms: u64| {
+            let mut s =
+                Summary::not_run("redis-zset", Status::Ok, String::new(), Default::default());
+            s.reason = None;
+            let mut h = new_histogram();
+            for i in 0..400u64 {
+                h.record((offset_ms + i % 100) * 1000).unwrap();
+            }
+            s.lateness_us = stats(&h);
+            s.lateness_by_timeout = vec![timeout_class(2000, &h)];
+            s.lateness_over_time = vec![bucket(3, &h)];
+            s
+        };
+        let reps = [rep(0), rep(50), rep(900)];
+        assert!(reps.iter().all(|r| r.lateness_us.shown(Pct::P99).is_none()));
+        let folders: Vec<String> = (1..=3).map(|k| format!("repeat-{k}")).collect();
+        let agg = aggregate(&reps, &folders).unwrap();
+        let l = &agg.lateness_us;
+        assert_eq!(l.count, 1200);
+        let p99 = l.shown(Pct::P99).expect("1 200 pooled samples carry a p99");
+        // The top 1 % of all samples lies in the slow repetition (900..999 ms).
+        assert!((985_000..=1_000_000).contains(&p99), "pooled p99 {p99}");
+        let p50 = l.shown(Pct::P50).unwrap();
+        assert!((99_000..=101_000).contains(&p50), "pooled p50 {p50}");
+        // Spreads stay per repetition; a p99 no repetition supports has none.
+        let r = agg.repeats.as_ref().unwrap();
+        assert!(!r.figures.contains_key("p99"));
+        assert_eq!(r.figures["n"].max, 400.0);
+        assert_eq!(agg.lateness_by_timeout[0].count, 1200);
+        assert_eq!(agg.lateness_over_time[0].count, 1200);
+        assert!(!agg.warnings.iter().any(|w| w.contains("no histograms")));
+        // The pooled distribution survives the JSON.
+        let back = decode_histogram(l.histogram.as_deref().unwrap()).unwrap();
+        assert_eq!(back.len(), 1200);
     }
 }

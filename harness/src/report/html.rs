@@ -281,6 +281,7 @@ mod tests {
             p50_us: h.value_at_quantile(0.5),
             p99_us: h.value_at_quantile(0.99),
             max_us: h.max(),
+            histogram: None,
         }];
         s.cost.statements_per_cancel = Some(5.0);
         std::fs::create_dir_all(dir.join(name)).unwrap();

@@ -61,8 +61,10 @@ fn run_facts(info: &RunInfo) -> Vec<(String, bool)> {
     if info.repeat > 1 {
         lines.push((
             format!(
-                "Each strategy ran {} times, interleaved; every figure is the median (min–max) \
-                 over the repetitions, anomalies the worst repetition's.",
+                "Each strategy ran {} times, interleaved. Lateness percentiles and `n` are of \
+                 every repetition's samples pooled, with the repetitions' own min–max beside \
+                 them where each had enough samples; every other figure is the median (min–max) \
+                 over the repetitions; anomalies are the worst repetition's.",
                 info.repeat
             ),
             true,
@@ -150,6 +152,18 @@ fn fig(s: &Summary, key: &str, single: String, format: fn(f64) -> String) -> Str
             ),
             None => "-".into(),
         },
+    }
+}
+
+/// A distribution's cell: the value `pooled` (over repetitions, the
+/// percentile of all their samples together, or their total count), with
+/// the repetitions' own min–max beside it where each supported it.
+fn pooled_fig(s: &Summary, key: &str, pooled: String, format: fn(f64) -> String) -> String {
+    match s.repeats.as_ref().and_then(|r| r.figures.get(key)) {
+        Some(sp) if sp.min != sp.max && pooled != "-" => {
+            format!("{pooled} ({}–{})", format(sp.min), format(sp.max))
+        }
+        _ => pooled,
     }
 }
 
@@ -374,13 +388,13 @@ fn rows(summaries: &[Summary]) -> Vec<Vec<String>> {
                 s.orders.paid_after_deadline.to_string(),
                 as_count,
             ),
-            fig(s, "n", l.count.to_string(), as_count),
-            fig(s, "p50", pct(l, Pct::P50), as_ms),
-            fig(s, "p90", pct(l, Pct::P90), as_ms),
-            fig(s, "p99", pct(l, Pct::P99), as_ms),
-            fig(s, "p999", pct(l, Pct::P999), as_ms),
-            fig(s, "max", pct(l, Pct::Max), as_ms),
-            fig(s, "commit_p99", committed, as_ms),
+            pooled_fig(s, "n", l.count.to_string(), as_count),
+            pooled_fig(s, "p50", pct(l, Pct::P50), as_ms),
+            pooled_fig(s, "p90", pct(l, Pct::P90), as_ms),
+            pooled_fig(s, "p99", pct(l, Pct::P99), as_ms),
+            pooled_fig(s, "p999", pct(l, Pct::P999), as_ms),
+            pooled_fig(s, "max", pct(l, Pct::Max), as_ms),
+            pooled_fig(s, "commit_p99", committed, as_ms),
             anomaly_cell(s),
             fig(
                 s,
@@ -427,10 +441,10 @@ fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
         let c = &s.cost;
         let mut row = vec![
             s.strategy.clone(),
-            fig(s, "n", s.lateness_us.count.to_string(), as_count),
-            fig(s, "p90", pct(&s.lateness_us, Pct::P90), as_ms),
-            fig(s, "p99", pct(&s.lateness_us, Pct::P99), as_ms),
-            fig(s, "max", pct(&s.lateness_us, Pct::Max), as_ms),
+            pooled_fig(s, "n", s.lateness_us.count.to_string(), as_count),
+            pooled_fig(s, "p90", pct(&s.lateness_us, Pct::P90), as_ms),
+            pooled_fig(s, "p99", pct(&s.lateness_us, Pct::P99), as_ms),
+            pooled_fig(s, "max", pct(&s.lateness_us, Pct::Max), as_ms),
             fig(
                 s,
                 "paid_late",

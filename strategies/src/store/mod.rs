@@ -9,6 +9,7 @@ mod anti_patterns;
 mod location;
 mod orders;
 mod outbox;
+mod probe;
 mod sql;
 mod timer;
 
@@ -16,6 +17,7 @@ pub use anti_patterns::AntiPattern;
 pub use location::{identifier, redact_url, DbKind, DbLocation, DbServer};
 pub use orders::{OrderRow, ScanBatch};
 pub use outbox::OutboxRow;
+pub use probe::ServerReads;
 
 use crate::domain::{CancelOutcome, Micros, OrderId};
 use crate::error::{DbContext, Error, Result};
@@ -44,9 +46,9 @@ pub struct OrderStore {
     sql: Arc<Sql>,
     counters: Arc<Counters>,
     commit_log: Arc<CommitLog>,
-    /// Whether each transaction reads its own server-side row counts
-    /// before COMMIT (see [`OrderStore::measure_server_reads`]).
-    server_reads_probe: Arc<std::sync::atomic::AtomicBool>,
+    /// Which transactions read their own server-side row counts before
+    /// COMMIT (see [`OrderStore::set_server_reads`]).
+    probe: Arc<ProbeCell>,
     /// `create_order` also writes the outbox row (see [`OrderStore::with_outbox`]).
     writes_outbox: bool,
     /// `create_order` also sends `NOTIFY` with the deadline (see
@@ -93,6 +95,23 @@ impl CommitLog {
                 .map(|(id, _)| (*id, at)),
         );
     }
+}
+
+/// The server-reads probe a store and its clones share.
+#[derive(Debug, Default)]
+struct ProbeCell {
+    mode: std::sync::Mutex<ProbeMode>,
+    /// The reading's statement, made at the first probe from the
+    /// namespace's relations.
+    reading: tokio::sync::OnceCell<sqlx::SqlStr>,
+}
+
+#[derive(Debug, Default)]
+enum ProbeMode {
+    #[default]
+    Off,
+    Every,
+    Sampled(probe::Sampler),
 }
 
 impl std::fmt::Debug for OrderStore {
@@ -149,8 +168,16 @@ store_counters! {
     rows_read,
     /// Rows the database server read inside this store's transactions, as
     /// the server counted them between BEGIN and COMMIT (PostgreSQL, once
-    /// [`OrderStore::measure_server_reads`] is on; 0 otherwise).
+    /// [`OrderStore::set_server_reads`] is on; 0 otherwise). Sampled: the
+    /// estimate, each reading counted for the transactions it stands for.
     server_rows_read,
+    /// Transactions whose server-side reads were read (two readings each).
+    server_reads_probes,
+    /// Time those readings took, µs (the probe's own cost, on the path).
+    server_reads_probe_us,
+    /// The estimate's variance (Horvitz–Thompson, as if each transaction
+    /// were read with chance 1/k): 0 when every transaction was read.
+    server_rows_read_variance,
     /// `cancel_if_due` calls, one per order id.
     cancel_attempts,
     /// Attempts that cancelled the order; the rest were absorbed.
@@ -290,7 +317,7 @@ impl OrderStore {
             sql: Arc::new(Sql::new(location.kind, skip_locked)),
             counters: Arc::default(),
             commit_log: Arc::default(),
-            server_reads_probe: Arc::default(),
+            probe: Arc::default(),
             writes_outbox: false,
             notifies_deadlines: false,
         })
@@ -335,17 +362,53 @@ impl OrderStore {
         self.commit_log.enabled.store(true, Ordering::Relaxed);
     }
 
-    /// From now on, each transaction of this store (and its clones) asks the
-    /// server how many rows it read, after BEGIN and before COMMIT, and adds
-    /// the difference to `server_rows_read`: the owner's own server-side
-    /// reads, apart from everyone else's on the same tables. Two extra
-    /// catalog queries per transaction, not counted in `statements`. Returns whether this
-    /// database supports it (PostgreSQL's `pg_stat_xact_user_tables`).
+    /// From now on, every transaction of this store (and its clones) reads
+    /// how many rows the server read inside it (exact: two extra round
+    /// trips per transaction). Returns whether this database can tell
+    /// (PostgreSQL). Harness runs sample instead ([`OrderStore::set_server_reads`]).
     pub fn measure_server_reads(&self) -> bool {
-        let supported = self.sql.xact_rows_read.is_some();
-        self.server_reads_probe
-            .store(supported, std::sync::atomic::Ordering::Relaxed);
-        supported
+        self.set_server_reads(ServerReads::Every)
+    }
+
+    /// Sets which transactions of this store (and its clones) read their
+    /// own server-side reads, apart from everyone else's on the same
+    /// tables, and add them to `server_rows_read`; the readings are not
+    /// counted in `statements`. Returns whether this database supports it
+    /// (PostgreSQL's per-backend counters); elsewhere the probe stays off.
+    pub fn set_server_reads(&self, reads: ServerReads) -> bool {
+        let supported = self.location.kind == DbKind::Postgres;
+        let mode = match reads {
+            _ if !supported => ProbeMode::Off,
+            ServerReads::Off => ProbeMode::Off,
+            ServerReads::Every => ProbeMode::Every,
+            ServerReads::Sampled { per_second } => {
+                ProbeMode::Sampled(probe::Sampler::new(per_second, std::time::Instant::now()))
+            }
+        };
+        *self.probe.mode.lock().unwrap_or_else(|p| p.into_inner()) = mode;
+        supported && reads != ServerReads::Off
+    }
+
+    /// Whether the transaction starting now is read, and for how many
+    /// transactions its reading stands.
+    fn probe_weight(&self) -> Option<u64> {
+        match &*self.probe.mode.lock().unwrap_or_else(|p| p.into_inner()) {
+            ProbeMode::Off => None,
+            ProbeMode::Every => Some(1),
+            ProbeMode::Sampled(sampler) => sampler.decide(std::time::Instant::now()),
+        }
+    }
+
+    /// Adds one transaction's reading, standing for `weight` transactions.
+    fn count_probe(&self, weight: u64, rows: u64, spent: Duration) {
+        let c = &self.counters;
+        self.count(&c.server_rows_read, weight * rows);
+        self.count(
+            &c.server_rows_read_variance,
+            (weight * weight - weight).saturating_mul(rows * rows),
+        );
+        self.count(&c.server_reads_probes, 1);
+        self.count(&c.server_reads_probe_us, spent.as_micros() as u64);
     }
 
     /// The `(order id, when)` of every attempt noted since the last call

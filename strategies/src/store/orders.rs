@@ -28,18 +28,21 @@ macro_rules! in_tx {
         let mut attempt = 0u32;
         loop {
             let result: Result<_> = async {
+                // Decided before BEGIN, from the time only, so which
+                // transactions are read never depends on what they read.
+                let weight = $store.probe_weight();
                 let mut tx = $store.pool.begin().await.ctx($context)?;
-                let reads_before = $store.server_reads_so_far(&mut tx).await?;
+                let reads_before = match weight {
+                    Some(_) => Some($store.read_server_rows(&mut tx).await?),
+                    None => None,
+                };
                 let value = {
                     let $conn: &mut AnyConnection = &mut tx;
                     $body.await?
                 };
-                if let Some(before) = reads_before {
-                    let after = $store.server_reads_so_far(&mut tx).await?.unwrap_or(before);
-                    $store.count(
-                        &$store.counters.server_rows_read,
-                        after.saturating_sub(before),
-                    );
+                if let (Some(k), Some((before, spent))) = (weight, reads_before) {
+                    let (after, spent_after) = $store.read_server_rows(&mut tx).await?;
+                    $store.count_probe(k, after.saturating_sub(before), spent + spent_after);
                 }
                 tx.commit().await.ctx($context)?;
                 Ok(value)
@@ -84,30 +87,43 @@ pub struct OrderRow {
 }
 
 impl OrderStore {
-    /// Where enabled ([`OrderStore::measure_server_reads`]), the rows this
-    /// backend has read on the namespace's tables and not yet published
-    /// (PostgreSQL's `pg_stat_xact_user_tables`; `None` when disabled).
-    /// That count spans earlier transactions too (PostgreSQL 15 publishes
-    /// only when a backend goes idle), but never moves by a publication
-    /// inside a transaction, so a transaction's own reads are the
-    /// difference between a reading after BEGIN and one before COMMIT.
-    async fn server_reads_so_far(&self, conn: &mut AnyConnection) -> Result<Option<u64>> {
-        let Some(sql) = self.sql.xact_rows_read.clone() else {
-            return Ok(None);
-        };
-        if !self
-            .server_reads_probe
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            return Ok(None);
-        }
+    /// The rows this backend has read on the namespace's tables and not
+    /// yet published, and how long asking took. That count spans earlier
+    /// transactions too (PostgreSQL 15 publishes only when a backend goes
+    /// idle), but never moves by a publication inside a transaction, so a
+    /// transaction's own reads are the difference between a reading after
+    /// BEGIN and one before COMMIT. The statement names the namespace's
+    /// relations, read at the first probe (see [`super::probe`]).
+    async fn read_server_rows(&self, conn: &mut AnyConnection) -> Result<(u64, Duration)> {
+        let started = std::time::Instant::now();
+        let sql = self
+            .probe
+            .reading
+            .get_or_try_init(|| async {
+                let rows = sqlx::query(super::probe::RELATIONS_SQL)
+                    .fetch_all(&mut *conn)
+                    .await
+                    .ctx("listing the namespace's relations for the row statistics")?;
+                let relations = rows
+                    .iter()
+                    .map(|r| {
+                        let oid: i64 = r.try_get(0)?;
+                        let index: i32 = r.try_get(1)?;
+                        Ok((oid as u32, index == 1))
+                    })
+                    .collect::<std::result::Result<Vec<_>, sqlx::Error>>()
+                    .ctx("listing the namespace's relations for the row statistics")?;
+                Ok::<_, Error>(super::sql::audited(super::probe::reading_sql(&relations)))
+            })
+            .await?
+            .clone();
         let read: i64 = sqlx::query(sql)
             .fetch_one(&mut *conn)
             .await
             .ctx("reading the transaction's row statistics")?
             .try_get(0)
             .ctx("reading the transaction's row statistics")?;
-        Ok(Some(read.max(0) as u64))
+        Ok((read.max(0) as u64, started.elapsed()))
     }
 
     /// Creates a PENDING order and reserves its stock, in one transaction

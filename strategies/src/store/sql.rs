@@ -36,9 +36,6 @@ pub(crate) struct Sql {
     /// entry after the bound instead, about 300 rows read per call at the
     /// busy preset (auto_explain showed it).
     pub earliest_pending: SqlStr,
-    /// Rows the server has read so far in the current transaction, on the
-    /// namespace's tables (PostgreSQL only: `pg_stat_xact_user_tables`).
-    pub xact_rows_read: Option<SqlStr>,
 }
 
 impl Sql {
@@ -94,11 +91,6 @@ impl Sql {
                  ORDER BY expire_at_us"),
             earliest_pending: r("SELECT expire_at_us, id FROM orders WHERE status = 'PENDING' \
                  AND expire_at_us > ? ORDER BY expire_at_us LIMIT 1"),
-            xact_rows_read: (kind == DbKind::Postgres).then(|| {
-                "SELECT CAST(COALESCE(SUM(seq_tup_read + COALESCE(idx_tup_fetch, 0)), 0) AS BIGINT) \
-                 FROM pg_stat_xact_user_tables WHERE schemaname = current_schema()"
-                    .into_sql_str()
-            }),
         }
     }
 }
