@@ -6,6 +6,7 @@
 //! strategy the same colour and keeps its legend beside the data, never
 //! over it.
 
+use super::palette::Style;
 use anyhow::{anyhow, Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -56,28 +57,12 @@ fn text_width(text: &str, size: u32) -> u32 {
         .unwrap_or(text.chars().count() as u32 * size / 2)
 }
 
-/// Colour of the strategy at `index` in the run's order (Tableau 10).
-pub fn color(index: usize) -> RGBColor {
-    const PALETTE: [RGBColor; 10] = [
-        RGBColor(31, 119, 180),
-        RGBColor(255, 127, 14),
-        RGBColor(44, 160, 44),
-        RGBColor(214, 39, 40),
-        RGBColor(148, 103, 189),
-        RGBColor(140, 86, 75),
-        RGBColor(227, 119, 194),
-        RGBColor(127, 127, 127),
-        RGBColor(188, 189, 34),
-        RGBColor(23, 190, 207),
-    ];
-    PALETTE[index % PALETTE.len()]
-}
-
-/// One strategy's line: `(x, lateness in ms)` points and its colour index.
+/// One strategy's line: `(x, lateness in ms)` points, drawn in its
+/// strategy's style ([`palette::style`]).
 #[derive(Debug, Clone)]
 pub struct Line {
     pub name: String,
-    pub color: usize,
+    pub style: Style,
     pub points: Vec<(f64, f64)>,
 }
 
@@ -139,7 +124,7 @@ pub struct LineChart {
 #[derive(Debug, Clone)]
 pub struct RateLine {
     pub name: String,
-    pub color: usize,
+    pub style: Style,
     pub points: Vec<(f64, f64, f64, bool)>,
 }
 
@@ -155,12 +140,22 @@ pub struct SweepChart {
     pub lines: Vec<RateLine>,
 }
 
-/// One bar per strategy: `(name, colour index, value)`.
+/// One bar per strategy.
 #[derive(Debug, Clone)]
 pub struct BarChart {
     caption: &'static str,
     unit: &'static str,
-    bars: Vec<(String, usize, f64)>,
+    bars: Vec<Bar>,
+}
+
+/// One strategy's bar: the figure the tables print beside the chart, and
+/// over repetitions its min–max, drawn as an error bar.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    pub name: String,
+    pub style: Style,
+    pub value: f64,
+    pub spread: Option<(f64, f64)>,
 }
 
 /// Lateness of each timeout class, grouped by strategy: per class a p99
@@ -169,8 +164,8 @@ pub struct BarChart {
 pub struct TimeoutChart {
     /// Every class any strategy had, shortest first.
     timeouts_ms: Vec<u64>,
-    /// Each strategy's name and its classes.
-    strategies: Vec<(String, Vec<ClassLateness>)>,
+    /// Each strategy's name, style and classes.
+    strategies: Vec<(String, Style, Vec<ClassLateness>)>,
 }
 
 /// The lateness of one strategy's orders of one timeout class.
@@ -262,7 +257,7 @@ pub fn lateness_over_time(lines: Vec<Line>, bands: Vec<Band>) -> Chart {
 }
 
 /// One bar per strategy; missing values are left out by the caller.
-pub fn bars(caption: &'static str, unit: &'static str, bars: Vec<(String, usize, f64)>) -> Chart {
+pub fn bars(caption: &'static str, unit: &'static str, bars: Vec<Bar>) -> Chart {
     Chart::Bars(BarChart {
         caption,
         unit,
@@ -270,11 +265,11 @@ pub fn bars(caption: &'static str, unit: &'static str, bars: Vec<(String, usize,
     })
 }
 
-/// Lateness by timeout class: each strategy's name and its classes.
-pub fn lateness_by_timeout(strategies: Vec<(String, Vec<ClassLateness>)>) -> Chart {
+/// Lateness by timeout class: each strategy's name, style and classes.
+pub fn lateness_by_timeout(strategies: Vec<(String, Style, Vec<ClassLateness>)>) -> Chart {
     let mut timeouts_ms: Vec<u64> = strategies
         .iter()
-        .flat_map(|(_, classes)| classes.iter().map(|c| c.timeout_ms))
+        .flat_map(|(_, _, classes)| classes.iter().map(|c| c.timeout_ms))
         .collect();
     timeouts_ms.sort_unstable();
     timeouts_ms.dedup();
@@ -312,6 +307,8 @@ struct LegendEntry {
 enum Swatch {
     /// A short line, for a line series.
     Line,
+    /// A short dashed line, for a dashed series.
+    DashedLine,
     /// A filled square, for bars.
     Square,
 }
@@ -354,6 +351,14 @@ where
                 vec![(8, y), (30, y)],
                 entry.color.stroke_width(2),
             ))?,
+            Swatch::DashedLine => {
+                for from in [8, 17, 26] {
+                    panel.draw(&PathElement::new(
+                        vec![(from, y), (from + 5, y)],
+                        entry.color.stroke_width(2),
+                    ))?
+                }
+            }
             Swatch::Square => panel.draw(&Rectangle::new(
                 [(12, y - 6), (24, y + 6)],
                 entry.color.filled(),
@@ -439,26 +444,49 @@ where
     Ok(())
 }
 
+/// The legend row of a strategy's line.
+fn line_entry(name: &str, style: Style) -> LegendEntry {
+    LegendEntry {
+        text: name.to_string(),
+        color: style.color,
+        swatch: if style.dashed {
+            Swatch::DashedLine
+        } else {
+            Swatch::Line
+        },
+    }
+}
+
 fn line_legend(lines: &[Line]) -> Vec<LegendEntry> {
-    lines
-        .iter()
-        .map(|l| LegendEntry {
-            text: l.name.clone(),
-            color: color(l.color),
-            swatch: Swatch::Line,
-        })
-        .collect()
+    lines.iter().map(|l| line_entry(&l.name, l.style)).collect()
 }
 
 fn sweep_legend(lines: &[RateLine]) -> Vec<LegendEntry> {
-    lines
-        .iter()
-        .map(|l| LegendEntry {
-            text: l.name.clone(),
-            color: color(l.color),
-            swatch: Swatch::Line,
-        })
-        .collect()
+    lines.iter().map(|l| line_entry(&l.name, l.style)).collect()
+}
+
+/// Draws `points` as one strategy's line on `chart`, dashed if its style is.
+fn draw_line<DB, X, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    points: Vec<(X::ValueType, Y::ValueType)>,
+    style: Style,
+    width: u32,
+) -> Result<()>
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+    X: Ranged,
+    Y: Ranged,
+    X::ValueType: Clone + 'static,
+    Y::ValueType: Clone + 'static,
+{
+    let stroke = style.color.stroke_width(width);
+    if style.dashed {
+        chart.draw_series(DashedLineSeries::new(points, 6, 4, stroke))?;
+    } else {
+        chart.draw_series(LineSeries::new(points, stroke))?;
+    }
+    Ok(())
 }
 
 fn timeout_legend(chart: &TimeoutChart) -> Vec<LegendEntry> {
@@ -539,7 +567,7 @@ const BAR_MARGIN: u32 = 10;
 impl BarChart {
     fn labels(&self) -> CategoryLabels {
         CategoryLabels::new(
-            self.bars.iter().map(|b| b.0.clone()),
+            self.bars.iter().map(|b| b.name.clone()),
             self.bars.len(),
             BAR_WIDTH - BAR_Y_AREA - 2 * BAR_MARGIN,
         )
@@ -560,6 +588,27 @@ impl TimeoutChart {
 }
 
 impl Chart {
+    /// Each strategy's name and style, as the chart draws them (for tests
+    /// that check what a figure shows).
+    #[cfg(test)]
+    pub fn strategy_styles(&self) -> Vec<(String, Style)> {
+        match self {
+            Chart::Lines(c) => c.lines.iter().map(|l| (l.name.clone(), l.style)).collect(),
+            Chart::Sweep(c) => c.lines.iter().map(|l| (l.name.clone(), l.style)).collect(),
+            Chart::Bars(c) => c.bars.iter().map(|b| (b.name.clone(), b.style)).collect(),
+            Chart::ByTimeout(c) => c.strategies.iter().map(|s| (s.0.clone(), s.1)).collect(),
+        }
+    }
+
+    /// A bar chart's bars (none for other charts).
+    #[cfg(test)]
+    pub fn bar_list(&self) -> &[Bar] {
+        match self {
+            Chart::Bars(c) => &c.bars,
+            _ => &[],
+        }
+    }
+
     /// Pixel size: the data with its axes, the legend to its right, the
     /// key or the turned category names below.
     pub fn size(&self) -> (u32, u32) {
@@ -676,9 +725,8 @@ impl LineChart {
             ))?;
         }
         for line in &self.lines {
-            let style = color(line.color).stroke_width(2);
             let points = line.points.iter().map(|&(x, y)| (x, y.max(FLOOR_MS)));
-            chart.draw_series(LineSeries::new(points, style))?;
+            draw_line(&mut chart, points.collect(), line.style, 2)?;
         }
         Ok(())
     }
@@ -743,12 +791,12 @@ impl SweepChart {
             )))?;
         }
         for line in &self.lines {
-            let c = color(line.color);
+            let c = line.style.color;
             let at = |x: f64, y: f64| (at_least_one(x), y.max(FLOOR_MS));
             let high = line.points.iter().map(|p| at(p.0, p.2));
             let low = line.points.iter().map(|p| at(p.0, p.1));
-            chart.draw_series(LineSeries::new(high, c.stroke_width(2)))?;
-            chart.draw_series(LineSeries::new(low, c.stroke_width(1)))?;
+            draw_line(&mut chart, high.collect(), line.style, 2)?;
+            draw_line(&mut chart, low.collect(), line.style, 1)?;
             chart.draw_series(
                 line.points
                     .iter()
@@ -772,7 +820,9 @@ impl BarChart {
         DB::ErrorType: 'static,
     {
         let labels = self.labels();
-        let top = self.bars.iter().map(|b| b.2).fold(0f64, f64::max);
+        // The value is printed over the error bar's top, so that one counts.
+        let top_of = |b: &Bar| b.spread.map_or(b.value, |(_, max)| max.max(b.value));
+        let top = self.bars.iter().map(top_of).fold(0f64, f64::max);
         // Headroom for the values over the bars; turned ones need more.
         let headroom = if labels.turned { 1.35 } else { 1.2 };
         let top = if top > 0.0 { top * headroom } else { 1.0 };
@@ -792,10 +842,29 @@ impl BarChart {
             .label_style(font(12))
             .axis_desc_style(font(13))
             .draw()?;
-        chart.draw_series(self.bars.iter().enumerate().map(|(i, (_, c, v))| {
+        chart.draw_series(self.bars.iter().enumerate().map(|(i, bar)| {
             let x = i as f64;
-            Rectangle::new([(x + 0.15, 0.0), (x + 0.85, *v)], color(*c).filled())
+            Rectangle::new(
+                [(x + 0.15, 0.0), (x + 0.85, bar.value)],
+                bar.style.color.filled(),
+            )
         }))?;
+        // The repetitions' min–max: a whisker with caps over each bar that
+        // has a spread.
+        for (i, (min, max)) in self
+            .bars
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| b.spread.filter(|(lo, hi)| lo < hi).map(|s| (i, s)))
+        {
+            let mid = i as f64 + 0.5;
+            let whisker = BLACK.stroke_width(1);
+            chart.draw_series([
+                PathElement::new(vec![(mid, min), (mid, max)], whisker),
+                PathElement::new(vec![(mid - 0.12, min), (mid + 0.12, min)], whisker),
+                PathElement::new(vec![(mid - 0.12, max), (mid + 0.12, max)], whisker),
+            ])?;
+        }
         // Values over the bars, turned upwards like the names when the bars
         // are too narrow for them.
         let value_style = if labels.turned {
@@ -808,11 +877,13 @@ impl BarChart {
                 .color(&BLACK)
                 .pos(Pos::new(HPos::Center, VPos::Bottom))
         };
-        chart.draw_series(self.bars.iter().enumerate().map(|(i, (_, _, v))| {
-            Text::new(format_value(*v), (i as f64 + 0.5, *v), value_style.clone())
+        // A few pixels clear of the bar, or of its whisker's cap.
+        chart.draw_series(self.bars.iter().enumerate().map(|(i, bar)| {
+            EmptyElement::at((i as f64 + 0.5, top_of(bar)))
+                + Text::new(format_value(bar.value), (0, -3), value_style.clone())
         }))?;
-        for (i, (name, _, _)) in self.bars.iter().enumerate() {
-            labels.draw(root, name, chart.backend_coord(&(i as f64 + 0.5, 0.0)))?;
+        for (i, bar) in self.bars.iter().enumerate() {
+            labels.draw(root, &bar.name, chart.backend_coord(&(i as f64 + 0.5, 0.0)))?;
         }
         Ok(())
     }
@@ -828,7 +899,7 @@ impl TimeoutChart {
         let y = log_range(
             self.strategies
                 .iter()
-                .flat_map(|s| s.1.iter().flat_map(|c| [c.p50_ms, c.p99_ms])),
+                .flat_map(|s| s.2.iter().flat_map(|c| [c.p50_ms, c.p99_ms])),
         );
         let y_lo = y.start;
         let mut chart = ChartBuilder::on(&data)
@@ -856,7 +927,7 @@ impl TimeoutChart {
             let from = i as f64 + 0.1 + class as f64 * width;
             (from, from + width * 0.9)
         };
-        for (i, (name, classes)) in self.strategies.iter().enumerate() {
+        for (i, (name, style, classes)) in self.strategies.iter().enumerate() {
             for c in classes {
                 let class = self
                     .timeouts_ms
@@ -874,7 +945,15 @@ impl TimeoutChart {
                     BLACK.stroke_width(2),
                 )))?;
             }
-            labels.draw(&data, name, chart.backend_coord(&(i as f64 + 0.5, y_lo)))?;
+            // The bars are coloured by timeout class; a strip of the
+            // strategy's own colour under its group ties it to the other plots.
+            let (left, axis) = chart.backend_coord(&(i as f64 + 0.1, y_lo));
+            let (right, _) = chart.backend_coord(&(i as f64 + 0.9, y_lo));
+            data.draw(&Rectangle::new(
+                [(left, axis + 1), (right, axis + 5)],
+                style.color.filled(),
+            ))?;
+            labels.draw(&data, name, (left + (right - left) / 2, axis))?;
         }
         Ok(())
     }
@@ -1003,7 +1082,17 @@ pub fn write_files<'a>(run_dir: &Path, figures: &'a [Figure]) -> Result<Vec<Draw
 
 #[cfg(test)]
 mod tests {
+    use super::super::palette::style;
     use super::*;
+
+    fn bar(name: &str, value: f64, spread: Option<(f64, f64)>) -> Bar {
+        Bar {
+            name: name.into(),
+            style: style(name),
+            value,
+            spread,
+        }
+    }
 
     #[test]
     fn nines_axis_places_the_usual_percentiles_on_whole_numbers() {
@@ -1037,7 +1126,7 @@ mod tests {
     fn log_range_covers_every_point_in_whole_decades() {
         let line = Line {
             name: "x".into(),
-            color: 0,
+            style: style("x"),
             points: vec![(0.0, 0.0), (1.0, 3.2), (2.0, 240.0)],
         };
         assert_eq!(lines_range(&[line]), FLOOR_MS..1000.0);
@@ -1048,12 +1137,12 @@ mod tests {
         vec![
             Line {
                 name: "db-scan".into(),
-                color: 0,
+                style: style("db-scan"),
                 points: vec![(0.0, 1.0), (1.0, 200.0), (2.0, 240.0)],
             },
             Line {
                 name: "timing-wheel".into(),
-                color: 1,
+                style: style("timing-wheel"),
                 points: vec![(0.0, 0.5), (1.0, 2.0), (2.0, 4.0)],
             },
         ]
@@ -1070,15 +1159,49 @@ mod tests {
         let svg = bars(
             "statements",
             "per cancel",
-            vec![("db-scan".into(), 0, 5.1), ("timing-wheel".into(), 1, 3.0)],
+            vec![bar("db-scan", 5.1, None), bar("timing-wheel", 3.0, None)],
         )
         .svg()
         .unwrap();
         assert!(svg.contains("db-scan") && svg.contains("5.10"), "{svg}");
-        let one = bars("one", "unit", vec![("redis-zset".into(), 4, 25.4)])
+        let one = bars("one", "unit", vec![bar("redis-zset", 25.4, None)])
             .svg()
             .unwrap();
         assert!(one.contains("redis-zset") && one.contains("25.4"), "{one}");
+    }
+
+    #[test]
+    fn a_spread_is_drawn_as_a_whisker_with_caps() {
+        let paths = |spread| {
+            // The taller bar fixes the axis, so the grid is the same in both.
+            let chart = bars(
+                "cpu",
+                "µs",
+                vec![
+                    bar("db-scan", 1619.0, spread),
+                    bar("redis-zset", 3000.0, None),
+                ],
+            );
+            chart.svg().unwrap().matches("<polyline").count()
+        };
+        assert_eq!(paths(Some((1537.0, 1951.0))), paths(None) + 3);
+        // Repetitions that agree have no spread to draw.
+        assert_eq!(paths(Some((1619.0, 1619.0))), paths(None));
+    }
+
+    #[test]
+    fn a_dashed_strategy_is_dashed_in_its_line_and_its_legend() {
+        let line = |name: &str| Line {
+            name: name.into(),
+            style: style(name),
+            points: vec![(0.0, 1.0), (1.0, 200.0), (2.0, 240.0)],
+        };
+        let paths = |name: &str| {
+            let svg = lateness_cdf(vec![line(name)], 3.0).svg().unwrap();
+            svg.matches("<polyline").count()
+        };
+        // A dash is a path of its own: many more than one line's.
+        assert!(paths("redis-zset+fallback") > paths("redis-zset") + 10);
     }
 
     /// The x of every SVG `<text>` element whose text is `text`.
@@ -1157,9 +1280,14 @@ mod tests {
             chart: lateness_by_timeout(vec![
                 (
                     "db-scan".into(),
+                    style("db-scan"),
                     vec![class(500, 20.0, 48.0), class(1000, 21.0, 49.0)],
                 ),
-                ("timing-wheel".into(), vec![class(500, 1.0, 2.0)]),
+                (
+                    "timing-wheel".into(),
+                    style("timing-wheel"),
+                    vec![class(500, 1.0, 2.0)],
+                ),
             ]),
         };
         let drawn = write_files(dir.path(), std::slice::from_ref(&figure)).unwrap();
