@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use strategies::checker::Anomalies;
 
-pub use compare::compare;
+pub use compare::{compare, CompareOptions, Regressed, REGRESSION_EXIT};
 
 /// Reads `run.json` and the summaries in the order the run listed them.
 pub fn load(run_dir: &Path) -> Result<(RunInfo, Vec<Summary>)> {
