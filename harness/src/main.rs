@@ -106,11 +106,25 @@ enum Command {
         out: PathBuf,
     },
     /// Compare two run folders strategy by strategy (markdown on stdout).
+    ///
+    /// Exit status: 0; 1 on an error or when OTHER shows an anomaly BASE had not;
+    /// 3 with --fail-on-regression when a figure got worse beyond the spread.
     Compare {
         /// The base run, e.g. results/reference/20261130-101701-quick.
         base: PathBuf,
         /// The run compared with it.
         other: PathBuf,
+        /// Exit 3 when a figure got worse beyond the spread (up: lateness p50, p90, p99,
+        /// p99.9, max and p99 at commit, anomalies, and per cancel the DB statements, attempts,
+        /// rows read, broker messages, Redis commands and CPU): with repetitions on both
+        /// sides, when the min–max ranges do not overlap; else when it grew by more than
+        /// --single-run-threshold.
+        #[arg(long)]
+        fail_on_regression: bool,
+        /// Where a run was not repeated: the rise, in percent of the base's value, beyond
+        /// which a figure counts as worse.
+        #[arg(long, default_value = "25", value_name = "PERCENT", value_parser = percent)]
+        single_run_threshold: f64,
     },
     /// List the strategies, probe the services they need, and say which can run now.
     List {
@@ -211,9 +225,20 @@ fn main() -> ExitCode {
                 println!("draft decision record: {}", out.display());
                 Ok(())
             }
-            Command::Compare { base, other } => {
-                let comparison = report::compare(&base, &other)?;
+            Command::Compare {
+                base,
+                other,
+                fail_on_regression,
+                single_run_threshold,
+            } => {
+                let options = report::CompareOptions {
+                    single_run_threshold: single_run_threshold / 100.0,
+                };
+                let comparison = report::compare(&base, &other, options)?;
                 print!("{}", comparison.text);
+                if fail_on_regression && !comparison.regressions.is_empty() {
+                    return Err(report::Regressed(comparison.regressions).into());
+                }
                 if comparison.new_anomalies.is_empty() {
                     Ok(())
                 } else {
@@ -242,8 +267,23 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            if e.downcast_ref::<report::Regressed>().is_some() {
+                ExitCode::from(report::REGRESSION_EXIT)
+            } else {
+                ExitCode::FAILURE
+            }
         }
+    }
+}
+
+/// A percentage for `--single-run-threshold`: `25` or `25%`, not negative.
+fn percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%');
+    match number.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "`{text}` is not a percentage (a number from 0 up, e.g. 25 or 25%)"
+        )),
     }
 }
 

@@ -8,19 +8,20 @@ mod compare;
 mod figures;
 mod html;
 mod markdown;
+mod palette;
 mod plots;
 pub mod sweep;
 mod text_table;
 
 use crate::model::records::FaultReach;
 use crate::model::run_info::RunInfo;
-use crate::model::summary::{LatenessStats, Pct, Status, Summary};
+use crate::model::summary::{Status, Summary};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::Path;
 use strategies::checker::Anomalies;
 
-pub use compare::compare;
+pub use compare::{compare, CompareOptions, Regressed, REGRESSION_EXIT};
 
 /// Reads `run.json` and the summaries in the order the run listed them.
 pub fn load(run_dir: &Path) -> Result<(RunInfo, Vec<Summary>)> {
@@ -131,39 +132,66 @@ fn ms(us: u64) -> String {
     as_ms(us as f64)
 }
 
-/// A percentile in ms, or `-` when it rests on too few samples.
-fn pct(stats: &LatenessStats, which: Pct) -> String {
-    stats.shown(which).map(ms).unwrap_or_else(|| "-".into())
+/// One figure of a strategy as every table and plot shows it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Shown {
+    /// The run's own value; over repetitions, their median.
+    pub value: f64,
+    /// Over repetitions, their min and max.
+    pub spread: Option<(f64, f64)>,
 }
 
-/// A figure's cell: over repetitions `median (min–max)`, formatted by
-/// `format`; for a single run, `single`. A figure some repetition lacked
-/// is `-`.
-fn fig(s: &Summary, key: &str, single: String, format: fn(f64) -> String) -> String {
+/// The figures of a distribution, which repetitions pool: over
+/// repetitions the summary's own value is of all their samples together
+/// (the percentile of the pooled histogram, or the total count).
+const POOLED: [&str; 7] = ["n", "p50", "p90", "p99", "p999", "max", "commit_p99"];
+
+/// Figure `key` (a name of [`crate::model::summary::figures`]) of `s`, the
+/// one source the tables and the plots read, so that they cannot disagree:
+/// over repetitions a pooled figure ([`POOLED`]) is the summary's own, the
+/// others the median of `repeats.figures`, each with the repetitions' min
+/// and max where every repetition had the figure; for a single run its
+/// own figure. `None` where it was not measured (a pooled percentile its
+/// pooled count does not support, say).
+pub(crate) fn shown(s: &Summary, key: &str) -> Option<Shown> {
+    let figures = crate::model::summary::figures(s);
+    debug_assert!(
+        figures.iter().any(|(k, _)| *k == key),
+        "`{key}` is not a figure name"
+    );
+    let own = || {
+        figures
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| *v)
+    };
     match &s.repeats {
-        None => single,
-        Some(r) => match r.figures.get(key) {
-            Some(sp) if sp.min == sp.max => format(sp.median),
-            Some(sp) => format!(
-                "{} ({}–{})",
-                format(sp.median),
-                format(sp.min),
-                format(sp.max)
-            ),
-            None => "-".into(),
-        },
+        Some(r) if POOLED.contains(&key) => own().map(|value| Shown {
+            value,
+            spread: r.figures.get(key).map(|sp| (sp.min, sp.max)),
+        }),
+        Some(r) => r.figures.get(key).map(|sp| Shown {
+            value: sp.median,
+            spread: Some((sp.min, sp.max)),
+        }),
+        None => own().map(|value| Shown {
+            value,
+            spread: None,
+        }),
     }
 }
 
-/// A distribution's cell: the value `pooled` (over repetitions, the
-/// percentile of all their samples together, or their total count), with
-/// the repetitions' own min–max beside it where each supported it.
-fn pooled_fig(s: &Summary, key: &str, pooled: String, format: fn(f64) -> String) -> String {
-    match s.repeats.as_ref().and_then(|r| r.figures.get(key)) {
-        Some(sp) if sp.min != sp.max && pooled != "-" => {
-            format!("{pooled} ({}–{})", format(sp.min), format(sp.max))
-        }
-        _ => pooled,
+/// A figure's cell, formatted by `format`: over repetitions
+/// `median (min–max)` (just the median when they agree), for a single run
+/// its value; `-` where [`shown`] has none.
+fn fig(s: &Summary, key: &str, format: fn(f64) -> String) -> String {
+    match shown(s, key) {
+        None => "-".into(),
+        Some(Shown {
+            value,
+            spread: Some((min, max)),
+        }) if min != max => format!("{} ({}–{})", format(value), format(min), format(max)),
+        Some(Shown { value, .. }) => format(value),
     }
 }
 
@@ -300,10 +328,6 @@ fn warnings_cell(s: &Summary) -> String {
     }
 }
 
-fn ratio(v: Option<f64>) -> String {
-    v.map(as_ratio).unwrap_or_else(|| "-".into())
-}
-
 /// Every anomaly the checker counts, with the name the reports use, in one
 /// order everywhere.
 pub fn anomaly_counts(a: &Anomalies) -> [(&'static str, u64); 9] {
@@ -367,42 +391,24 @@ fn rows(summaries: &[Summary]) -> Vec<Vec<String>> {
             rows.push(row);
             continue;
         }
-        let l = &s.lateness_us;
-        let c = &s.cost.store;
-        let attempts = (c.cancelled > 0).then(|| c.cancel_attempts as f64 / c.cancelled as f64);
-        let committed = s
-            .committed_lateness_us
-            .as_ref()
-            .map(|c| pct(c, Pct::P99))
-            .unwrap_or_else(|| "-".into());
         rows.push(vec![
             s.strategy.clone(),
             "ok".into(),
-            fig(s, "created", s.orders.created.to_string(), as_count),
-            fig(s, "paid", s.orders.paid.to_string(), as_count),
-            fig(s, "cancelled", s.orders.cancelled.to_string(), as_count),
-            fig(s, "pending", s.orders.pending.to_string(), as_count),
-            fig(
-                s,
-                "paid_late",
-                s.orders.paid_after_deadline.to_string(),
-                as_count,
-            ),
-            pooled_fig(s, "n", l.count.to_string(), as_count),
-            pooled_fig(s, "p50", pct(l, Pct::P50), as_ms),
-            pooled_fig(s, "p90", pct(l, Pct::P90), as_ms),
-            pooled_fig(s, "p99", pct(l, Pct::P99), as_ms),
-            pooled_fig(s, "p999", pct(l, Pct::P999), as_ms),
-            pooled_fig(s, "max", pct(l, Pct::Max), as_ms),
-            pooled_fig(s, "commit_p99", committed, as_ms),
+            fig(s, "created", as_count),
+            fig(s, "paid", as_count),
+            fig(s, "cancelled", as_count),
+            fig(s, "pending", as_count),
+            fig(s, "paid_late", as_count),
+            fig(s, "n", as_count),
+            fig(s, "p50", as_ms),
+            fig(s, "p90", as_ms),
+            fig(s, "p99", as_ms),
+            fig(s, "p999", as_ms),
+            fig(s, "max", as_ms),
+            fig(s, "commit_p99", as_ms),
             anomaly_cell(s),
-            fig(
-                s,
-                "stmts_per_cancel",
-                ratio(s.cost.statements_per_cancel),
-                as_ratio,
-            ),
-            fig(s, "attempts_per_cancel", ratio(attempts), as_ratio),
+            fig(s, "stmts_per_cancel", as_ratio),
+            fig(s, "attempts_per_cancel", as_ratio),
             warnings_cell(s),
         ]);
     }
@@ -438,67 +444,26 @@ fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
     .map(|s| s.to_string())
     .collect()];
     for s in summaries.iter().filter(|s| s.status == Status::Ok) {
-        let c = &s.cost;
         let mut row = vec![
             s.strategy.clone(),
-            pooled_fig(s, "n", s.lateness_us.count.to_string(), as_count),
-            pooled_fig(s, "p90", pct(&s.lateness_us, Pct::P90), as_ms),
-            pooled_fig(s, "p99", pct(&s.lateness_us, Pct::P99), as_ms),
-            pooled_fig(s, "max", pct(&s.lateness_us, Pct::Max), as_ms),
-            fig(
-                s,
-                "paid_late",
-                s.orders.paid_after_deadline.to_string(),
-                as_count,
-            ),
+            fig(s, "n", as_count),
+            fig(s, "p90", as_ms),
+            fig(s, "p99", as_ms),
+            fig(s, "max", as_ms),
+            fig(s, "paid_late", as_count),
             s.anomalies.total().to_string(),
-            fig(
-                s,
-                "stmts_per_cancel",
-                ratio(c.statements_per_cancel),
-                as_ratio,
-            ),
-            // The canceller's own reads where measured; else the whole
-            // run's, said in the cell.
-            match c.canceller_server_rows_read_per_cancel {
-                Some(v) => fig(s, "canceller_rows_per_cancel", format!("{v:.1}"), as_ratio),
-                None if c.server_rows_read_per_cancel.is_some() => format!(
-                    "{} (whole run)",
-                    fig(
-                        s,
-                        "server_rows_per_cancel",
-                        ratio(c.server_rows_read_per_cancel),
-                        as_ratio
-                    )
-                ),
+            fig(s, "stmts_per_cancel", as_ratio),
+            match rows_read_figure(s) {
+                Some(key @ "server_rows_per_cancel") => {
+                    format!("{} (whole run)", fig(s, key, as_ratio))
+                }
+                Some(key) => fig(s, key, as_ratio),
                 None => "-".into(),
             },
-            fig(
-                s,
-                "broker_msgs_per_cancel",
-                ratio(c.broker_messages_per_cancel),
-                as_ratio,
-            ),
-            fig(
-                s,
-                "redis_cmds_per_cancel",
-                ratio(c.redis_commands_per_cancel),
-                as_ratio,
-            ),
-            fig(
-                s,
-                "cpu_us_per_cancel",
-                c.cpu_us_per_cancel
-                    .map(|v| format!("{v:.0}"))
-                    .unwrap_or_else(|| "-".into()),
-                as_count,
-            ),
-            fig(
-                s,
-                "peak_rss_mib",
-                format!("{:.0}", c.peak_rss_kib as f64 / 1024.0),
-                as_count,
-            ),
+            fig(s, "broker_msgs_per_cancel", as_ratio),
+            fig(s, "redis_cmds_per_cancel", as_ratio),
+            fig(s, "cpu_us_per_cancel", as_count),
+            fig(s, "peak_rss_mib", as_count),
         ];
         match &s.capabilities {
             Some(caps) => {
@@ -521,6 +486,21 @@ fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
         rows.push(row);
     }
     rows
+}
+
+/// Which figure stands for the DB rows read per cancel of `s`: the
+/// canceller's own reads where the database tells them apart, else the
+/// whole run's (`server_rows_per_cancel`), else none. The trade-off table
+/// and the rows-read plot both ask here.
+pub(crate) fn rows_read_figure(s: &Summary) -> Option<&'static str> {
+    let c = &s.cost;
+    if c.canceller_server_rows_read_per_cancel.is_some() {
+        Some("canceller_rows_per_cancel")
+    } else if c.server_rows_read_per_cancel.is_some() {
+        Some("server_rows_per_cancel")
+    } else {
+        None
+    }
 }
 
 /// Explains the trade-off table's columns, for both reports.

@@ -6,6 +6,7 @@
 //! strategy the same colour and keeps its legend beside the data, never
 //! over it.
 
+use super::palette::Style;
 use anyhow::{anyhow, Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -56,28 +57,12 @@ fn text_width(text: &str, size: u32) -> u32 {
         .unwrap_or(text.chars().count() as u32 * size / 2)
 }
 
-/// Colour of the strategy at `index` in the run's order (Tableau 10).
-pub fn color(index: usize) -> RGBColor {
-    const PALETTE: [RGBColor; 10] = [
-        RGBColor(31, 119, 180),
-        RGBColor(255, 127, 14),
-        RGBColor(44, 160, 44),
-        RGBColor(214, 39, 40),
-        RGBColor(148, 103, 189),
-        RGBColor(140, 86, 75),
-        RGBColor(227, 119, 194),
-        RGBColor(127, 127, 127),
-        RGBColor(188, 189, 34),
-        RGBColor(23, 190, 207),
-    ];
-    PALETTE[index % PALETTE.len()]
-}
-
-/// One strategy's line: `(x, lateness in ms)` points and its colour index.
+/// One strategy's line: `(x, lateness in ms)` points, drawn in its
+/// strategy's style ([`palette::style`]).
 #[derive(Debug, Clone)]
 pub struct Line {
     pub name: String,
-    pub color: usize,
+    pub style: Style,
     pub points: Vec<(f64, f64)>,
 }
 
@@ -139,7 +124,7 @@ pub struct LineChart {
 #[derive(Debug, Clone)]
 pub struct RateLine {
     pub name: String,
-    pub color: usize,
+    pub style: Style,
     pub points: Vec<(f64, f64, f64, bool)>,
 }
 
@@ -155,12 +140,22 @@ pub struct SweepChart {
     pub lines: Vec<RateLine>,
 }
 
-/// One bar per strategy: `(name, colour index, value)`.
+/// One bar per strategy.
 #[derive(Debug, Clone)]
 pub struct BarChart {
     caption: &'static str,
     unit: &'static str,
-    bars: Vec<(String, usize, f64)>,
+    bars: Vec<Bar>,
+}
+
+/// One strategy's bar: the figure the tables print beside the chart, and
+/// over repetitions its min–max, drawn as an error bar.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    pub name: String,
+    pub style: Style,
+    pub value: f64,
+    pub spread: Option<(f64, f64)>,
 }
 
 /// Lateness of each timeout class, grouped by strategy: per class a p99
@@ -169,8 +164,8 @@ pub struct BarChart {
 pub struct TimeoutChart {
     /// Every class any strategy had, shortest first.
     timeouts_ms: Vec<u64>,
-    /// Each strategy's name and its classes.
-    strategies: Vec<(String, Vec<ClassLateness>)>,
+    /// Each strategy's name, style and classes.
+    strategies: Vec<(String, Style, Vec<ClassLateness>)>,
 }
 
 /// The lateness of one strategy's orders of one timeout class.
@@ -262,7 +257,7 @@ pub fn lateness_over_time(lines: Vec<Line>, bands: Vec<Band>) -> Chart {
 }
 
 /// One bar per strategy; missing values are left out by the caller.
-pub fn bars(caption: &'static str, unit: &'static str, bars: Vec<(String, usize, f64)>) -> Chart {
+pub fn bars(caption: &'static str, unit: &'static str, bars: Vec<Bar>) -> Chart {
     Chart::Bars(BarChart {
         caption,
         unit,
@@ -270,11 +265,11 @@ pub fn bars(caption: &'static str, unit: &'static str, bars: Vec<(String, usize,
     })
 }
 
-/// Lateness by timeout class: each strategy's name and its classes.
-pub fn lateness_by_timeout(strategies: Vec<(String, Vec<ClassLateness>)>) -> Chart {
+/// Lateness by timeout class: each strategy's name, style and classes.
+pub fn lateness_by_timeout(strategies: Vec<(String, Style, Vec<ClassLateness>)>) -> Chart {
     let mut timeouts_ms: Vec<u64> = strategies
         .iter()
-        .flat_map(|(_, classes)| classes.iter().map(|c| c.timeout_ms))
+        .flat_map(|(_, _, classes)| classes.iter().map(|c| c.timeout_ms))
         .collect();
     timeouts_ms.sort_unstable();
     timeouts_ms.dedup();
@@ -312,6 +307,8 @@ struct LegendEntry {
 enum Swatch {
     /// A short line, for a line series.
     Line,
+    /// A short dashed line, for a dashed series.
+    DashedLine,
     /// A filled square, for bars.
     Square,
 }
@@ -354,6 +351,14 @@ where
                 vec![(8, y), (30, y)],
                 entry.color.stroke_width(2),
             ))?,
+            Swatch::DashedLine => {
+                for from in [8, 17, 26] {
+                    panel.draw(&PathElement::new(
+                        vec![(from, y), (from + 5, y)],
+                        entry.color.stroke_width(2),
+                    ))?
+                }
+            }
             Swatch::Square => panel.draw(&Rectangle::new(
                 [(12, y - 6), (24, y + 6)],
                 entry.color.filled(),
@@ -439,26 +444,49 @@ where
     Ok(())
 }
 
+/// The legend row of a strategy's line.
+fn line_entry(name: &str, style: Style) -> LegendEntry {
+    LegendEntry {
+        text: name.to_string(),
+        color: style.color,
+        swatch: if style.dashed {
+            Swatch::DashedLine
+        } else {
+            Swatch::Line
+        },
+    }
+}
+
 fn line_legend(lines: &[Line]) -> Vec<LegendEntry> {
-    lines
-        .iter()
-        .map(|l| LegendEntry {
-            text: l.name.clone(),
-            color: color(l.color),
-            swatch: Swatch::Line,
-        })
-        .collect()
+    lines.iter().map(|l| line_entry(&l.name, l.style)).collect()
 }
 
 fn sweep_legend(lines: &[RateLine]) -> Vec<LegendEntry> {
-    lines
-        .iter()
-        .map(|l| LegendEntry {
-            text: l.name.clone(),
-            color: color(l.color),
-            swatch: Swatch::Line,
-        })
-        .collect()
+    lines.iter().map(|l| line_entry(&l.name, l.style)).collect()
+}
+
+/// Draws `points` as one strategy's line on `chart`, dashed if its style is.
+fn draw_line<DB, X, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    points: Vec<(X::ValueType, Y::ValueType)>,
+    style: Style,
+    width: u32,
+) -> Result<()>
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+    X: Ranged,
+    Y: Ranged,
+    X::ValueType: Clone + 'static,
+    Y::ValueType: Clone + 'static,
+{
+    let stroke = style.color.stroke_width(width);
+    if style.dashed {
+        chart.draw_series(DashedLineSeries::new(points, 6, 4, stroke))?;
+    } else {
+        chart.draw_series(LineSeries::new(points, stroke))?;
+    }
+    Ok(())
 }
 
 fn timeout_legend(chart: &TimeoutChart) -> Vec<LegendEntry> {
@@ -539,7 +567,7 @@ const BAR_MARGIN: u32 = 10;
 impl BarChart {
     fn labels(&self) -> CategoryLabels {
         CategoryLabels::new(
-            self.bars.iter().map(|b| b.0.clone()),
+            self.bars.iter().map(|b| b.name.clone()),
             self.bars.len(),
             BAR_WIDTH - BAR_Y_AREA - 2 * BAR_MARGIN,
         )
@@ -560,6 +588,27 @@ impl TimeoutChart {
 }
 
 impl Chart {
+    /// Each strategy's name and style, as the chart draws them (for tests
+    /// that check what a figure shows).
+    #[cfg(test)]
+    pub fn strategy_styles(&self) -> Vec<(String, Style)> {
+        match self {
+            Chart::Lines(c) => c.lines.iter().map(|l| (l.name.clone(), l.style)).collect(),
+            Chart::Sweep(c) => c.lines.iter().map(|l| (l.name.clone(), l.style)).collect(),
+            Chart::Bars(c) => c.bars.iter().map(|b| (b.name.clone(), b.style)).collect(),
+            Chart::ByTimeout(c) => c.strategies.iter().map(|s| (s.0.clone(), s.1)).collect(),
+        }
+    }
+
+    /// A bar chart's bars (none for other charts).
+    #[cfg(test)]
+    pub fn bar_list(&self) -> &[Bar] {
+        match self {
+            Chart::Bars(c) => &c.bars,
+            _ => &[],
+        }
+    }
+
     /// Pixel size: the data with its axes, the legend to its right, the
     /// key or the turned category names below.
     pub fn size(&self) -> (u32, u32) {
@@ -676,12 +725,88 @@ impl LineChart {
             ))?;
         }
         for line in &self.lines {
-            let style = color(line.color).stroke_width(2);
             let points = line.points.iter().map(|&(x, y)| (x, y.max(FLOOR_MS)));
-            chart.draw_series(LineSeries::new(points, style))?;
+            draw_line(&mut chart, points.collect(), line.style, 2)?;
         }
         Ok(())
     }
+}
+
+/// Margin around a sweep chart's data, and the width of its y labels.
+const SWEEP_MARGIN: u32 = 12;
+const SWEEP_Y_AREA: u32 = 70;
+/// Size of axis tick labels.
+const TICK_FONT: u32 = 12;
+/// Least room between two neighbouring x labels, in pixels.
+const TICK_GAP: u32 = 8;
+
+/// A count on a sweep's x axis (orders/s, pending orders), short enough to
+/// sit under a tick: `900`, `1k`, `20k`, `1M`; at most 1, `0`, since a
+/// backlog of none is drawn at 1 on the log axis.
+fn count_label(v: f64) -> String {
+    let short = |v: f64, unit: &str| {
+        let text = format!("{v:.1}");
+        format!("{}{unit}", text.trim_end_matches(".0"))
+    };
+    if v <= 1.0 {
+        "0".into()
+    } else if v >= 1e6 {
+        short(v / 1e6, "M")
+    } else if v >= 1e3 {
+        short(v / 1e3, "k")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// Where on a log axis over `range`, `axis_px` pixels long, value `v` sits.
+fn log_position(v: f64, range: &Range<f64>, axis_px: u32) -> f64 {
+    axis_px as f64 * (v / range.start).ln() / (range.end / range.start).ln()
+}
+
+/// Whether the labels of `ticks` (ascending), centred under their ticks,
+/// leave at least [`TICK_GAP`] pixels between neighbours.
+fn labels_leave_room(ticks: &[f64], range: &Range<f64>, axis_px: u32) -> bool {
+    let extent = |v: f64| {
+        let centre = log_position(v, range, axis_px);
+        let half = text_width(&count_label(v), TICK_FONT) as f64 / 2.0;
+        (centre - half, centre + half)
+    };
+    ticks
+        .windows(2)
+        .all(|w| extent(w[0]).1 + TICK_GAP as f64 <= extent(w[1]).0)
+}
+
+/// The x ticks of a sweep chart: the densest of the usual log series
+/// (1–9 per decade, then 1-2-5, 1-2, 1-3, 1, then one decade in 2, 3, ...)
+/// whose labels do not collide at the axis' width, so the labels read
+/// `100 200 500 1k 2k` where plotters' own choice printed `900` and `1000`
+/// on top of each other. Only values from 1 up: the axis counts things.
+fn log_ticks(range: &Range<f64>, axis_px: u32) -> Vec<f64> {
+    let in_range = |v: &f64| *v >= range.start.max(1.0) && *v <= range.end;
+    let first = range.start.max(1.0).log10().floor() as i32;
+    let last = range.end.log10().ceil() as i32;
+    let series = |multiples: &[f64], every: i32| -> Vec<f64> {
+        (first..=last)
+            .filter(|k| k.rem_euclid(every) == 0)
+            .flat_map(|k| multiples.iter().map(move |m| m * 10f64.powi(k)))
+            .filter(in_range)
+            .collect()
+    };
+    let mut candidates = vec![
+        series(&[1., 2., 3., 4., 5., 6., 7., 8., 9.], 1),
+        series(&[1., 2., 5.], 1),
+        series(&[1., 2.], 1),
+        series(&[1., 3.], 1),
+    ];
+    candidates.extend((1..=last - first + 1).map(|every| series(&[1.], every)));
+    candidates
+        .into_iter()
+        .filter(|ticks| !ticks.is_empty())
+        .find(|ticks| labels_leave_room(ticks, range, axis_px))
+        // A range narrower than one decade holds none of the series' values
+        // but its ends' neighbours; its lower end alone always fits.
+        .unwrap_or_else(|| vec![range.start.max(1.0)])
 }
 
 impl SweepChart {
@@ -704,25 +829,24 @@ impl SweepChart {
             .flat_map(|l| l.points.iter().map(|p| at_least_one(p.0)));
         let (lo, hi) = xs.fold((f64::MAX, 1f64), |(lo, hi), r| (lo.min(r), hi.max(r)));
         let x = (lo.min(hi) / 1.5).max(0.1)..hi * 1.5;
+        let axis_px = data.dim_in_pixel().0 - 2 * SWEEP_MARGIN - SWEEP_Y_AREA;
+        let ticks = log_ticks(&x, axis_px);
         let mut chart = ChartBuilder::on(&data)
             .caption(self.caption, font(18))
-            .margin(12)
+            .margin(SWEEP_MARGIN)
             .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x.clone().log_scale(), y.clone().log_scale())?;
+            .y_label_area_size(SWEEP_Y_AREA)
+            .build_cartesian_2d(
+                x.clone().log_scale().with_key_points(ticks),
+                y.clone().log_scale(),
+            )?;
         chart
             .configure_mesh()
             .x_desc(self.x_desc)
             .y_desc(self.y_desc)
-            .x_label_formatter(&|v| {
-                if *v <= 1.0 {
-                    "0".to_string()
-                } else {
-                    format!("{v:.0}")
-                }
-            })
+            .x_label_formatter(&|v| count_label(*v))
             .y_label_formatter(&|v| format!("{v}"))
-            .label_style(font(12))
+            .label_style(font(TICK_FONT))
             .axis_desc_style(font(14))
             .draw()?;
         if let Some((bound, label)) = &self.bound {
@@ -743,12 +867,12 @@ impl SweepChart {
             )))?;
         }
         for line in &self.lines {
-            let c = color(line.color);
+            let c = line.style.color;
             let at = |x: f64, y: f64| (at_least_one(x), y.max(FLOOR_MS));
             let high = line.points.iter().map(|p| at(p.0, p.2));
             let low = line.points.iter().map(|p| at(p.0, p.1));
-            chart.draw_series(LineSeries::new(high, c.stroke_width(2)))?;
-            chart.draw_series(LineSeries::new(low, c.stroke_width(1)))?;
+            draw_line(&mut chart, high.collect(), line.style, 2)?;
+            draw_line(&mut chart, low.collect(), line.style, 1)?;
             chart.draw_series(
                 line.points
                     .iter()
@@ -772,7 +896,9 @@ impl BarChart {
         DB::ErrorType: 'static,
     {
         let labels = self.labels();
-        let top = self.bars.iter().map(|b| b.2).fold(0f64, f64::max);
+        // The value is printed over the error bar's top, so that one counts.
+        let top_of = |b: &Bar| b.spread.map_or(b.value, |(_, max)| max.max(b.value));
+        let top = self.bars.iter().map(top_of).fold(0f64, f64::max);
         // Headroom for the values over the bars; turned ones need more.
         let headroom = if labels.turned { 1.35 } else { 1.2 };
         let top = if top > 0.0 { top * headroom } else { 1.0 };
@@ -792,10 +918,29 @@ impl BarChart {
             .label_style(font(12))
             .axis_desc_style(font(13))
             .draw()?;
-        chart.draw_series(self.bars.iter().enumerate().map(|(i, (_, c, v))| {
+        chart.draw_series(self.bars.iter().enumerate().map(|(i, bar)| {
             let x = i as f64;
-            Rectangle::new([(x + 0.15, 0.0), (x + 0.85, *v)], color(*c).filled())
+            Rectangle::new(
+                [(x + 0.15, 0.0), (x + 0.85, bar.value)],
+                bar.style.color.filled(),
+            )
         }))?;
+        // The repetitions' min–max: a whisker with caps over each bar that
+        // has a spread.
+        for (i, (min, max)) in self
+            .bars
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| b.spread.filter(|(lo, hi)| lo < hi).map(|s| (i, s)))
+        {
+            let mid = i as f64 + 0.5;
+            let whisker = BLACK.stroke_width(1);
+            chart.draw_series([
+                PathElement::new(vec![(mid, min), (mid, max)], whisker),
+                PathElement::new(vec![(mid - 0.12, min), (mid + 0.12, min)], whisker),
+                PathElement::new(vec![(mid - 0.12, max), (mid + 0.12, max)], whisker),
+            ])?;
+        }
         // Values over the bars, turned upwards like the names when the bars
         // are too narrow for them.
         let value_style = if labels.turned {
@@ -808,11 +953,13 @@ impl BarChart {
                 .color(&BLACK)
                 .pos(Pos::new(HPos::Center, VPos::Bottom))
         };
-        chart.draw_series(self.bars.iter().enumerate().map(|(i, (_, _, v))| {
-            Text::new(format_value(*v), (i as f64 + 0.5, *v), value_style.clone())
+        // A few pixels clear of the bar, or of its whisker's cap.
+        chart.draw_series(self.bars.iter().enumerate().map(|(i, bar)| {
+            EmptyElement::at((i as f64 + 0.5, top_of(bar)))
+                + Text::new(format_value(bar.value), (0, -3), value_style.clone())
         }))?;
-        for (i, (name, _, _)) in self.bars.iter().enumerate() {
-            labels.draw(root, name, chart.backend_coord(&(i as f64 + 0.5, 0.0)))?;
+        for (i, bar) in self.bars.iter().enumerate() {
+            labels.draw(root, &bar.name, chart.backend_coord(&(i as f64 + 0.5, 0.0)))?;
         }
         Ok(())
     }
@@ -828,7 +975,7 @@ impl TimeoutChart {
         let y = log_range(
             self.strategies
                 .iter()
-                .flat_map(|s| s.1.iter().flat_map(|c| [c.p50_ms, c.p99_ms])),
+                .flat_map(|s| s.2.iter().flat_map(|c| [c.p50_ms, c.p99_ms])),
         );
         let y_lo = y.start;
         let mut chart = ChartBuilder::on(&data)
@@ -856,7 +1003,7 @@ impl TimeoutChart {
             let from = i as f64 + 0.1 + class as f64 * width;
             (from, from + width * 0.9)
         };
-        for (i, (name, classes)) in self.strategies.iter().enumerate() {
+        for (i, (name, style, classes)) in self.strategies.iter().enumerate() {
             for c in classes {
                 let class = self
                     .timeouts_ms
@@ -874,7 +1021,15 @@ impl TimeoutChart {
                     BLACK.stroke_width(2),
                 )))?;
             }
-            labels.draw(&data, name, chart.backend_coord(&(i as f64 + 0.5, y_lo)))?;
+            // The bars are coloured by timeout class; a strip of the
+            // strategy's own colour under its group ties it to the other plots.
+            let (left, axis) = chart.backend_coord(&(i as f64 + 0.1, y_lo));
+            let (right, _) = chart.backend_coord(&(i as f64 + 0.9, y_lo));
+            data.draw(&Rectangle::new(
+                [(left, axis + 1), (right, axis + 5)],
+                style.color.filled(),
+            ))?;
+            labels.draw(&data, name, (left + (right - left) / 2, axis))?;
         }
         Ok(())
     }
@@ -1003,7 +1158,17 @@ pub fn write_files<'a>(run_dir: &Path, figures: &'a [Figure]) -> Result<Vec<Draw
 
 #[cfg(test)]
 mod tests {
+    use super::super::palette::style;
     use super::*;
+
+    fn bar(name: &str, value: f64, spread: Option<(f64, f64)>) -> Bar {
+        Bar {
+            name: name.into(),
+            style: style(name),
+            value,
+            spread,
+        }
+    }
 
     #[test]
     fn nines_axis_places_the_usual_percentiles_on_whole_numbers() {
@@ -1037,7 +1202,7 @@ mod tests {
     fn log_range_covers_every_point_in_whole_decades() {
         let line = Line {
             name: "x".into(),
-            color: 0,
+            style: style("x"),
             points: vec![(0.0, 0.0), (1.0, 3.2), (2.0, 240.0)],
         };
         assert_eq!(lines_range(&[line]), FLOOR_MS..1000.0);
@@ -1048,12 +1213,12 @@ mod tests {
         vec![
             Line {
                 name: "db-scan".into(),
-                color: 0,
+                style: style("db-scan"),
                 points: vec![(0.0, 1.0), (1.0, 200.0), (2.0, 240.0)],
             },
             Line {
                 name: "timing-wheel".into(),
-                color: 1,
+                style: style("timing-wheel"),
                 points: vec![(0.0, 0.5), (1.0, 2.0), (2.0, 4.0)],
             },
         ]
@@ -1070,15 +1235,146 @@ mod tests {
         let svg = bars(
             "statements",
             "per cancel",
-            vec![("db-scan".into(), 0, 5.1), ("timing-wheel".into(), 1, 3.0)],
+            vec![bar("db-scan", 5.1, None), bar("timing-wheel", 3.0, None)],
         )
         .svg()
         .unwrap();
         assert!(svg.contains("db-scan") && svg.contains("5.10"), "{svg}");
-        let one = bars("one", "unit", vec![("redis-zset".into(), 4, 25.4)])
+        let one = bars("one", "unit", vec![bar("redis-zset", 25.4, None)])
             .svg()
             .unwrap();
         assert!(one.contains("redis-zset") && one.contains("25.4"), "{one}");
+    }
+
+    #[test]
+    fn a_spread_is_drawn_as_a_whisker_with_caps() {
+        let paths = |spread| {
+            // The taller bar fixes the axis, so the grid is the same in both.
+            let chart = bars(
+                "cpu",
+                "µs",
+                vec![
+                    bar("db-scan", 1619.0, spread),
+                    bar("redis-zset", 3000.0, None),
+                ],
+            );
+            chart.svg().unwrap().matches("<polyline").count()
+        };
+        assert_eq!(paths(Some((1537.0, 1951.0))), paths(None) + 3);
+        // Repetitions that agree have no spread to draw.
+        assert_eq!(paths(Some((1619.0, 1619.0))), paths(None));
+    }
+
+    #[test]
+    fn a_dashed_strategy_is_dashed_in_its_line_and_its_legend() {
+        let line = |name: &str| Line {
+            name: name.into(),
+            style: style(name),
+            points: vec![(0.0, 1.0), (1.0, 200.0), (2.0, 240.0)],
+        };
+        let paths = |name: &str| {
+            let svg = lateness_cdf(vec![line(name)], 3.0).svg().unwrap();
+            svg.matches("<polyline").count()
+        };
+        // A dash is a path of its own: many more than one line's.
+        assert!(paths("redis-zset+fallback") > paths("redis-zset") + 10);
+    }
+
+    /// A rate sweep like results/reference/20261130-134123-sweep: steps
+    /// from 100 to 3 200 orders/s, where plotters' own ticks put `900`
+    /// and `1000` on top of each other.
+    fn rate_sweep() -> Chart {
+        let rates = [
+            100., 200., 400., 600., 700., 800., 900., 1000., 1600., 3200.,
+        ];
+        Chart::Sweep(SweepChart {
+            caption: "sweep",
+            x_desc: "offered orders/s",
+            y_desc: "lateness (ms)",
+            bound: Some((500.0, "bound 500 ms".into())),
+            lines: vec![RateLine {
+                name: "db-scan".into(),
+                style: style("db-scan"),
+                points: rates.iter().map(|r| (*r, 1.0, 2.0, true)).collect(),
+            }],
+        })
+    }
+
+    /// The x-axis labels of a drawn sweep chart: `(x, text)` of every
+    /// centred text that reads as a count.
+    fn x_labels(svg: &str) -> Vec<(f64, String)> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|element| {
+                let element = &element[..element.find("</text>")?];
+                let (attributes, content) = element.split_once('>')?;
+                let content = content.trim();
+                let count = content.trim_end_matches(['k', 'M']);
+                let centred = attributes.contains("text-anchor=\"middle\"");
+                (centred && !count.is_empty() && count.parse::<f64>().is_ok()).then_some(())?;
+                let x = &attributes[attributes.find("x=\"")? + 3..];
+                Some((x[..x.find('"')?].parse().ok()?, content.to_string()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sweep_tick_labels_leave_room_between_neighbours() {
+        let svg = rate_sweep().svg().unwrap();
+        let labels = x_labels(&svg);
+        let texts: Vec<&str> = labels.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(texts, ["100", "200", "500", "1k", "2k"], "{svg}");
+        for pair in labels.windows(2) {
+            let [(x0, t0), (x1, t1)] = pair else {
+                unreachable!()
+            };
+            let right = x0 + text_width(t0, TICK_FONT) as f64 / 2.0;
+            let left = x1 - text_width(t1, TICK_FONT) as f64 / 2.0;
+            assert!(
+                right + TICK_GAP as f64 <= left,
+                "{t0} at {x0} and {t1} at {x1} collide"
+            );
+        }
+    }
+
+    #[test]
+    fn log_ticks_pick_the_densest_series_whose_labels_fit() {
+        let axis = WIDTH - 2 * SWEEP_MARGIN - SWEEP_Y_AREA;
+        // The reference sweep's axis: every integer multiple would collide.
+        let sweep = 66.7..4800.0;
+        let dense: Vec<f64> = [100., 200., 300., 400., 500., 600., 700., 800., 900., 1000.].into();
+        assert!(!labels_leave_room(&dense, &sweep, axis));
+        for (range, width) in [
+            (sweep.clone(), axis),
+            (0.67..1.5e6, axis),   // a backlog sweep, from none to a million
+            (300.0..700.0, axis),  // less than a decade
+            (1.0..1e9, axis),      // many decades
+            (20.0..30_000.0, 300), // a narrow plot
+            (2.0..3.0, axis),      // no value of any series inside
+        ] {
+            let ticks = log_ticks(&range, width);
+            assert!(!ticks.is_empty(), "{range:?}");
+            assert!(ticks.windows(2).all(|w| w[0] < w[1]), "{ticks:?}");
+            assert!(
+                ticks.iter().all(|t| (range.start..=range.end).contains(t)),
+                "{range:?}: {ticks:?}"
+            );
+            assert!(
+                labels_leave_room(&ticks, &range, width),
+                "{range:?}: {ticks:?}"
+            );
+        }
+        // Room for more than a tick per decade where the axis is long.
+        assert!(log_ticks(&(0.67..1.5e6), axis).len() > 7);
+    }
+
+    #[test]
+    fn counts_are_labelled_short() {
+        let labels: Vec<String> = [0.5, 1.0, 900.0, 1000.0, 1500.0, 20_000.0, 1e6]
+            .into_iter()
+            .map(count_label)
+            .collect();
+        assert_eq!(labels, ["0", "0", "900", "1k", "1.5k", "20k", "1M"]);
     }
 
     /// The x of every SVG `<text>` element whose text is `text`.
@@ -1157,9 +1453,14 @@ mod tests {
             chart: lateness_by_timeout(vec![
                 (
                     "db-scan".into(),
+                    style("db-scan"),
                     vec![class(500, 20.0, 48.0), class(1000, 21.0, 49.0)],
                 ),
-                ("timing-wheel".into(), vec![class(500, 1.0, 2.0)]),
+                (
+                    "timing-wheel".into(),
+                    style("timing-wheel"),
+                    vec![class(500, 1.0, 2.0)],
+                ),
             ]),
         };
         let drawn = write_files(dir.path(), std::slice::from_ref(&figure)).unwrap();

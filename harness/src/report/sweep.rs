@@ -106,10 +106,9 @@ fn lines(
     result
         .strategies
         .iter()
-        .enumerate()
-        .map(|(i, s)| RateLine {
+        .map(|s| RateLine {
             name: s.strategy.clone(),
-            color: i,
+            style: super::palette::style(&s.strategy),
             points: s
                 .steps
                 .iter()

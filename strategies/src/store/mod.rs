@@ -139,7 +139,9 @@ macro_rules! store_counters {
         }
 
         /// A snapshot of a store's counters (see [`OrderStore::stats`]).
+        /// A counter missing from older JSON reads as 0.
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(default)]
         pub struct StoreStats {
             $($(#[$doc])* pub $field: u64,)*
         }
