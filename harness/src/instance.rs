@@ -705,15 +705,16 @@ struct WorkerState {
     /// Whether `schedules` is kept (`measure.schedule-times`).
     schedule_times: bool,
     baseline: Mutex<Option<Baseline>>,
-    /// Time spent building and writing flushes, µs, since the start.
+    /// CPU spent building and encoding flushes, µs, since the start.
     flush_us: AtomicU64,
 }
 
 impl WorkerState {
-    /// Adds the time since `started` to the flushes' own cost.
-    fn count_flush(&self, started: std::time::Instant) {
+    /// Adds this thread's CPU since `started` ([`thread_cpu_us`]) to the
+    /// flushes' own cost.
+    fn count_flush(&self, started: u64) {
         self.flush_us
-            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+            .fetch_add(thread_cpu_us().saturating_sub(started), Ordering::Relaxed);
     }
 
     fn scheduled(&self, id: OrderId, committed_at_us: Micros) {
@@ -876,11 +877,12 @@ pub async fn worker_main() -> Result<()> {
                         // Every schedule sent before this has returned once
                         // all permits are free again.
                         drop(in_flight.acquire_many(SCHEDULES_IN_FLIGHT as u32).await?);
-                        let started = std::time::Instant::now();
+                        let started = thread_cpu_us();
                         let mut flush = flush_of(&spec, &*canceller, &store, &state, None, false);
                         flush.barrier = true;
-                        write_line(&mut out, &flush).await?;
+                        let line = encode_line(&flush)?;
                         state.count_flush(started);
+                        write_line(&mut out, &line).await?;
                     }
                     (Some("m"), None, None, None) => {
                         *lock(&state.baseline) = Some(Baseline {
@@ -894,10 +896,11 @@ pub async fn worker_main() -> Result<()> {
                 }
             }
             _ = flush_timer.tick() => {
-                let started = std::time::Instant::now();
+                let started = thread_cpu_us();
                 let flush = flush_of(&spec, &*canceller, &store, &state, None, false);
-                write_line(&mut out, &flush).await?;
+                let line = encode_line(&flush)?;
                 state.count_flush(started);
+                write_line(&mut out, &line).await?;
             }
         }
     }
@@ -955,14 +958,34 @@ pub async fn worker_main() -> Result<()> {
         (None, false) => Some(stuck.join("; ")),
     };
     let flush = flush_of(&spec, &*canceller, &store, &state, run_error, true);
-    write_line(&mut out, &flush).await
+    write_line(&mut out, &encode_line(&flush)?).await
 }
 
-async fn write_line(out: &mut tokio::io::Stdout, flush: &Flush) -> Result<()> {
-    out.write_all(format!("{}\n", serde_json::to_string(flush)?).as_bytes())
-        .await?;
+/// A flush as the line the harness reads.
+fn encode_line(flush: &Flush) -> Result<String> {
+    Ok(format!("{}\n", serde_json::to_string(flush)?))
+}
+
+async fn write_line(out: &mut tokio::io::Stdout, line: &str) -> Result<()> {
+    out.write_all(line.as_bytes()).await?;
     out.flush().await?;
     Ok(())
+}
+
+/// CPU time of the calling thread, µs: what building a flush costs, apart
+/// from whatever else the machine runs meanwhile (wall time off Unix).
+fn thread_cpu_us() -> u64 {
+    #[cfg(unix)]
+    {
+        use nix::time::{clock_gettime, ClockId};
+        clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
+            .map(|t| t.tv_sec() as u64 * 1_000_000 + t.tv_nsec() as u64 / 1000)
+            .unwrap_or(0)
+    }
+    #[cfg(not(unix))]
+    {
+        now_us() as u64
+    }
 }
 
 /// The worker's counters now, and what it measured since the last flush.

@@ -144,7 +144,7 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
     for name in &names {
         items.push((name.clone(), name, &scenario));
         if scenario.measure.unmeasured_twin {
-            items.push((twin_folder(name), name, &unmeasured));
+            items.push((summary::twin_folder(name), name, &unmeasured));
         }
     }
     let mut reps: std::collections::BTreeMap<&str, (Vec<Summary>, Vec<String>)> =
@@ -434,11 +434,6 @@ pub(crate) fn new_run_dir(out: &Path, scenario: &str) -> Result<(String, PathBuf
         }
     }
     unreachable!()
-}
-
-/// The folder of a strategy's unmeasured twin (`measure.unmeasured-twin`).
-pub(crate) fn twin_folder(strategy: &str) -> String {
-    format!("{strategy}.unmeasured")
 }
 
 /// `dlb_<run id>_<strategy>` in `[a-z0-9_]`, at most 63 characters.

@@ -62,7 +62,7 @@ pub struct WorkerReport {
     /// or standby; `peer` for strategies whose instances work alike).
     #[serde(default)]
     pub role: strategies::InstanceRole,
-    /// Time the process spent building and writing its flushes to the
+    /// CPU the process spent building and encoding its flushes to the
     /// harness over the measured window, µs (part of the measurement's
     /// own cost).
     #[serde(default)]

@@ -259,12 +259,18 @@ pub struct MeasurementCost {
     /// Wall time in those readings' round trips, µs: an upper bound on the
     /// worker CPU they take, and what they delay the transactions by.
     pub probe_us: u64,
-    /// Time the workers spent building and writing their flushes, µs.
+    /// CPU the workers spent building and encoding their flushes, µs.
     pub flush_us: u64,
     /// `probe_us + flush_us` per cancel, µs.
     pub us_per_cancel: Option<f64>,
     /// `us_per_cancel` as a share of the workers' CPU per cancel (0.01 = 1 %).
     pub share_of_cpu: Option<f64>,
+}
+
+/// The folder of a strategy's unmeasured twin in its run folder
+/// (`measure.unmeasured-twin`).
+pub fn twin_folder(strategy: &str) -> String {
+    format!("{strategy}.unmeasured")
 }
 
 /// The most the measurement may cost a strategy's path, as a share of its
@@ -448,6 +454,14 @@ pub fn figures(s: &Summary) -> Vec<(&'static str, Option<f64>)> {
         ("broker_msgs_per_cancel", c.broker_messages_per_cancel),
         ("redis_cmds_per_cancel", c.redis_commands_per_cancel),
         ("cpu_us_per_cancel", c.cpu_us_per_cancel),
+        (
+            "measurement_us_per_cancel",
+            c.measurement.as_ref().and_then(|m| m.us_per_cancel),
+        ),
+        (
+            "measurement_share_of_cpu",
+            c.measurement.as_ref().and_then(|m| m.share_of_cpu),
+        ),
         ("peak_rss_mib", Some(c.peak_rss_kib as f64 / 1024.0)),
         ("lag_p99", Some(s.generator.lag_us_p99 as f64)),
         (
@@ -673,10 +687,11 @@ pub fn server_rows_source(kind: &str) -> &'static str {
 pub fn canceller_rows_method(kind: &str) -> &'static str {
     match kind {
         "postgres" => {
-            "the canceller's own transactions: pg_stat_xact_user_tables read after BEGIN and \
-             before COMMIT (two extra catalog queries per transaction, not counted as \
-             statements; the wheel's reload on start runs outside a transaction and is not \
-             included)"
+            "the canceller's own transactions: the backend's row counters of the namespace's \
+             tables and indexes read after BEGIN and before COMMIT, in a few transactions a \
+             second per instance (`[measure]`), the rest estimated from them; the readings are \
+             not counted as statements; the wheel's reload on start runs outside a transaction \
+             and is not included"
         }
         "mysql" => {
             "not separated on MariaDB (Handler_read_* are server-wide): the figure is the whole \

@@ -34,7 +34,7 @@ pub fn figures(run_dir: &Path, info: &RunInfo, summaries: &[Summary]) -> Vec<Fig
     if let Some(chart) = lateness_over_time(info, &ran) {
         figures.push(Figure {
             name: "lateness-over-time",
-            title: "p99 lateness over time".into(),
+            title: "Slowest cancel over time".into(),
             section: Section::Lateness,
             chart,
         });
@@ -112,8 +112,8 @@ fn lateness_cdf(run_dir: &Path, ran: &[&Summary]) -> Option<Chart> {
     (!lines.is_empty()).then(|| plots::lateness_cdf(lines, max_nines))
 }
 
-/// p99 lateness per second of deadline, over the warm-up, the faults and
-/// the deaths from outside, each shaded.
+/// The slowest cancel per second of deadline, over the warm-up, the faults
+/// and the deaths from outside, each shaded.
 fn lateness_over_time(info: &RunInfo, ran: &[&Summary]) -> Option<Chart> {
     let lines: Vec<Line> = ran
         .iter()
@@ -124,7 +124,7 @@ fn lateness_over_time(info: &RunInfo, ran: &[&Summary]) -> Option<Chart> {
             points: s
                 .lateness_over_time
                 .iter()
-                .map(|b| (b.second as f64, b.p99_us as f64 / 1000.0))
+                .map(|b| (b.second as f64, b.max_us as f64 / 1000.0))
                 .collect(),
         })
         .collect();
@@ -250,7 +250,7 @@ fn lateness_by_timeout(ran: &[&Summary]) -> Option<Chart> {
                 .map(|t| ClassLateness {
                     timeout_ms: t.timeout_ms,
                     p50_ms: t.p50_us as f64 / 1000.0,
-                    p99_ms: t.p99_us as f64 / 1000.0,
+                    max_ms: t.max_us as f64 / 1000.0,
                 })
                 .collect();
             (plot_name(s), style(&s.strategy), classes)

@@ -16,7 +16,12 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}td.bad{backg
 code{background:#f3f3f3;padding:0 3px}p.note{font-size:13px;color:#444}
 .wide{overflow-x:auto}td{white-space:nowrap}td.text{white-space:normal;min-width:24em;text-align:left}";
 
-pub fn html(info: &RunInfo, summaries: &[Summary], plots: &[DrawnFigure]) -> String {
+pub fn html(
+    info: &RunInfo,
+    summaries: &[Summary],
+    plots: &[DrawnFigure],
+    measurement: Option<&[Vec<String>]>,
+) -> String {
     let ran: Vec<(usize, &Summary)> = summaries
         .iter()
         .enumerate()
@@ -68,6 +73,17 @@ pub fn html(info: &RunInfo, summaries: &[Summary], plots: &[DrawnFigure]) -> Str
             (tradeoffs[0][col] == "anomalies" && cell != "0") || warned(&tradeoffs[0], col, cell)
         });
         let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(TRADEOFF_NOTES));
+        if let Some(rows) = measurement {
+            let _ = writeln!(out, "<h2>The measurement's own cost</h2>");
+            table(&mut out, rows, |col, cell| {
+                rows[0][col].starts_with("p99: apart") && cell.contains("yes")
+            });
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">{}</p>",
+                esc(super::MEASUREMENT_NOTES)
+            );
+        }
         if let Some(faults) = super::fault_rows(summaries) {
             let _ = writeln!(out, "<h2>Faults: what each strategy lost, and where</h2>");
             let last = faults[0].len() - 1;
@@ -306,7 +322,7 @@ mod tests {
         let info = run_info(&["db-scan", "redis-zset", "rabbit-ttl"]);
         let figures = super::super::figures::figures(dir.path(), &info, &summaries);
         let drawn = super::super::plots::write_files(dir.path(), &figures).unwrap();
-        let page = html(&info, &summaries, &drawn);
+        let page = html(&info, &summaries, &drawn, None);
 
         assert!(page.contains("Trade-offs, measured"));
         // Two lateness plots and one cost chart, each naming both strategies.

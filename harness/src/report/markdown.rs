@@ -10,7 +10,12 @@ use std::fmt::Write as _;
 
 /// The report; `figures` are the plots in `plots/`, each linked under the
 /// section it belongs to.
-pub fn markdown(info: &RunInfo, summaries: &[Summary], figures: &[Figure]) -> String {
+pub fn markdown(
+    info: &RunInfo,
+    summaries: &[Summary],
+    figures: &[Figure],
+    measurement: Option<&[Vec<String>]>,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# delaybench run `{}`\n", info.run_id);
     for (line, stressed) in run_facts(info) {
@@ -50,6 +55,11 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary], figures: &[Figure]) -> St
         table(&mut out, &tradeoffs);
         let _ = writeln!(out, "{TRADEOFF_NOTES}\n");
         out.push_str(&markdown_links(figures, Section::Cost));
+    }
+    if let Some(rows) = measurement {
+        let _ = writeln!(out, "\n## The measurement's own cost\n");
+        table(&mut out, rows);
+        let _ = writeln!(out, "\n{}", super::MEASUREMENT_NOTES);
     }
     if let Some(faults) = super::fault_rows(summaries) {
         let _ = writeln!(out, "\n## Faults: what each strategy lost, and where\n");
@@ -186,10 +196,33 @@ pub fn markdown(info: &RunInfo, summaries: &[Summary], figures: &[Figure]) -> St
             c.canceller_server_rows_read,
             c.canceller_server_rows_read_per_cancel,
         ) {
+            let sampled = match (&c.measurement, c.canceller_server_rows_read_ci95_per_cancel) {
+                (Some(m), Some(ci)) if m.server_reads_probes < m.transactions => format!(
+                    ", estimated from {} of {} transactions read: {per:.2} ±{ci:.2} (95 %)",
+                    m.server_reads_probes, m.transactions
+                ),
+                (Some(m), _) => format!(", every one of {} transactions read", m.transactions),
+                (None, _) => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "- database server, canceller only: {n} rows read, {per:.1} per cancel ({})",
+                "- database server, canceller only: {n} rows read, {per:.1} per cancel{sampled} ({})",
                 crate::model::summary::canceller_rows_method(&s.database.kind)
+            );
+        }
+        if let Some(m) = &c.measurement {
+            let _ = writeln!(
+                out,
+                "- the measurement on its path: server-reads probe {:.1} ms over {} transactions, \
+                 flushes to the harness {:.1} ms; {} per cancel{}",
+                m.probe_us as f64 / 1000.0,
+                m.server_reads_probes,
+                m.flush_us as f64 / 1000.0,
+                m.us_per_cancel
+                    .map_or("-".into(), |us| format!("{us:.1} µs")),
+                m.share_of_cpu
+                    .map(|share| format!(", {:.2} % of the CPU per cancel", share * 100.0))
+                    .unwrap_or_default()
             );
         }
         if let (Some(n), Some(per)) = (c.server_rows_read, c.server_rows_read_per_cancel) {

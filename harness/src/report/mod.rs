@@ -36,6 +36,19 @@ pub fn load(run_dir: &Path) -> Result<(RunInfo, Vec<Summary>)> {
     Ok((info, summaries))
 }
 
+/// The unmeasured twins of a run with `measure.unmeasured-twin`, in the
+/// order of the strategies (none otherwise).
+pub fn load_twins(run_dir: &Path, info: &RunInfo) -> Result<Vec<Summary>> {
+    let mut twins = Vec::new();
+    for name in &info.strategies {
+        let dir = run_dir.join(crate::model::summary::twin_folder(name));
+        if dir.join("summary.json").exists() {
+            twins.push(Summary::read(&dir)?);
+        }
+    }
+    Ok(twins)
+}
+
 /// Writes `report.md`, `report.html` and the plot files in `plots/` for the
 /// run in `run_dir` (for a sweep folder, its `report.md` and plots).
 pub fn write(run_dir: &Path) -> Result<()> {
@@ -44,14 +57,22 @@ pub fn write(run_dir: &Path) -> Result<()> {
         return sweep::write(run_dir, &result);
     }
     let (info, summaries) = load(run_dir)?;
+    let twins = load_twins(run_dir, &info)?;
+    let measurement = measurement_rows(&summaries, &twins);
     let figures = figures::figures(run_dir, &info, &summaries);
     let drawn = plots::write_files(run_dir, &figures)?;
     let path = run_dir.join("report.md");
-    std::fs::write(&path, markdown::markdown(&info, &summaries, &figures))
-        .with_context(|| format!("writing {}", path.display()))?;
+    std::fs::write(
+        &path,
+        markdown::markdown(&info, &summaries, &figures, measurement.as_deref()),
+    )
+    .with_context(|| format!("writing {}", path.display()))?;
     let path = run_dir.join("report.html");
-    std::fs::write(&path, html::html(&info, &summaries, &drawn))
-        .with_context(|| format!("writing {}", path.display()))
+    std::fs::write(
+        &path,
+        html::html(&info, &summaries, &drawn, measurement.as_deref()),
+    )
+    .with_context(|| format!("writing {}", path.display()))
 }
 
 /// What was run, where and on what: the lines both reports open with,
@@ -457,7 +478,7 @@ fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
                 Some(key @ "server_rows_per_cancel") => {
                     format!("{} (whole run)", fig(s, key, as_ratio))
                 }
-                Some(key) => fig(s, key, as_ratio),
+                Some(key) => rows_read_cell(s, key),
                 None => "-".into(),
             },
             fig(s, "broker_msgs_per_cancel", as_ratio),
@@ -503,6 +524,96 @@ pub(crate) fn rows_read_figure(s: &Summary) -> Option<&'static str> {
     }
 }
 
+/// The measurement's own cost (`None` without unmeasured twins): each
+/// strategy as measured beside its twin with every probe and recorder off,
+/// run interleaved with it. Header first.
+pub(crate) fn measurement_rows(
+    summaries: &[Summary],
+    twins: &[Summary],
+) -> Option<Vec<Vec<String>>> {
+    if twins.is_empty() {
+        return None;
+    }
+    let mut rows = vec![[
+        "strategy",
+        "n",
+        "p90 ms measured",
+        "p90 ms unmeasured",
+        "p99 ms measured",
+        "p99 ms unmeasured",
+        "p99: apart beyond the spread?",
+        "CPU µs/cancel measured",
+        "CPU µs/cancel unmeasured",
+        "transactions read / all",
+        "measurement µs/cancel",
+        "of CPU/cancel",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for s in summaries.iter().filter(|s| s.status == Status::Ok) {
+        let Some(twin) = twins
+            .iter()
+            .find(|t| t.strategy == s.strategy && t.status == Status::Ok)
+        else {
+            continue;
+        };
+        let spread = |x: &Summary| {
+            shown(x, "p99").and_then(|v| {
+                v.spread.map(|(min, max)| crate::model::summary::Spread {
+                    median: v.value,
+                    min,
+                    max,
+                })
+            })
+        };
+        let apart = match (spread(s), spread(twin)) {
+            (Some(a), Some(b)) if a.differs_from(&b) => "**yes**".to_string(),
+            (Some(_), Some(_)) => "no".to_string(),
+            _ => "- (needs repetitions with 1 000 samples each)".to_string(),
+        };
+        let m = s.cost.measurement.as_ref();
+        rows.push(vec![
+            s.strategy.clone(),
+            fig(s, "n", as_count),
+            fig(s, "p90", as_ms),
+            fig(twin, "p90", as_ms),
+            fig(s, "p99", as_ms),
+            fig(twin, "p99", as_ms),
+            apart,
+            fig(s, "cpu_us_per_cancel", as_count),
+            fig(twin, "cpu_us_per_cancel", as_count),
+            m.map_or("-".into(), |m| {
+                format!("{} / {}", m.server_reads_probes, m.transactions)
+            }),
+            fig(s, "measurement_us_per_cancel", |v| format!("{v:.1}")),
+            fig(s, "measurement_share_of_cpu", |v| {
+                format!("{:.2} %", v * 100.0)
+            }),
+        ]);
+    }
+    Some(rows)
+}
+
+/// What the measurement table means, under it.
+pub(crate) const MEASUREMENT_NOTES: &str = "Each strategy ran twice per repetition, \
+interleaved: as every run measures it, and with every probe and recorder on its path off \
+(`<strategy>.unmeasured/`: no server-reads probe, no commit times, no schedule-path times; the \
+workers still flush their counters). `measurement µs/cancel`: the wall time the workers spent in \
+the server-reads probe's round trips (the database's work and the wait included, so an upper \
+bound that grows on a busy machine) plus the CPU of building their flushes, per cancel, and that \
+as a share of their CPU per cancel. The \
+rows-read figure is estimated from the transactions read (`transactions read / all`).";
+
+/// The canceller's rows read per cancel; a single run's sampled estimate
+/// carries its 95 % interval (repetitions carry their min–max instead).
+fn rows_read_cell(s: &Summary, key: &str) -> String {
+    let cell = fig(s, key, as_ratio);
+    match s.cost.canceller_server_rows_read_ci95_per_cancel {
+        Some(ci) if s.repeats.is_none() && ci > 0.0 && cell != "-" => format!("{cell} ±{ci:.1}"),
+        _ => cell,
+    }
+}
+
 /// Explains the trade-off table's columns, for both reports.
 const TRADEOFF_NOTES: &str = "Lateness (`n` orders; a percentile with fewer than 10 samples \
 beyond it is `-`) and anomalies over the measured orders; `paid late`: orders paid after their \
@@ -510,7 +621,9 @@ deadline while still pending, whose lateness the table cannot show. DB statement
 messages (published + consumed) and Redis commands (`INFO commandstats`, server-wide) per order \
 the canceller cancelled, all over the measured window (after the warm-up). DB rows read by the \
 server: on PostgreSQL those of the canceller's own transactions (measured window); on MariaDB \
-the whole run's, server-wide and workload included, marked `(whole run)`; none on SQLite. Peak RSS of the largest instance. \
+the whole run's, server-wide and workload included, marked `(whole run)`; none on SQLite. On \
+PostgreSQL a few transactions a second per instance are read and the rest estimated from them; a \
+single run shows the estimate's 95 % interval as `±`. Peak RSS of the largest instance. \
 The yes/no columns are the strategy's declared capabilities; the conformance suite runs a \
 check for each one declared yes (see `strategies/src/canceller.rs` for what it cannot check).";
 

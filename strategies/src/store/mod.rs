@@ -104,6 +104,8 @@ struct ProbeCell {
     /// The reading's statement, made at the first probe from the
     /// namespace's relations.
     reading: tokio::sync::OnceCell<sqlx::SqlStr>,
+    /// The rows of the last transaction read, for the variance estimate.
+    last_rows: std::sync::Mutex<Option<u64>>,
 }
 
 #[derive(Debug, Default)]
@@ -177,8 +179,8 @@ store_counters! {
     server_reads_probes,
     /// Time those readings took, µs (the probe's own cost, on the path).
     server_reads_probe_us,
-    /// The estimate's variance (Horvitz–Thompson, as if each transaction
-    /// were read with chance 1/k): 0 when every transaction was read.
+    /// The estimate's variance (successive differences of the readings,
+    /// see `probe::block_variance`): 0 when every transaction was read.
     server_rows_read_variance,
     /// `cancel_if_due` calls, one per order id.
     cancel_attempts,
@@ -405,9 +407,15 @@ impl OrderStore {
     fn count_probe(&self, weight: u64, rows: u64, spent: Duration) {
         let c = &self.counters;
         self.count(&c.server_rows_read, weight * rows);
+        let previous = self
+            .probe
+            .last_rows
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(rows);
         self.count(
             &c.server_rows_read_variance,
-            (weight * weight - weight).saturating_mul(rows * rows),
+            probe::block_variance(weight, rows, previous),
         );
         self.count(&c.server_reads_probes, 1);
         self.count(&c.server_reads_probe_us, spent.as_micros() as u64);

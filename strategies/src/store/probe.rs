@@ -24,17 +24,17 @@
 //!
 //! The sampled transactions stand for the others (Horvitz–Thompson): one
 //! transaction read out of each block of `k` stands for `k`, so the total
-//! is an unbiased estimate, with a variance estimate beside it for the
-//! report's interval.
+//! is an unbiased estimate. Its variance is estimated from successive
+//! readings ([`block_variance`]), for the report's interval.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// How long the sampler counts transactions to set its block size. Short,
-/// so a process that just started (or restarted mid-run) reads every
-/// transaction only this long.
+/// How often the sampler sets its block size, from the transactions of the
+/// last [`WINDOWS_PER_SECOND`] windows. Short, so a process that just
+/// started (or restarted mid-run) reads every transaction only this long.
 const RATE_WINDOW: Duration = Duration::from_millis(250);
-const WINDOWS_PER_SECOND: u64 = 4;
+const WINDOWS_PER_SECOND: usize = 4;
 
 /// How a store reads the server's row counts of its own transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +50,9 @@ pub enum ServerReads {
 
 /// Decides which transactions a store reads: one at random out of each
 /// block of `k` consecutive transactions, `k` set from the transaction
-/// rate of the last [`RATE_WINDOW`] so that about `per_second` are read
-/// each second. When the rate falls, the current block ends at once (its
+/// rate over the last second (counted in [`RATE_WINDOW`]s, so a burst
+/// moves it only by its share) so that about `per_second` are read each
+/// second. When the rate falls, the current block ends at once (its
 /// unread positions simply go unused: every transaction it held still had
 /// a chance of 1 in `k`, so the estimate stays unbiased). Pure over the
 /// times it is given, so the tests can drive it.
@@ -66,6 +67,8 @@ struct State {
     /// The current rate window's start, and its transactions so far.
     window_from: Instant,
     in_window: u64,
+    /// Transactions of the last windows, the newest last, up to a second.
+    recent: std::collections::VecDeque<u64>,
     /// Block size chosen from the previous window's rate.
     next_k: u64,
     /// The current block: its size, the position read, and where we are.
@@ -84,6 +87,7 @@ impl Sampler {
             state: Mutex::new(State {
                 window_from: now,
                 in_window: 0,
+                recent: std::collections::VecDeque::with_capacity(WINDOWS_PER_SECOND),
                 next_k: 1,
                 k: 1,
                 chosen: 0,
@@ -98,7 +102,14 @@ impl Sampler {
     pub(crate) fn decide(&self, now: Instant) -> Option<u64> {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if now.saturating_duration_since(s.window_from) >= RATE_WINDOW {
-            let per_second = s.in_window * WINDOWS_PER_SECOND;
+            let finished = s.in_window;
+            if s.recent.len() == WINDOWS_PER_SECOND {
+                s.recent.pop_front();
+            }
+            s.recent.push_back(finished);
+            // Transactions per second over the windows seen, up to a second.
+            let windows = s.recent.len() as u64;
+            let per_second = s.recent.iter().sum::<u64>() * WINDOWS_PER_SECOND as u64 / windows;
             s.next_k = per_second.div_ceil(self.per_second).max(1);
             if s.next_k < s.k {
                 s.at = s.k;
@@ -117,6 +128,20 @@ impl Sampler {
         s.at += 1;
         read.then_some(s.k)
     }
+}
+
+/// One block's share of the estimate's variance: reading one transaction
+/// of `k` at random, `k` times its rows has variance `(k² - k) S²`, with
+/// `S²` the rows' variance within the block, estimated from the difference
+/// to the previous reading as `(r - previous)² / 2` (the successive
+/// difference estimator of systematic sampling: an overestimate where the
+/// rows drift, never an underestimate). 0 for a block read whole (`k` = 1).
+pub(crate) fn block_variance(k: u64, rows: u64, previous: Option<u64>) -> u64 {
+    let Some(previous) = previous else {
+        return 0;
+    };
+    let d = rows.abs_diff(previous);
+    (k * k - k).saturating_mul(d * d) / 2
 }
 
 /// SplitMix64: small, fast, and good enough to pick a position in a block.
@@ -202,6 +227,27 @@ mod tests {
     }
 
     #[test]
+    fn bursts_do_not_raise_the_probes_much_above_the_budget() {
+        // 150 transactions within 50 ms, every 250 ms (600/s on average),
+        // the windows out of step with the bursts.
+        let start = Instant::now();
+        let sampler = Sampler::new(4, start);
+        let (mut probes, mut weight) = (0u64, 0u64);
+        for burst in 0..80u64 {
+            for i in 0..150u64 {
+                let at = Duration::from_micros(burst * 250_000 + 100_000 + i * 333);
+                if let Some(k) = sampler.decide(start + at) {
+                    probes += 1;
+                    weight += k;
+                }
+            }
+        }
+        // The first second reads more while the rate is learnt.
+        assert!(probes <= 80 + 40 + 150, "{probes} probes in 20 s");
+        assert!(weight.abs_diff(12_000) <= 600, "weight {weight}");
+    }
+
+    #[test]
     fn fewer_transactions_than_the_budget_are_all_read() {
         let start = Instant::now();
         let sampler = Sampler::new(10, start);
@@ -228,6 +274,15 @@ mod tests {
         }
         let error = (estimate as f64 - exact as f64).abs() / exact as f64;
         assert!(error < 0.02, "estimate {estimate} against {exact}");
+    }
+
+    #[test]
+    fn a_block_read_whole_or_alike_adds_no_variance() {
+        assert_eq!(block_variance(1, 9, Some(1)), 0);
+        assert_eq!(block_variance(10, 4, Some(4)), 0);
+        assert_eq!(block_variance(10, 4, None), 0);
+        // (100 - 10) * 4^2 / 2
+        assert_eq!(block_variance(10, 6, Some(2)), 720);
     }
 
     #[test]
