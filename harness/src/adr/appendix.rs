@@ -3,7 +3,8 @@
 //! in full.
 
 use super::draft::table;
-use super::evidence::{self, step_key, FaultTally, Figure, Kind};
+use super::evidence::{self, FaultTally, Figure};
+use super::judge::{self, step_key, Kind};
 use super::sla::{pct_name, trim, Condition};
 use super::{limits, Study};
 use crate::model::summary::{Pct, Summary};
@@ -197,7 +198,7 @@ fn runs_table(out: &mut String, study: &Study, base: &Path) -> Result<()> {
                     s.anomalies.total(),
                 )
                 .render(base);
-                let (late, _) = evidence::paid_late_figure(s, file.clone(), &source.label);
+                let (late, _) = judge::paid_late_figure(s, file.clone(), &source.label);
                 let faults = if c == Condition::Normal {
                     "none".to_string()
                 } else {

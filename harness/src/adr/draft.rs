@@ -3,7 +3,8 @@
 //! Consequences and Confirmation), Pros and Cons of the Options, More
 //! Information (with the limits of the evidence and how to rerun it).
 
-use super::evidence::{self, Kind};
+use super::evidence;
+use super::judge::Kind;
 use super::sla::Condition;
 use super::{limits, CondEval, Eval, Standing, Study};
 use anyhow::Result;

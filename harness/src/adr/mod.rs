@@ -9,16 +9,18 @@
 //! to an evidence file beside it (`<draft>-evidence.md`). Every number in
 //! both is a link to the JSON file it comes from, titled with the key and
 //! its raw value (a test checks them all). How options are judged:
-//! [`evidence`].
+//! [`judge`].
 
 mod appendix;
 mod draft;
 mod evidence;
+mod judge;
 mod limits;
 mod sla;
 
 use anyhow::{bail, Context, Result};
-use evidence::{Kind, Source, Verdict};
+use evidence::Source;
+use judge::{Kind, Verdict};
 use sla::{Condition, Metric, Sla, Term};
 use std::path::{Path, PathBuf};
 use strategies::registry::{self, Role, Variant};
@@ -218,7 +220,7 @@ impl<'a> Study<'a> {
                         let terms = sla
                             .terms(c)
                             .iter()
-                            .map(|t| (t.clone(), evidence::judge(sources, &name, c, t)))
+                            .map(|t| (t.clone(), judge::judge(sources, &name, c, t)))
                             .collect();
                         CondEval::new(c, terms)
                     })
