@@ -90,18 +90,22 @@ enum Command {
     },
     /// Draft an architecture decision record from run folders and a service-level objective.
     Adr {
-        /// Run folders: a run without faults, a fault run (chaos), a rate sweep, a backlog
-        /// sweep; any subset, e.g. results/reference/*/.
+        /// Run folders: runs without faults, fault runs (chaos), cluster runs, rate sweeps,
+        /// backlog sweeps; any subset, e.g. results/reference/*/.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
         /// The objective, comma-separated terms: p50|p90|p99|p999|max <= duration,
-        /// missed / anomalies <= count, paid-after-deadline <= share (1%), max-rate >= orders/s.
+        /// missed / anomalies = count, paid-after-deadline <= share (1%), max-rate >= orders/s,
+        /// recovery <= duration; in sections by condition after `;` (normal:, faults:,
+        /// cluster:, capacity:, backlog:; `none`: not judged), the unlabelled section being
+        /// the default of every condition without its own.
         #[arg(
             long,
-            default_value = "p99<=2s,missed=0,paid-after-deadline<=1%,max-rate>=500"
+            default_value = "p99<=2s,missed=0,paid-after-deadline<=1%,max-rate>=500,recovery<=30s; faults: p99<=10s,missed=0; cluster: p99<=10s,missed=0"
         )]
         sla: String,
-        /// The Markdown file to write; its links to the figures are relative to it.
+        /// The Markdown file to write, MADR-shaped; its evidence goes beside it
+        /// (`<name>-evidence.md`). Links to the figures are relative to it.
         #[arg(long, default_value = "adr-draft.md")]
         out: PathBuf,
     },
@@ -222,7 +226,11 @@ fn main() -> ExitCode {
                     sla,
                     out: out.clone(),
                 })?;
-                println!("draft decision record: {}", out.display());
+                println!(
+                    "draft decision record: {} (evidence: {})",
+                    out.display(),
+                    adr::evidence_path(&out).display()
+                );
                 Ok(())
             }
             Command::Compare {

@@ -750,6 +750,9 @@ impl Scenario {
     pub fn load(arg: Option<&str>, default_preset: &str) -> Result<(Scenario, String)> {
         let arg = arg.unwrap_or(default_preset);
         let path = Path::new(arg);
+        if path.is_file() && path.extension().is_some_and(|e| e == "json") {
+            return Scenario::from_run_json(path);
+        }
         let (text, origin) = if path.is_file() {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read scenario file {}", path.display()))?;
@@ -769,6 +772,36 @@ impl Scenario {
         };
         let scenario = Scenario::parse(&text, &origin)?;
         Ok((scenario, origin))
+    }
+
+    /// The scenario a run folder's `run.json` recorded, as the run resolved
+    /// it: a run repeats from its folder even without a `scenario.toml`
+    /// (folders made before it was written, or whose scenario file is gone).
+    fn from_run_json(path: &Path) -> Result<(Scenario, String)> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read run file {}", path.display()))?;
+        let mut run: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("scenario {}: not JSON", path.display()))?;
+        let scenario = run
+            .get_mut("scenario")
+            .map(serde_json::Value::take)
+            .with_context(|| {
+                format!(
+                    "scenario {}: a .json scenario is a run folder's run.json, and this one has \
+                     no `scenario`",
+                    path.display()
+                )
+            })?;
+        let scenario: Scenario = serde_json::from_value(scenario)
+            .map_err(|e| anyhow::anyhow!("scenario {}: {e}", path.display()))?;
+        scenario
+            .validate()
+            .map_err(|e| anyhow::anyhow!("scenario {}: {e}", path.display()))?;
+        let id = run["run_id"].as_str().unwrap_or("?");
+        Ok((
+            scenario,
+            format!("{} (the scenario of run {id})", path.display()),
+        ))
     }
 
     /// The scenario as a TOML file that loads back to the same scenario:
@@ -1040,6 +1073,29 @@ mod tests {
             (s.name.as_str(), origin),
             ("mine", file.display().to_string())
         );
+    }
+
+    #[test]
+    fn a_run_folders_run_json_is_a_scenario_too() {
+        // The committed backlog reference has no scenario.toml, and the
+        // file it ran (/tmp/backlog-1m.toml) is gone: run.json holds it.
+        let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../results/reference/20261130-124547-backlog/run.json");
+        let (s, origin) = Scenario::load(file.to_str(), "quick").unwrap();
+        assert_eq!(s.name, "backlog");
+        assert_eq!(
+            s.backlog.unwrap().pending,
+            vec![0, 10_000, 100_000, 1_000_000]
+        );
+        assert!(
+            origin.ends_with("(the scenario of run 20261130-124547-backlog)"),
+            "{origin}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("x.json");
+        std::fs::write(&other, "{\"run_id\": \"r\"}").unwrap();
+        let e = format!("{:#}", Scenario::load(other.to_str(), "quick").unwrap_err());
+        assert!(e.contains("has no `scenario`"), "{e}");
     }
 
     #[test]

@@ -26,6 +26,12 @@ pub struct StrategyInfo {
     pub requires: &'static [Service],
     /// What the entry is for; only [`Role::Strategy`] runs by default.
     pub role: Role,
+    /// What choosing it means beyond the measured numbers, for decision
+    /// records (`delaybench adr`): each a "Good, because ..." clause. The
+    /// services it needs are said apart, from `requires`.
+    pub good: &'static [&'static str],
+    /// Each a "Bad, because ..." clause.
+    pub bad: &'static [&'static str],
 }
 
 /// What a registry entry is for.
@@ -55,6 +61,14 @@ pub const STRATEGIES: &[StrategyInfo] = &[
         summary: "periodic indexed SELECT of due PENDING orders, batch after batch",
         requires: &[],
         role: Role::Strategy,
+        good: &[
+            "it needs nothing but the database: the orders table and its index are the schedule, so no process death, broker or cache can lose a deadline",
+            "any number of instances share the work (`FOR UPDATE SKIP LOCKED`, or one leader by lock where the database has none) and its cost per cancel does not grow with the pending orders held",
+        ],
+        bad: &[
+            "every order is late by up to the scan interval plus a batch's time: the interval trades lateness for database load",
+            "it reads the database every interval, also when nothing is due",
+        ],
     },
     StrategyInfo {
         name: "db-scan-noindex",
@@ -62,6 +76,8 @@ pub const STRATEGIES: &[StrategyInfo] = &[
                   whole orders table; cost grows with the backlog)",
         requires: &[],
         role: Role::Teaching,
+        good: &[],
+        bad: &[],
     },
     StrategyInfo {
         name: "db-timer",
@@ -70,12 +86,31 @@ pub const STRATEGIES: &[StrategyInfo] = &[
                   the others stand by",
         requires: &[],
         role: Role::Strategy,
+        good: &[
+            "it needs nothing but the database, and the orders table is the schedule: no process death can lose a deadline",
+            "it cancels at the deadline rather than at the next scan: the leader sleeps until the earliest PENDING deadline",
+        ],
+        bad: &[
+            "one leader (an advisory lock) cancels while the others stand by, so one instance and one transaction per deadline bound its rate",
+            "LISTEN/NOTIFY wakes it only on PostgreSQL: elsewhere it polls, and an order due before the next wake is up to poll-max-sleep late",
+            "a paused or stuck leader keeps its lead: its orders wait for the standby's claim of overdue orders (up to about twice poll-max-sleep)",
+            "the creating transaction sends one NOTIFY per order",
+        ],
     },
     StrategyInfo {
         name: "timing-wheel",
         summary: "in-process hierarchical timing wheel, reloads PENDING orders on start",
         requires: &[],
         role: Role::Strategy,
+        good: &[
+            "it needs nothing but the database, and timers in process are cheap per order",
+            "a starting instance reloads every PENDING order from the database",
+        ],
+        bad: &[
+            "the schedule lives in the process: a dead instance's orders wait until an instance starts again, so it needs `+fallback` for a guarantee",
+            "each instance owns the orders it was given and holds them in memory: memory grows with the pending orders",
+            "deadlines are rounded up to the tick, so lateness includes up to one tick",
+        ],
     },
     StrategyInfo {
         name: "timing-wheel-unconditional",
@@ -83,6 +118,8 @@ pub const STRATEGIES: &[StrategyInfo] = &[
                   cancelled, stock released on every firing)",
         requires: &[],
         role: Role::Teaching,
+        good: &[],
+        bad: &[],
     },
     StrategyInfo {
         name: "timing-wheel-release-first",
@@ -90,30 +127,59 @@ pub const STRATEGIES: &[StrategyInfo] = &[
                   order's stock released anyway)",
         requires: &[],
         role: Role::Teaching,
+        good: &[],
+        bad: &[],
     },
     StrategyInfo {
         name: "rabbit-ttl",
         summary: "RabbitMQ wait queue per timeout with TTL + dead-letter exchange",
         requires: &[Service::RabbitMq],
         role: Role::Strategy,
+        good: &[
+            "the broker delivers each order at its timeout, and consumers scale out with manual acks and bounded prefetch",
+        ],
+        bad: &[
+            "one wait queue per distinct timeout: a delay between the declared TTLs waits for the next longer one",
+            "classic-queue dead-lettering is at-most-once, and a node's loss loses its classic queues' messages: quorum queues or `+fallback` are needed",
+            "the schedule is published after the order commits: a crash or broker outage in between loses it without `+outbox` or `+fallback`",
+        ],
     },
     StrategyInfo {
         name: "rabbit-delayed",
         summary: "RabbitMQ x-delayed-message exchange with a per-message x-delay",
         requires: &[Service::RabbitMq],
         role: Role::Strategy,
+        good: &[
+            "any per-order delay, without declaring the timeouts up front",
+        ],
+        bad: &[
+            "the broker needs a delayed-message exchange plugin (x-delayed-message), which RabbitMQ does not ship",
+            "delayed messages wait in one node's own store, neither replicated nor fsynced per write: losing that node loses them without `+fallback`",
+            "the schedule is published after the order commits: a crash or broker outage in between loses it without `+outbox` or `+fallback`",
+        ],
     },
     StrategyInfo {
         name: "rabbit-ttl-single-queue",
         summary: "TEACHING: per-message expiration on one queue (head-of-line blocking)",
         requires: &[Service::RabbitMq],
         role: Role::Teaching,
+        good: &[],
+        bad: &[],
     },
     StrategyInfo {
         name: "redis-zset",
         summary: "Redis ZSET scored by deadline, atomic Lua claim, visibility timeout",
         requires: &[Service::Redis],
         role: Role::Strategy,
+        good: &[
+            "any per-order delay; an atomic Lua claim with a visibility timeout, so instances share the work and a dead claimer's orders come back",
+            "shards with hash tags, so it runs on Redis Cluster",
+        ],
+        bad: &[
+            "without append-only persistence a Redis restart loses the whole schedule; with it, what the fsync policy had not yet written",
+            "a Redis Cluster master that is down stops its shards' claims and schedules until it is back",
+            "the schedule is written after the order commits: a crash or Redis outage in between loses it without `+outbox` or `+fallback`",
+        ],
     },
     StrategyInfo {
         name: "redis-keyspace-expiry",
@@ -121,6 +187,8 @@ pub const STRATEGIES: &[StrategyInfo] = &[
                   nobody listens, late by expiry sampling)",
         requires: &[Service::Redis],
         role: Role::Teaching,
+        good: &[],
+        bad: &[],
     },
     StrategyInfo {
         name: "redis-zset-nonatomic",
@@ -128,6 +196,8 @@ pub const STRATEGIES: &[StrategyInfo] = &[
                   cancel the same ids; duplicates absorbed)",
         requires: &[Service::Redis],
         role: Role::Teaching,
+        good: &[],
+        bad: &[],
     },
     StrategyInfo {
         name: "redis-zset-publish-first",
@@ -135,6 +205,8 @@ pub const STRATEGIES: &[StrategyInfo] = &[
                   rolled-back checkout leaves a phantom schedule; the outbox is the fix)",
         requires: &[Service::Redis],
         role: Role::Teaching,
+        good: &[],
+        bad: &[],
     },
     StrategyInfo {
         name: "ceiling",
@@ -142,6 +214,8 @@ pub const STRATEGIES: &[StrategyInfo] = &[
                   list, no delay mechanism: what the database and harness allow",
         requires: &[],
         role: Role::Baseline,
+        good: &[],
+        bad: &[],
     },
 ];
 
@@ -246,7 +320,60 @@ impl Variant {
     pub fn is_remedied(&self) -> bool {
         self.outbox || self.fallback
     }
+
+    /// The remedies added, in name order (`+outbox`, then `+fallback`).
+    pub fn remedies(&self) -> Vec<&'static Remedy> {
+        let mut remedies = Vec::new();
+        if self.outbox {
+            remedies.push(&OUTBOX);
+        }
+        if self.fallback {
+            remedies.push(&FALLBACK);
+        }
+        remedies
+    }
 }
+
+/// A remedy a [`Variant`] adds, and what it means beyond the numbers, for
+/// decision records: only what it adds to its strategy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Remedy {
+    /// `+outbox`, `+fallback`.
+    pub suffix: &'static str,
+    /// One line, after the strategy's own.
+    pub summary: &'static str,
+    /// Each a "Good, because ..." clause.
+    pub good: &'static [&'static str],
+    /// Each a "Bad, because ..." clause.
+    pub bad: &'static [&'static str],
+}
+
+/// `+outbox`.
+pub const OUTBOX: Remedy = Remedy {
+    suffix: "+outbox",
+    summary: "an outbox table that the creating transaction writes the schedule request to, and a relay in each instance that sends it on",
+    good: &[
+        "no schedule is lost between the order's commit and the broker or Redis: the request commits with the order and is relayed until it goes through, across outages and crashes",
+    ],
+    bad: &[
+        "an outbox table and a relay in every instance: more database statements per order",
+        "while the broker or Redis is away the schedules wait in the outbox, so their orders are late by the outage",
+        "it does not bring back what the broker or Redis lost after accepting it (a node or a restart without persistence): that needs `+fallback`",
+    ],
+};
+
+/// `+fallback`.
+pub const FALLBACK: Remedy = Remedy {
+    suffix: "+fallback",
+    summary: "a slow db-scan beside it in every instance",
+    good: &[
+        "whatever the strategy loses (a process death, a lost message, a node or a cache emptied) is still cancelled, by the slow scan",
+    ],
+    bad: &[
+        "orders it lost are late by up to the fallback's interval plus its grace",
+        "the database is scanned every fallback interval, also when nothing was lost",
+    ],
+};
 
 /// `[strategies]` in a scenario file: every strategy's options.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -529,6 +656,20 @@ mod tests {
             assert!(msg.contains(bad), "{msg}");
         }
         assert!(Variant::parse("timing-wheel+fallback").unwrap().fallback);
+        let suffixes: Vec<&str> = Variant::parse("redis-zset+fallback+outbox")
+            .unwrap()
+            .remedies()
+            .iter()
+            .map(|r| r.suffix)
+            .collect();
+        assert_eq!(suffixes, ["+outbox", "+fallback"]);
+    }
+
+    #[test]
+    fn every_strategy_says_what_choosing_it_means() {
+        for s in STRATEGIES.iter().filter(|s| s.role == Role::Strategy) {
+            assert!(!s.good.is_empty() && !s.bad.is_empty(), "{}", s.name);
+        }
     }
 
     #[test]

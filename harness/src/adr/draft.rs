@@ -1,0 +1,621 @@
+//! The draft itself, in the MADR 4 form: Context and Problem Statement,
+//! Decision Drivers, Considered Options, Decision Outcome (with its
+//! Consequences and Confirmation), Pros and Cons of the Options, More
+//! Information (with the limits of the evidence and how to rerun it).
+
+use super::evidence;
+use super::judge::Kind;
+use super::sla::Condition;
+use super::{limits, CondEval, Eval, Standing, Study};
+use anyhow::Result;
+use std::fmt::Write;
+use std::path::Path;
+use strategies::registry;
+
+pub fn draft(study: &Study, base: &Path, evidence_file: &str) -> Result<String> {
+    let mut out = String::new();
+    let shortlist = study.shortlist();
+    let lead = shortlist[0];
+    let chosen = (lead.standing() == Standing::Meets).then_some(lead);
+    let first = &study.sources[0].info;
+    let date = study
+        .sources
+        .iter()
+        .map(|s| s.info.started_at.get(..10).unwrap_or(""))
+        .max()
+        .unwrap_or("");
+    writeln!(
+        out,
+        "---\nstatus: proposed\ndate: {date}\ndecision-makers: (who decides)\n---\n"
+    )?;
+    match chosen {
+        Some(c) => writeln!(
+            out,
+            "# Cancel unpaid orders at their deadline with {}\n",
+            c.name
+        )?,
+        None => writeln!(
+            out,
+            "# Cancelling unpaid orders at their deadline: undecided, {} leads\n",
+            lead.name
+        )?,
+    }
+    writeln!(
+        out,
+        "Draft by `delaybench adr` (delaybench {}) from {} run folders. Every figure links to the \
+         JSON file it comes from (hover: the key and its raw value). The full evidence, every run \
+         and every term: [{evidence_file}]({evidence_file}). Check it, then make this your decision.\n",
+        first.delaybench_version,
+        study.sources.len()
+    )?;
+
+    context(&mut out, study, base)?;
+    drivers(&mut out, study)?;
+    considered(&mut out, study)?;
+    outcome(&mut out, study, &shortlist, base)?;
+    pros_and_cons(&mut out, study, &shortlist, base)?;
+    more_information(&mut out, study, evidence_file)?;
+    Ok(out)
+}
+
+fn context(out: &mut String, study: &Study, base: &Path) -> Result<()> {
+    writeln!(out, "## Context and Problem Statement\n")?;
+    writeln!(
+        out,
+        "An order not paid within its timeout must be cancelled near its deadline and its stock \
+         released exactly once; a paid order must never be cancelled. Which way of cancelling \
+         should we run, given the objective below and the services we operate? Each option ran \
+         the same workload against real services:\n"
+    )?;
+    for c in Condition::ALL {
+        let runs: Vec<String> = study
+            .sources
+            .iter()
+            .filter(|s| s.condition == c)
+            .map(|s| {
+                format!(
+                    "[{}]({}) ({})",
+                    s.label,
+                    evidence::relative(base, &s.dir.join("run.json")),
+                    limits::run_words(s)
+                )
+            })
+            .collect();
+        if !runs.is_empty() {
+            writeln!(out, "- {}: {}.", c.words(), runs.join("; "))?;
+        }
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+fn drivers(out: &mut String, study: &Study) -> Result<()> {
+    writeln!(out, "## Decision Drivers\n")?;
+    writeln!(
+        out,
+        "The objective (`--sla \"{}\"`), by condition:\n",
+        study.sla.text
+    )?;
+    let mut unjudged = Vec::new();
+    for (c, terms, own) in &study.sla.conditions {
+        if terms.is_empty() {
+            unjudged.push(c.name());
+            continue;
+        }
+        let words: Vec<String> = terms.iter().map(|t| t.describe()).collect();
+        writeln!(
+            out,
+            "- **{}** ({}{}): {}",
+            c.name(),
+            c.words(),
+            if *own { "" } else { "; the defaults" },
+            words.join("; ")
+        )?;
+    }
+    writeln!(
+        out,
+        "- then fewer services to operate, then lower lateness without faults (how the draft ranks \
+         options that fare alike)"
+    )?;
+    if !unjudged.is_empty() {
+        writeln!(
+            out,
+            "\nNot judged (no term for them): {}. Their figures are in the evidence file.",
+            unjudged.join(", ")
+        )?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+fn considered(out: &mut String, study: &Study) -> Result<()> {
+    writeln!(out, "## Considered Options\n")?;
+    // Each strategy once, with the remedies it ran with.
+    let mut bases: Vec<(&'static registry::StrategyInfo, Vec<String>)> = Vec::new();
+    for e in &study.evals {
+        let info = e.variant.info;
+        match bases.iter_mut().find(|(b, _)| b.name == info.name) {
+            Some((_, names)) => names.push(e.name.clone()),
+            None => bases.push((info, vec![e.name.clone()])),
+        }
+    }
+    bases.sort_by_key(|(b, _)| {
+        registry::STRATEGIES
+            .iter()
+            .position(|s| s.name == b.name)
+            .unwrap_or(usize::MAX)
+    });
+    for (info, names) in &bases {
+        let mut needs = vec!["the database".to_string()];
+        needs.extend(info.requires.iter().map(|s| s.name().to_string()));
+        let mut names = names.clone();
+        names.sort_by_key(|n| n.len());
+        writeln!(
+            out,
+            "- {} — {}; needs {}.",
+            names
+                .iter()
+                .map(|n| format!("**{n}**"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            info.summary,
+            needs.join(" and ")
+        )?;
+    }
+    writeln!(
+        out,
+        "\n`+fallback`: {}. `+outbox`: {}. Teaching variants (known mistakes on purpose) and the \
+         ceiling (a yardstick) are left out.\n",
+        registry::FALLBACK.summary,
+        registry::OUTBOX.summary
+    )?;
+    Ok(())
+}
+
+fn outcome(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Path) -> Result<()> {
+    writeln!(out, "## Decision Outcome\n")?;
+    let lead = shortlist[0];
+    let meeting = study
+        .evals
+        .iter()
+        .filter(|e| e.standing() == Standing::Meets)
+        .count();
+    match lead.standing() {
+        Standing::Meets => writeln!(
+            out,
+            "Chosen option: **{}**, because it meets every term in every condition that applies \
+             to it ({}) and needs {}. {}\n",
+            lead.name,
+            applied(lead),
+            lead.needs.join(" and "),
+            if meeting > 1 {
+                format!(
+                    "{} options meet the objective; the draft prefers the one with the fewest \
+                     services, then the lowest lateness: weigh what you already operate.",
+                    meeting
+                )
+            } else {
+                "No other option meets it.".into()
+            }
+        )?,
+        Standing::NotShown => writeln!(
+            out,
+            "Chosen option: none yet. No option is shown to meet every term. The leading \
+             candidate, **{}**, fails no term that was measured, but it was not measured in {}. \
+             Measure that before deciding.\n",
+            lead.name,
+            lead.conditions
+                .iter()
+                .filter(|c| c.kind == Kind::NotMeasured)
+                .map(|c| format!("{} ({})", c.condition.name(), c.why()))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        )?,
+        Standing::Fails => writeln!(
+            out,
+            "Chosen option: none. No option meets the objective as measured; the closest, \
+             **{}**, fails {}.\n",
+            lead.name,
+            failures(lead, base).join("; ")
+        )?,
+    }
+    writeln!(
+        out,
+        "The shortlist (every option: [Pros and Cons](#pros-and-cons-of-the-options)):\n"
+    )?;
+    let judged = study.sla.judged();
+    let mut header = vec!["option".to_string(), "needs".into()];
+    header.extend(judged.iter().map(|c| c.name().to_string()));
+    header.push("verdict".into());
+    let mut rows = vec![header];
+    for e in shortlist {
+        let mut row = vec![format!("**{}**", e.name), e.needs.join(", ")];
+        row.extend(e.conditions.iter().map(|c| cell(c, base)));
+        row.push(
+            match e.standing() {
+                Standing::Meets => "**meets**",
+                Standing::NotShown => "not shown",
+                Standing::Fails => "fails",
+            }
+            .into(),
+        );
+        rows.push(row);
+    }
+    table(out, &rows);
+
+    writeln!(out, "### Consequences\n")?;
+    for line in consequences(lead, study, base) {
+        writeln!(out, "- {line}")?;
+    }
+    writeln!(out)?;
+    writeln!(out, "### Confirmation\n")?;
+    writeln!(
+        out,
+        "Rerun the evidence on your own machines and services ([the commands](#rerun-the-evidence)) \
+         and compare (`delaybench compare`); once in production, watch the lateness p99 and the \
+         orders still PENDING past their deadline.\n"
+    )?;
+    Ok(())
+}
+
+/// The conditions that apply to an option, by name (`normal, faults;
+/// cluster n/a`).
+fn applied(e: &Eval) -> String {
+    let met: Vec<&str> = e
+        .conditions
+        .iter()
+        .filter(|c| c.kind == Kind::Meets)
+        .map(|c| c.condition.name())
+        .collect();
+    let na: Vec<&str> = e
+        .conditions
+        .iter()
+        .filter(|c| c.kind == Kind::NotApplicable)
+        .map(|c| c.condition.name())
+        .collect();
+    let mut words = met.join(", ");
+    if !na.is_empty() {
+        let _ = write!(words, "; {} n/a to it", na.join(", "));
+    }
+    words
+}
+
+/// Each failed term in a few words with its deciding figure.
+fn failures(e: &Eval, base: &Path) -> Vec<String> {
+    e.conditions
+        .iter()
+        .flat_map(|c| c.terms.iter().map(move |t| (c.condition, t)))
+        .filter(|(_, (_, v))| v.kind == Kind::Fails)
+        .map(|(c, (t, v))| {
+            format!(
+                "{} `{}` with {}{}",
+                c.name(),
+                t.text,
+                v.shown.as_ref().map(|f| f.render(base)).unwrap_or_default(),
+                v.note
+            )
+        })
+        .collect()
+}
+
+/// One condition of one option for the shortlist: the deciding figure of
+/// each term (only the failing ones where one fails).
+pub fn cell(c: &CondEval, base: &Path) -> String {
+    let figs = |want: Kind| {
+        c.terms
+            .iter()
+            .filter(|(_, v)| v.kind == want)
+            .filter_map(|(t, v)| {
+                v.shown
+                    .as_ref()
+                    .map(|f| format!("`{}` {}{}", t.text, f.render(base), v.note))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    match c.kind {
+        Kind::Meets => format!("meets: {}", figs(Kind::Meets)),
+        Kind::Fails => format!("**fails**: {}", figs(Kind::Fails)),
+        Kind::NotApplicable => "n/a".into(),
+        Kind::NotMeasured => {
+            let missing: Vec<String> = c
+                .terms
+                .iter()
+                .filter(|(_, v)| v.kind == Kind::NotMeasured)
+                .map(|(t, _)| format!("`{}`", t.text))
+                .collect();
+            let met = figs(Kind::Meets);
+            let all = missing.len() == c.terms.len();
+            format!(
+                "not measured{}{}",
+                if all {
+                    String::new()
+                } else {
+                    format!(": {}", missing.join(", "))
+                },
+                if met.is_empty() {
+                    String::new()
+                } else {
+                    format!("; meets {met}")
+                }
+            )
+        }
+    }
+}
+
+/// The good and the bad of choosing `e`: what was measured, then what the
+/// registry says of its strategy and remedies.
+fn consequences(e: &Eval, study: &Study, base: &Path) -> Vec<String> {
+    let mut lines = Vec::new();
+    let met = applied(e);
+    if !met.is_empty() {
+        lines.push(format!(
+            "Good, because it meets every term measured in: {met} (figures above)."
+        ));
+    }
+    lines.extend(
+        e.variant
+            .info
+            .good
+            .iter()
+            .map(|g| format!("Good, because {g}.")),
+    );
+    for r in e.variant.remedies() {
+        lines.extend(
+            r.good
+                .iter()
+                .map(|g| format!("Good ({}), because {g}.", r.suffix)),
+        );
+    }
+    if let Some(cost) = cost_line(e, study, base) {
+        lines.push(format!("Neutral, because it costs {cost}."));
+    }
+    if !e.variant.info.requires.is_empty() {
+        lines.push(format!(
+            "Bad, because {} must be operated beside the database.",
+            e.needs[1..].join(" and ")
+        ));
+    }
+    lines.extend(
+        e.variant
+            .info
+            .bad
+            .iter()
+            .map(|b| format!("Bad, because {b}.")),
+    );
+    for r in e.variant.remedies() {
+        lines.extend(
+            r.bad
+                .iter()
+                .map(|b| format!("Bad ({}), because {b}.", r.suffix)),
+        );
+    }
+    for c in e.conditions.iter().filter(|c| c.kind == Kind::NotMeasured) {
+        lines.push(format!(
+            "Bad, because {} was not measured: {}.",
+            c.condition.name(),
+            c.why()
+        ));
+    }
+    lines
+}
+
+/// Cost per cancel from the option's own run with the most cancels
+/// without faults, else with faults (said).
+fn cost_line(e: &Eval, study: &Study, base: &Path) -> Option<String> {
+    for c in [Condition::Normal, Condition::Faults, Condition::Cluster] {
+        let best = study
+            .sources
+            .iter()
+            .filter(|s| s.condition == c)
+            .filter_map(|s| s.summary(&e.name).map(|sum| (s, sum)))
+            .max_by_key(|(_, sum)| sum.lateness_us.count);
+        if let Some((source, s)) = best {
+            let figs: Vec<String> = evidence::cost_figures(s, &source.summary_file(&s.strategy))
+                .iter()
+                .map(|f| f.render(base))
+                .collect();
+            if figs.is_empty() {
+                continue;
+            }
+            return Some(format!(
+                "{} per cancel ({}{})",
+                figs.join(", "),
+                source.label,
+                if c == Condition::Normal {
+                    String::new()
+                } else {
+                    format!(", {}: no run without faults ran it", c.words())
+                }
+            ));
+        }
+    }
+    None
+}
+
+fn pros_and_cons(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Path) -> Result<()> {
+    writeln!(out, "## Pros and Cons of the Options\n")?;
+    // The shortlist grouped by strategy, in shortlist order.
+    let mut groups: Vec<(&'static registry::StrategyInfo, Vec<&Eval>)> = Vec::new();
+    for e in shortlist {
+        match groups
+            .iter_mut()
+            .find(|(b, _)| b.name == e.variant.info.name)
+        {
+            Some((_, list)) => list.push(e),
+            None => groups.push((e.variant.info, vec![e])),
+        }
+    }
+    for (info, evals) in &groups {
+        let names: Vec<&str> = evals.iter().map(|e| e.name.as_str()).collect();
+        writeln!(out, "### {}\n", names.join(", "))?;
+        writeln!(out, "{}.\n", capitalise(info.summary))?;
+        // The chosen (or leading) option's good and bad are its
+        // consequences, above: not repeated.
+        let brief = evals.len() == 1 && evals[0].name == shortlist[0].name;
+        if brief {
+            writeln!(out, "- Good and bad: as in [Consequences](#consequences).")?;
+        } else {
+            for g in info.good {
+                writeln!(out, "- Good, because {g}.")?;
+            }
+            if !info.requires.is_empty() {
+                let services: Vec<&str> = info.requires.iter().map(|s| s.name()).collect();
+                writeln!(
+                    out,
+                    "- Bad, because {} must be operated beside the database.",
+                    services.join(" and ")
+                )?;
+            }
+            for b in info.bad {
+                writeln!(out, "- Bad, because {b}.")?;
+            }
+            for e in evals {
+                for r in e.variant.remedies() {
+                    writeln!(out, "- **{}** adds {}:", e.name, r.summary)?;
+                    for g in r.good {
+                        writeln!(out, "  - Good, because {g}.")?;
+                    }
+                    for b in r.bad {
+                        writeln!(out, "  - Bad, because {b}.")?;
+                    }
+                }
+            }
+        }
+        for e in evals {
+            writeln!(
+                out,
+                "- Measured, **{}**: {}.",
+                e.name,
+                measured_line(e, base)
+            )?;
+            if let Some(cost) = cost_line(e, study, base).filter(|_| !brief) {
+                writeln!(out, "  Cost: {cost}.")?;
+            }
+        }
+        writeln!(out)?;
+    }
+    let others: Vec<&Eval> = study
+        .evals
+        .iter()
+        .filter(|e| !shortlist.iter().any(|s| s.name == e.name))
+        .collect();
+    if !others.is_empty() {
+        writeln!(out, "### The other options\n")?;
+        for e in others {
+            writeln!(
+                out,
+                "- **{}** ({}): {}.",
+                e.name,
+                e.needs.join(", "),
+                measured_line(e, base)
+            )?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// What was measured of an option, condition by condition: failures with
+/// their figure, then what it meets, what is n/a, what was not measured.
+fn measured_line(e: &Eval, base: &Path) -> String {
+    let mut parts = Vec::new();
+    let fails = failures(e, base);
+    if !fails.is_empty() {
+        parts.push(format!("fails {}", fails.join("; ")));
+    }
+    let by = |k: Kind| -> Vec<&str> {
+        e.conditions
+            .iter()
+            .filter(|c| c.kind == k)
+            .map(|c| c.condition.name())
+            .collect()
+    };
+    let met = by(Kind::Meets);
+    if !met.is_empty() {
+        parts.push(format!("meets {}", met.join(", ")));
+    }
+    let na = by(Kind::NotApplicable);
+    if !na.is_empty() {
+        parts.push(format!("{} n/a", na.join(", ")));
+    }
+    let nm: Vec<String> = e
+        .conditions
+        .iter()
+        .filter(|c| c.kind == Kind::NotMeasured)
+        .map(|c| {
+            let partly: Vec<String> = c
+                .terms
+                .iter()
+                .filter(|(_, v)| v.kind == Kind::NotMeasured && v.note.starts_with("too few"))
+                .map(|(t, _)| format!("`{}` from too few samples", t.text))
+                .collect();
+            if partly.is_empty() {
+                c.condition.name().to_string()
+            } else {
+                format!("{} ({})", c.condition.name(), partly.join(", "))
+            }
+        })
+        .collect();
+    if !nm.is_empty() {
+        parts.push(format!("not measured: {}", nm.join(", ")));
+    }
+    parts.join("; ")
+}
+
+fn more_information(out: &mut String, study: &Study, evidence_file: &str) -> Result<()> {
+    writeln!(out, "## More Information\n")?;
+    writeln!(
+        out,
+        "Every run's figures and every term's verdict: [{evidence_file}]({evidence_file}). How the \
+         draft judges:\n"
+    )?;
+    for rule in [
+        "each option only from its own runs: a variant that did not run in a condition is not \
+         measured there, never given its strategy's figures;",
+        "a fault run counts for an option only if a fault reached it: a fault that cannot touch \
+         it (n/a) or that missed its target is not survived, and each figure says how many hit;",
+        "a percentile needs 10 samples beyond it (a p99: 1 000 cancels); with fewer, the max \
+         bounds it from above, and a lower percentile already over a `≤` bound fails the term;",
+        "a backlog restart that lost a probe order is no recovery, however fast.",
+    ] {
+        writeln!(out, "- {rule}")?;
+    }
+    writeln!(out, "\n### Limits of this evidence\n")?;
+    for line in limits::limits(study.sources) {
+        writeln!(out, "- {line}")?;
+    }
+    writeln!(out, "\n### Rerun the evidence\n")?;
+    writeln!(
+        out,
+        "Each input folder's command, from its `run.json`, with the scenario it ran (its \
+         `scenario.toml`, or `run.json` itself where it has none):\n"
+    )?;
+    writeln!(out, "```sh")?;
+    for source in study.sources {
+        writeln!(out, "{}", limits::rerun(source))?;
+    }
+    writeln!(out, "```")?;
+    Ok(())
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+pub fn table(out: &mut String, rows: &[Vec<String>]) {
+    for (i, row) in rows.iter().enumerate() {
+        out.push_str("| ");
+        out.push_str(&row.join(" | "));
+        out.push_str(" |\n");
+        if i == 0 {
+            out.push_str(&"| --- ".repeat(row.len()));
+            out.push_str("|\n");
+        }
+    }
+    out.push('\n');
+}
