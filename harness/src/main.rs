@@ -14,6 +14,7 @@ mod presets;
 mod probe;
 mod proxy;
 mod redis_stats;
+mod reference;
 mod report;
 mod resources;
 mod run;
@@ -63,8 +64,8 @@ enum Command {
         /// (a fault scenario that is meant to break some).
         #[arg(long)]
         allow_anomalies: bool,
-        /// Run each strategy N times, interleaved (A B C A B C); reports show the median
-        /// and min–max of every figure.
+        /// Run each strategy N times, interleaved (A B C A B C); lateness percentiles pool
+        /// every repetition's samples, and reports show each figure's min–max over them.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
         repeat: u32,
     },
@@ -153,9 +154,33 @@ enum Command {
         #[command(flatten)]
         args: clean::CleanArgs,
     },
+    /// Run the reference set at this commit into results/reference (quick, busy,
+    /// probe-cost, mixed-timeouts, chaos, the rate sweep and the 1M backlog; --clusters
+    /// adds the cluster presets), then write the READMEs' generated sections and the
+    /// draft decision record from it. Resumes a set cut short at the same commit.
+    /// `delaybench reference readme` only regenerates the text (`--check`: fail where
+    /// the committed text differs).
+    Reference {
+        #[command(flatten)]
+        args: reference::ReferenceArgs,
+        #[command(subcommand)]
+        then: Option<ReferenceCommand>,
+    },
     /// Internal: one canceller instance, started by `run`.
     #[command(hide = true)]
     Worker,
+}
+
+#[derive(Debug, Subcommand)]
+enum ReferenceCommand {
+    /// Write README.md's answer section, results/reference/README.md and the draft
+    /// decision record from the committed set (no run).
+    Readme {
+        /// Write nothing; fail, naming the file and line, where the committed text
+        /// differs from what the folders give (a test runs this).
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -268,6 +293,27 @@ fn main() -> ExitCode {
                 print!("{}", clean::clean(&args).await?);
                 Ok(())
             }
+            Command::Reference { args, then } => match then {
+                Some(ReferenceCommand::Readme { check: true }) => {
+                    reference::readme::check_all(&args.out, &args.readme)?;
+                    println!(
+                        "{} and {} match the reference set",
+                        args.readme.display(),
+                        args.out.join("README.md").display()
+                    );
+                    Ok(())
+                }
+                Some(ReferenceCommand::Readme { check: false }) => {
+                    reference::readme::write_all(&args.out, &args.readme)?;
+                    println!(
+                        "wrote {}, {} and the draft decision record from the reference set",
+                        args.readme.display(),
+                        args.out.join("README.md").display()
+                    );
+                    Ok(())
+                }
+                None => interruptible(reference::reference(&args)).await,
+            },
             Command::Worker => instance::worker_main().await,
         }
     });

@@ -34,6 +34,7 @@ pub const PRESETS: &[Preset] = presets!(
     "chaos-short",
     "sweep",
     "backlog",
+    "backlog-1m",
     "redis-cluster",
     "rabbitmq-cluster",
     "rabbitmq-cluster-classic",

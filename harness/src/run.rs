@@ -238,6 +238,7 @@ pub(crate) async fn start_run_info(
         started_at: chrono::Local::now().to_rfc3339(),
         delaybench_version: env!("CARGO_PKG_VERSION").to_string(),
         git_commit: run_info::git_commit(),
+        build_profile: Some(run_info::build_profile().to_string()),
         command: std::env::args().collect(),
         repeat: repeat.max(1),
         scenario_source,

@@ -46,20 +46,22 @@ pub fn evidence_path(out: &Path) -> PathBuf {
 /// Writes the draft to `args.out` and its evidence beside it, and returns
 /// the draft's text.
 pub fn write(args: &AdrArgs) -> Result<String> {
-    let sla = sla::parse_sla(&args.sla)?;
-    let mut sources = args
-        .dirs
-        .iter()
-        .map(|d| Source::load(d).with_context(|| format!("reading run folder {}", d.display())))
-        .collect::<Result<Vec<_>>>()?;
-    Source::label_all(&mut sources);
-    let base = args
-        .out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
+    let (text, appendix) = render(args)?;
+    let base = base_of(&args.out);
     std::fs::create_dir_all(&base).with_context(|| format!("creating {}", base.display()))?;
+    let appendix_file = evidence_path(&args.out);
+    std::fs::write(&args.out, &text).with_context(|| format!("writing {}", args.out.display()))?;
+    std::fs::write(&appendix_file, appendix)
+        .with_context(|| format!("writing {}", appendix_file.display()))?;
+    Ok(text)
+}
+
+/// The draft and its evidence file as `write` would write them to
+/// `args.out` (links relative to its folder), without writing.
+pub fn render(args: &AdrArgs) -> Result<(String, String)> {
+    let sla = sla::parse_sla(&args.sla)?;
+    let sources = load_sources(&args.dirs)?;
+    let base = base_of(&args.out);
     let study = Study::new(&sources, &sla)?;
     let appendix_file = evidence_path(&args.out);
     let name_of = |p: &Path| {
@@ -69,10 +71,30 @@ pub fn write(args: &AdrArgs) -> Result<String> {
     };
     let text = draft::draft(&study, &base, &name_of(&appendix_file))?;
     let appendix = appendix::appendix(&study, &base, &name_of(&args.out))?;
-    std::fs::write(&args.out, &text).with_context(|| format!("writing {}", args.out.display()))?;
-    std::fs::write(&appendix_file, appendix)
-        .with_context(|| format!("writing {}", appendix_file.display()))?;
-    Ok(text)
+    Ok((text, appendix))
+}
+
+/// What the run folders `dirs` cannot show, one line each, from their
+/// `run.json` (the draft's "limits of this evidence").
+pub fn limits_of(dirs: &[PathBuf]) -> Result<Vec<String>> {
+    Ok(limits::limits(&load_sources(dirs)?))
+}
+
+fn load_sources(dirs: &[PathBuf]) -> Result<Vec<Source>> {
+    let mut sources = dirs
+        .iter()
+        .map(|d| Source::load(d).with_context(|| format!("reading run folder {}", d.display())))
+        .collect::<Result<Vec<_>>>()?;
+    Source::label_all(&mut sources);
+    Ok(sources)
+}
+
+/// The folder the draft's links are relative to.
+fn base_of(out: &Path) -> PathBuf {
+    out.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf()
 }
 
 // --------------------------------------------------------- evaluation --

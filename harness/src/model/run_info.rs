@@ -13,6 +13,10 @@ pub struct RunInfo {
     pub delaybench_version: String,
     /// `git rev-parse HEAD`, with `-dirty` when the tree had changes.
     pub git_commit: String,
+    /// `release` or `debug`: how the binary that ran was built (`None` in
+    /// runs made before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_profile: Option<String>,
     pub command: Vec<String>,
     /// `--repeat N`: each strategy ran N times, interleaved.
     #[serde(default = "one")]
@@ -201,6 +205,15 @@ impl Machine {
             "{} CPUs ({}), {} MiB, {}",
             self.cpus, self.cpu_model, self.memory_mib, self.os
         )
+    }
+}
+
+/// How this binary was built: `release` or `debug`.
+pub fn build_profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
     }
 }
 

@@ -112,8 +112,9 @@ pub struct TimeoutLateness {
     pub timeout_ms: u64,
     pub count: u64,
     pub p50_us: u64,
+    /// `None` in runs made before it was kept.
     #[serde(default)]
-    pub p90_us: u64,
+    pub p90_us: Option<u64>,
     pub p99_us: u64,
     pub max_us: u64,
     /// The class's distribution, for pooling repetitions.
@@ -122,13 +123,21 @@ pub struct TimeoutLateness {
 }
 
 impl TimeoutLateness {
+    /// Percentile `p` where it was kept and `count` supports it.
+    pub fn shown(&self, p: Pct) -> Option<u64> {
+        match (p, self.p90_us) {
+            (Pct::P90, None) => None,
+            _ => self.stats().shown(p),
+        }
+    }
+
     /// Its figures as [`LatenessStats`], so one rule decides which
-    /// percentiles its `count` supports.
+    /// percentiles its `count` supports; read them with [`TimeoutLateness::shown`].
     pub fn stats(&self) -> LatenessStats {
         LatenessStats {
             count: self.count,
             p50: self.p50_us,
-            p90: self.p90_us,
+            p90: self.p90_us.unwrap_or_default(),
             p99: self.p99_us,
             p999: self.max_us,
             max: self.max_us,
@@ -872,7 +881,7 @@ fn timeout_class(timeout_ms: u64, h: &Histogram<u64>) -> TimeoutLateness {
         timeout_ms,
         count: h.len(),
         p50_us: h.value_at_quantile(0.5),
-        p90_us: h.value_at_quantile(0.9),
+        p90_us: Some(h.value_at_quantile(0.9)),
         p99_us: h.value_at_quantile(0.99),
         max_us: h.max(),
         histogram: encode_histogram(h),

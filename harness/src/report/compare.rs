@@ -451,6 +451,7 @@ mod tests {
             started_at: String::new(),
             delaybench_version: String::new(),
             git_commit: String::new(),
+            build_profile: None,
             command: Vec::new(),
             repeat: 1,
             scenario_source: String::new(),

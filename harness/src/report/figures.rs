@@ -315,6 +315,7 @@ mod tests {
             started_at: String::new(),
             delaybench_version: String::new(),
             git_commit: String::new(),
+            build_profile: None,
             command: Vec::new(),
             repeat,
             scenario_source: "quick".into(),

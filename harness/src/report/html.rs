@@ -268,6 +268,7 @@ mod tests {
             started_at: String::new(),
             delaybench_version: String::new(),
             git_commit: "abc".into(),
+            build_profile: None,
             command: Vec::new(),
             repeat: 1,
             scenario_source: "quick".into(),

@@ -391,7 +391,7 @@ fn lateness_by_timeout(out: &mut String, s: &Summary) {
         "  | timeout | orders | p50 ms | p90 ms | p99 ms | max ms |\n  | --- | --- | --- | --- | --- | --- |"
     );
     let cell = |t: &crate::model::summary::TimeoutLateness, p: Pct| {
-        t.stats().shown(p).map(ms).unwrap_or_else(|| "-".into())
+        t.shown(p).map(ms).unwrap_or_else(|| "-".into())
     };
     for t in &s.lateness_by_timeout {
         let _ = writeln!(
@@ -411,10 +411,9 @@ fn lateness_by_timeout(out: &mut String, s: &Summary) {
     );
     let gap_us = (longest.timeout_ms - shortest.timeout_ms) * 1000;
     // Judged on the highest percentile the short class's count supports.
-    let stats = shortest.stats();
     let judged = [(Pct::P99, "p99"), (Pct::P90, "p90"), (Pct::P50, "p50")]
         .into_iter()
-        .find_map(|(p, name)| stats.shown(p).map(|v| (name, v)));
+        .find_map(|(p, name)| shortest.shown(p).map(|v| (name, v)));
     match judged {
         Some((name, value)) if value * 2 > gap_us => {
             let _ = writeln!(
@@ -462,7 +461,7 @@ const GLOSSARY: &str = "
 ";
 
 /// A markdown table, header first, followed by a blank line.
-fn table(out: &mut String, rows: &[Vec<String>]) {
+pub(crate) fn table(out: &mut String, rows: &[Vec<String>]) {
     let _ = writeln!(out, "| {} |", rows[0].join(" | "));
     let _ = writeln!(out, "|{}", " --- |".repeat(rows[0].len()));
     for row in &rows[1..] {

@@ -12,6 +12,7 @@ mod palette;
 mod plots;
 pub mod sweep;
 mod text_table;
+pub(crate) use markdown::table as markdown_table;
 
 use crate::model::records::FaultReach;
 use crate::model::run_info::RunInfo;
@@ -117,10 +118,14 @@ fn run_facts(info: &RunInfo) -> Vec<(String, bool)> {
         ),
         (
             format!(
-                "Database: {} ({}). Commit {}. Machine: {}.",
+                "Database: {} ({}). Commit {}{}. Machine: {}.",
                 info.database_url,
                 info.database_version,
                 info.git_commit,
+                info.build_profile
+                    .as_deref()
+                    .map(|p| format!(" ({p} build)"))
+                    .unwrap_or_default(),
                 info.machine.summary()
             ),
             false,
@@ -205,7 +210,7 @@ pub(crate) fn shown(s: &Summary, key: &str) -> Option<Shown> {
 /// A figure's cell, formatted by `format`: over repetitions
 /// `median (min–max)` (just the median when they agree), for a single run
 /// its value; `-` where [`shown`] has none.
-fn fig(s: &Summary, key: &str, format: fn(f64) -> String) -> String {
+pub(crate) fn fig(s: &Summary, key: &str, format: fn(f64) -> String) -> String {
     match shown(s, key) {
         None => "-".into(),
         Some(Shown {
@@ -216,15 +221,15 @@ fn fig(s: &Summary, key: &str, format: fn(f64) -> String) -> String {
     }
 }
 
-fn as_ms(us: f64) -> String {
+pub(crate) fn as_ms(us: f64) -> String {
     format!("{:.1}", us / 1000.0)
 }
 
-fn as_count(v: f64) -> String {
+pub(crate) fn as_count(v: f64) -> String {
     format!("{v:.0}")
 }
 
-fn as_ratio(v: f64) -> String {
+pub(crate) fn as_ratio(v: f64) -> String {
     format!("{v:.1}")
 }
 
@@ -333,7 +338,7 @@ pub(crate) const FAULT_NOTES: &str = "Each missed cancel (an order still PENDING
      release).";
 
 /// The strategies that are real options, then the deliberately wrong ones.
-fn split_teaching(summaries: &[Summary]) -> (Vec<Summary>, Vec<Summary>) {
+pub(crate) fn split_teaching(summaries: &[Summary]) -> (Vec<Summary>, Vec<Summary>) {
     summaries
         .iter()
         .cloned()
@@ -438,7 +443,7 @@ fn rows(summaries: &[Summary]) -> Vec<Vec<String>> {
 
 /// The trade-off table: one row per strategy that ran, measured numbers next
 /// to what its capabilities promise. Header first.
-fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
+pub(crate) fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
     let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
     let mut rows = vec![[
         "strategy",
@@ -606,7 +611,7 @@ rows-read figure is estimated from the transactions read (`transactions read / a
 
 /// The canceller's rows read per cancel; a single run's sampled estimate
 /// carries its 95 % interval (repetitions carry their min–max instead).
-fn rows_read_cell(s: &Summary, key: &str) -> String {
+pub(crate) fn rows_read_cell(s: &Summary, key: &str) -> String {
     let cell = fig(s, key, as_ratio);
     match s.cost.canceller_server_rows_read_ci95_per_cancel {
         Some(ci) if s.repeats.is_none() && ci > 0.0 && cell != "-" => format!("{cell} ±{ci:.1}"),

@@ -252,7 +252,7 @@ fn mib(bytes: u64) -> String {
 
 /// The backlog sweep's table: per strategy and size, what the preload
 /// took, what holding it cost, lateness, and each restart's recovery.
-fn backlog_tables(out: &mut String, result: &SweepResult) {
+pub(crate) fn backlog_tables(out: &mut String, result: &SweepResult) {
     let _ = writeln!(out, "\n## Holding a backlog\n");
     let _ = writeln!(
         out,
@@ -350,7 +350,7 @@ fn backlog_tables(out: &mut String, result: &SweepResult) {
 }
 
 /// The rate sweep's table: each strategy's maximum sustainable rate.
-fn rate_tables(out: &mut String, result: &SweepResult) {
+pub(crate) fn rate_tables(out: &mut String, result: &SweepResult) {
     let _ = writeln!(out, "\n## Maximum sustainable rate\n");
     let _ = writeln!(
         out,

@@ -1,0 +1,508 @@
+//! `delaybench reference`: the reference set, one command at one commit.
+//!
+//! It runs the [`MATRIX`] (quick, busy, probe-cost, mixed-timeouts, chaos,
+//! the rate sweep and the 1M backlog; with `--clusters` the Redis and
+//! RabbitMQ cluster presets too) into one folder, each entry as its own
+//! `delaybench run` or `sweep` process, and keeps a manifest
+//! (`reference.json`) of what ran where. When every entry is done it
+//! removes the run folders the new set replaces, drafts the decision
+//! record, and writes the READMEs' generated sections ([`readme`]), so
+//! every published number comes from that one set.
+//!
+//! - It refuses a dirty tree (unless `--allow-dirty`) and a debug build
+//!   (unless `--allow-debug`): every `run.json` then names the same clean
+//!   commit and a release build.
+//! - It resumes: run again at the same commit, it skips the entries done
+//!   and repeats the one that was cut short (`--fresh` starts over).
+
+pub mod readme;
+
+use crate::model::run_info;
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// The manifest's file name in the reference folder.
+pub const MANIFEST: &str = "reference.json";
+
+/// The strategies every comparison runs.
+const MAIN: &str = "db-scan,db-timer,timing-wheel,rabbit-ttl,rabbit-delayed,redis-zset";
+
+/// One run of the reference set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// Its name in the manifest and the READMEs.
+    pub name: &'static str,
+    /// What it shows, in a few words.
+    pub what: &'static str,
+    /// `delaybench` arguments, without the service URLs and `--out`.
+    pub args: &'static [&'static str],
+}
+
+/// The reference matrix, in the order it runs.
+pub const MATRIX: &[Entry] = &[
+    Entry {
+        name: "quick",
+        what: "the bundled quick scenario: lateness of every strategy at a light load",
+        args: &["run", "--repeat", "3", "--strategies", MAIN],
+    },
+    Entry {
+        name: "busy",
+        what: "200 orders/s: lateness and database cost per cancel",
+        args: &["run", "--scenario", "busy", "--repeat", "3", "--strategies", MAIN],
+    },
+    Entry {
+        name: "probe-cost",
+        what: "600 orders/s, each strategy also run with every probe off: what the measurement costs",
+        args: &["run", "--scenario", "probe-cost", "--repeat", "3", "--strategies", MAIN],
+    },
+    Entry {
+        name: "mixed-timeouts",
+        what: "1 s and 3 s timeouts interleaved: head-of-line blocking",
+        args: &[
+            "run",
+            "--scenario",
+            "mixed-timeouts",
+            "--repeat",
+            "3",
+            "--strategies",
+            "db-scan,db-timer,timing-wheel,rabbit-ttl,rabbit-delayed,redis-zset,rabbit-ttl-single-queue",
+        ],
+    },
+    Entry {
+        name: "chaos",
+        what: "nine faults at the same times for every strategy, remedy and teaching variant",
+        args: &[
+            "run",
+            "--scenario",
+            "chaos",
+            "--allow-anomalies",
+            "--strategies",
+            "db-scan,db-timer,timing-wheel,timing-wheel+fallback,rabbit-ttl,rabbit-ttl+fallback,\
+             rabbit-ttl+outbox,rabbit-ttl+outbox+fallback,rabbit-delayed,rabbit-delayed+fallback,\
+             rabbit-delayed+outbox,rabbit-delayed+outbox+fallback,redis-zset,redis-zset+fallback,\
+             redis-zset+outbox,redis-zset+outbox+fallback,db-scan-noindex,timing-wheel-unconditional,\
+             timing-wheel-release-first,rabbit-ttl-single-queue,redis-keyspace-expiry,\
+             redis-zset-nonatomic,redis-zset-publish-first",
+        ],
+    },
+    Entry {
+        name: "sweep",
+        what: "rising offered rates until a step no longer holds: each strategy's maximum",
+        args: &["sweep", "--repeat", "2", "--strategies", MAIN],
+    },
+    Entry {
+        name: "backlog",
+        what: "holding a million far-future pending orders, and recovering with it",
+        args: &[
+            "sweep",
+            "--scenario",
+            "backlog-1m",
+            "--strategies",
+            "db-scan,db-scan-noindex,db-timer,timing-wheel,rabbit-ttl,rabbit-delayed,redis-zset",
+        ],
+    },
+];
+
+/// The cluster presets, run with `--clusters` once the clusters are up
+/// (`scripts/services.sh redis-cluster rabbitmq-cluster`).
+pub const CLUSTERS: &[Entry] = &[
+    Entry {
+        name: "redis-cluster",
+        what: "a Redis Cluster master killed mid-run",
+        args: &[
+            "run",
+            "--scenario",
+            "redis-cluster",
+            "--allow-anomalies",
+            "--strategies",
+            "redis-zset,redis-zset+fallback",
+        ],
+    },
+    Entry {
+        name: "rabbitmq-cluster",
+        what: "a RabbitMQ cluster node stopped mid-run, quorum queues",
+        args: &[
+            "run",
+            "--scenario",
+            "rabbitmq-cluster",
+            "--allow-anomalies",
+            "--strategies",
+            "rabbit-ttl,rabbit-ttl+fallback,rabbit-delayed,rabbit-delayed+fallback",
+        ],
+    },
+    Entry {
+        name: "rabbitmq-cluster-classic",
+        what: "the same node stop, classic queues",
+        args: &[
+            "run",
+            "--scenario",
+            "rabbitmq-cluster-classic",
+            "--allow-anomalies",
+            "--strategies",
+            "rabbit-ttl,rabbit-ttl+fallback",
+        ],
+    },
+];
+
+/// The objective the reference's decision-record draft is written against.
+pub const SLA: &str = "p99<=2s,missed=0,paid-after-deadline<=1%,max-rate>=500,recovery<=30s; \
+                       faults: p99<=10s,missed=0; cluster: p99<=10s,missed=0";
+
+/// `reference.json`: the set's commit and build, and each entry's folder.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    pub commit: String,
+    pub build_profile: String,
+    /// The database the set ran against (password removed).
+    pub database_url: String,
+    pub started_at: String,
+    /// When the last entry finished and the READMEs were written.
+    pub finished_at: Option<String>,
+    pub entries: Vec<ManifestEntry>,
+}
+
+/// One entry as it ran.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ManifestEntry {
+    pub name: String,
+    pub what: String,
+    /// The `delaybench` arguments it ran with (service URLs redacted).
+    pub command: Vec<String>,
+    /// Its run folder, relative to the reference folder.
+    pub folder: Option<String>,
+    pub status: EntryStatus,
+    /// Why it failed, when it did.
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryStatus {
+    Pending,
+    Running,
+    Done,
+    Failed,
+}
+
+impl Manifest {
+    pub fn read(dir: &Path) -> Result<Manifest> {
+        let path = dir.join(MANIFEST);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "reading {} (made by `delaybench reference`)",
+                path.display()
+            )
+        })?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+
+    fn write(&self, dir: &Path) -> Result<()> {
+        let path = dir.join(MANIFEST);
+        std::fs::write(&path, serde_json::to_string_pretty(self)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// The folders of the entries that are done, in matrix order.
+    pub fn folders(&self, dir: &Path) -> Vec<PathBuf> {
+        self.entries
+            .iter()
+            .filter(|e| e.status == EntryStatus::Done)
+            .filter_map(|e| e.folder.as_ref().map(|f| dir.join(f)))
+            .collect()
+    }
+}
+
+/// What `delaybench reference` was asked to do.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReferenceArgs {
+    /// The reference folder; the READMEs' generated sections read it.
+    #[arg(long, default_value = "results/reference")]
+    pub out: PathBuf,
+    /// Order database of every entry.
+    #[arg(
+        long,
+        env = "DELAYBENCH_DB",
+        hide_env_values = true,
+        default_value = "postgres://root@127.0.0.1/test"
+    )]
+    pub db: String,
+    #[arg(long, env = "DELAYBENCH_AMQP", hide_env_values = true)]
+    pub amqp: Option<String>,
+    #[arg(long, env = "DELAYBENCH_REDIS", hide_env_values = true)]
+    pub redis: Option<String>,
+    /// Also run the Redis and RabbitMQ cluster presets (the clusters must be
+    /// up: `scripts/services.sh redis-cluster rabbitmq-cluster`).
+    #[arg(long)]
+    pub clusters: bool,
+    /// Run although the work tree has uncommitted changes (the folders then
+    /// name a `-dirty` commit, and the set is not a reference).
+    #[arg(long)]
+    pub allow_dirty: bool,
+    /// Run although this is a debug build (for trying the command out).
+    #[arg(long)]
+    pub allow_debug: bool,
+    /// Start over, even where a run at this commit was cut short.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Only these entries (comma-separated names), for trying it out; the
+    /// set is then incomplete and the READMEs are not written.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// The README whose answer section is generated.
+    #[arg(long, default_value = "README.md")]
+    pub readme: PathBuf,
+}
+
+/// Runs the reference set (or resumes it) and writes what it feeds.
+pub async fn reference(args: &ReferenceArgs) -> Result<()> {
+    let commit = run_info::git_commit();
+    if (commit.ends_with("-dirty") || commit == "unknown") && !args.allow_dirty {
+        bail!(
+            "the work tree is {} (commit {commit}): the reference set must come from one clean \
+             commit. Commit or stash your changes (`git status` lists them), or pass \
+             --allow-dirty to try the command out",
+            if commit == "unknown" {
+                "not a git checkout"
+            } else {
+                "dirty"
+            }
+        );
+    }
+    let profile = run_info::build_profile();
+    if profile != "release" && !args.allow_debug {
+        bail!(
+            "this is a {profile} build: reference numbers come from a release build \
+             (`cargo run --release -p delaybench -- reference`), or pass --allow-debug to try \
+             the command out"
+        );
+    }
+    let matrix: Vec<&Entry> = MATRIX
+        .iter()
+        .chain(if args.clusters { CLUSTERS } else { &[] })
+        .filter(|e| args.only.is_empty() || args.only.iter().any(|o| o == e.name))
+        .collect();
+    if let Some(unknown) = args
+        .only
+        .iter()
+        .find(|o| !MATRIX.iter().chain(CLUSTERS).any(|e| e.name == o.as_str()))
+    {
+        bail!(
+            "--only {unknown}: no such entry; the entries are {}",
+            MATRIX
+                .iter()
+                .chain(CLUSTERS)
+                .map(|e| e.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let db_display = strategies::store::redact_url(&args.db);
+    let mut manifest = match Manifest::read(&args.out) {
+        Ok(m) if !args.fresh && m.commit == commit && m.finished_at.is_none() => {
+            eprintln!(
+                "delaybench reference: resuming the set of {} (started {}): {} of {} entries done",
+                short(&commit),
+                m.started_at,
+                m.entries
+                    .iter()
+                    .filter(|e| e.status == EntryStatus::Done)
+                    .count(),
+                m.entries.len()
+            );
+            m
+        }
+        _ => Manifest {
+            commit: commit.clone(),
+            build_profile: profile.to_string(),
+            database_url: db_display.clone(),
+            started_at: chrono::Local::now().to_rfc3339(),
+            finished_at: None,
+            entries: matrix
+                .iter()
+                .map(|e| ManifestEntry {
+                    name: e.name.to_string(),
+                    what: e.what.to_string(),
+                    command: e.args.iter().map(|a| a.to_string()).collect(),
+                    folder: None,
+                    status: EntryStatus::Pending,
+                    reason: None,
+                })
+                .collect(),
+        },
+    };
+    manifest.write(&args.out)?;
+    let total = manifest.entries.len();
+    for k in 0..total {
+        let entry = manifest.entries[k].clone();
+        if entry.status == EntryStatus::Done {
+            continue;
+        }
+        // What an earlier, interrupted attempt left is not part of the set.
+        if let Some(folder) = &entry.folder {
+            let _ = std::fs::remove_dir_all(args.out.join(folder));
+        }
+        eprintln!(
+            "\ndelaybench reference: entry {} of {total}: {} ({}): delaybench {}",
+            k + 1,
+            entry.name,
+            entry.what,
+            entry.command.join(" ")
+        );
+        manifest.entries[k].status = EntryStatus::Running;
+        manifest.entries[k].folder = None;
+        manifest.write(&args.out)?;
+        let (folder, outcome) = run_entry(&entry.command, args).await;
+        let e = &mut manifest.entries[k];
+        e.folder = folder.and_then(|f| {
+            f.strip_prefix(&args.out)
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned())
+        });
+        match outcome {
+            Ok(()) if e.folder.is_some() => {
+                e.status = EntryStatus::Done;
+                e.reason = None;
+            }
+            Ok(()) => {
+                e.status = EntryStatus::Failed;
+                e.reason = Some("it printed no run folder".into());
+            }
+            Err(why) => {
+                e.status = EntryStatus::Failed;
+                e.reason = Some(why);
+            }
+        }
+        let said = format!(
+            "delaybench reference: {}: {}{}",
+            e.name,
+            match e.status {
+                EntryStatus::Done => "done",
+                _ => "FAILED",
+            },
+            e.reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        );
+        manifest.write(&args.out)?;
+        eprintln!("{said}");
+    }
+    let failed: Vec<String> = manifest
+        .entries
+        .iter()
+        .filter(|e| e.status != EntryStatus::Done)
+        .map(|e| format!("{}: {}", e.name, e.reason.as_deref().unwrap_or("not run")))
+        .collect();
+    if !failed.is_empty() {
+        bail!(
+            "the reference set is incomplete ({}); the older folders are kept. Run the same \
+             command again to repeat what failed",
+            failed.join("; ")
+        );
+    }
+    if !args.only.is_empty() {
+        eprintln!(
+            "delaybench reference: --only ran part of the set: the older folders are kept and \
+             the READMEs are not written"
+        );
+        return Ok(());
+    }
+    let removed = remove_replaced(&args.out, &manifest)?;
+    if !removed.is_empty() {
+        eprintln!(
+            "delaybench reference: removed the folders the set replaces: {}",
+            removed.join(", ")
+        );
+    }
+    manifest.finished_at = Some(chrono::Local::now().to_rfc3339());
+    manifest.write(&args.out)?;
+    readme::write_all(&args.out, &args.readme)?;
+    eprintln!(
+        "delaybench reference: done; {} and {} are generated from it",
+        args.out.join("README.md").display(),
+        args.readme.display()
+    );
+    Ok(())
+}
+
+/// Runs one entry as its own `delaybench` process (so a crash of one
+/// loses nothing of the others), echoing its output; returns the run
+/// folder it printed and how it ended.
+async fn run_entry(
+    command: &[String],
+    args: &ReferenceArgs,
+) -> (Option<PathBuf>, std::result::Result<(), String>) {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return (None, Err(format!("cannot find the delaybench binary: {e}"))),
+    };
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.args(command)
+        .arg("--db")
+        .arg(&args.db)
+        .arg("--out")
+        .arg(&args.out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true);
+    if let Some(url) = &args.amqp {
+        cmd.arg("--amqp").arg(url);
+    }
+    if let Some(url) = &args.redis {
+        cmd.arg("--redis").arg(url);
+    }
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => return (None, Err(format!("cannot start delaybench: {e}"))),
+    };
+    let mut folder = None;
+    if let Some(stdout) = child.stdout.take() {
+        let mut lines = BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            match line.strip_prefix("DELAYBENCH_RUN_DIR=") {
+                Some(dir) => folder = Some(PathBuf::from(dir)),
+                None => println!("{line}"),
+            }
+        }
+    }
+    let outcome = match child.wait().await {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("delaybench exited with {status}")),
+        Err(e) => Err(format!("waiting for delaybench: {e}")),
+    };
+    (folder, outcome)
+}
+
+/// Removes every run folder in `dir` that the manifest does not name: the
+/// runs the new set replaces. Returns their names.
+fn remove_replaced(dir: &Path, manifest: &Manifest) -> Result<Vec<String>> {
+    let kept: Vec<&str> = manifest
+        .entries
+        .iter()
+        .filter_map(|e| e.folder.as_deref())
+        .collect();
+    let mut removed = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if path.join("run.json").is_file() && !kept.contains(&name.as_str()) {
+            std::fs::remove_dir_all(&path)
+                .with_context(|| format!("removing {}", path.display()))?;
+            removed.push(name);
+        }
+    }
+    removed.sort();
+    Ok(removed)
+}
+
+/// A commit's first seven characters.
+pub fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(7)]
+}

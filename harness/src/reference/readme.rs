@@ -1,0 +1,828 @@
+//! The text the reference set feeds: README.md's generated sections
+//! (between [`begin`] and [`end`] markers: the answer table, the chaos
+//! table, the clusters'), the whole of `results/reference/README.md`, and
+//! the decision-record draft beside it. All of it is rendered from the
+//! folders the manifest names, with the same cells the run reports print
+//! ([`crate::report::fig`]), so a number here is the report's number.
+//! `delaybench reference readme --check` (run by the tests) fails when the
+//! committed text differs from what the folders give: a hand edit of a
+//! number fails CI.
+
+use super::{short, Manifest, SLA};
+use crate::model::run_info::RunInfo;
+use crate::model::summary::{Status, Summary};
+use crate::model::sweep::SweepResult;
+use crate::report::{self, as_count, as_ms, fig, markdown_table, Shown};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The first line of README.md's generated section `name`.
+pub fn begin(name: &str) -> String {
+    format!(
+        "<!-- BEGIN GENERATED {name} by `delaybench reference readme` from results/reference: \
+         edit the command, not this text (a test fails on a hand edit) -->"
+    )
+}
+
+/// Its last line.
+pub fn end(name: &str) -> String {
+    format!("<!-- END GENERATED {name} -->")
+}
+
+/// Renders one of README.md's sections from the set, links relative to
+/// the reference folder's path from the README.
+type Section = fn(&Set, &str) -> Result<String>;
+
+/// README.md's generated sections, each rendered from the set.
+const SECTIONS: [(&str, Section); 4] = [
+    ("answer", answer),
+    ("chaos", chaos_section),
+    ("redis-cluster", redis_cluster_section),
+    ("rabbitmq-cluster", rabbitmq_cluster_section),
+];
+
+/// The decision-record draft's file in the reference folder.
+const ADR_FILE: &str = "adr-draft.md";
+
+/// One folder of the set, loaded.
+enum Loaded {
+    Run {
+        info: RunInfo,
+        summaries: Vec<Summary>,
+        twins: Vec<Summary>,
+    },
+    Sweep {
+        info: RunInfo,
+        result: SweepResult,
+    },
+}
+
+impl Loaded {
+    fn info(&self) -> &RunInfo {
+        match self {
+            Loaded::Run { info, .. } | Loaded::Sweep { info, .. } => info,
+        }
+    }
+
+    fn summaries(&self) -> &[Summary] {
+        match self {
+            Loaded::Run { summaries, .. } => summaries,
+            Loaded::Sweep { .. } => &[],
+        }
+    }
+}
+
+/// The reference set: its manifest and every folder it names.
+struct Set {
+    dir: PathBuf,
+    manifest: Manifest,
+    loaded: BTreeMap<String, (String, Loaded)>,
+}
+
+impl Set {
+    fn load(dir: &Path) -> Result<Set> {
+        let manifest = Manifest::read(dir)?;
+        let mut loaded = BTreeMap::new();
+        for e in &manifest.entries {
+            let Some(folder) = &e.folder else { continue };
+            let path = dir.join(folder);
+            let l = if path.join("sweep.json").exists() {
+                Loaded::Sweep {
+                    info: RunInfo::read(&path)?,
+                    result: SweepResult::read(&path)?,
+                }
+            } else {
+                let (info, summaries) = report::load(&path)?;
+                let twins = report::load_twins(&path, &info)?;
+                Loaded::Run {
+                    info,
+                    summaries,
+                    twins,
+                }
+            };
+            loaded.insert(e.name.clone(), (folder.clone(), l));
+        }
+        Ok(Set {
+            dir: dir.to_path_buf(),
+            manifest,
+            loaded,
+        })
+    }
+
+    fn get(&self, name: &str) -> Option<&(String, Loaded)> {
+        self.loaded.get(name)
+    }
+
+    fn summary(&self, entry: &str, strategy: &str) -> Option<&Summary> {
+        self.get(entry)?
+            .1
+            .summaries()
+            .iter()
+            .find(|s| s.strategy == strategy && s.status == Status::Ok)
+    }
+}
+
+/// Renders everything and writes it: the reference README, the draft and
+/// its evidence, and README.md's section.
+pub fn write_all(dir: &Path, readme: &Path) -> Result<()> {
+    for (path, text) in render_all(dir, readme)? {
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Fails, naming the file and the first line that differs, where the
+/// committed text is not what the folders give.
+pub fn check_all(dir: &Path, readme: &Path) -> Result<()> {
+    let mut stale = Vec::new();
+    for (path, text) in render_all(dir, readme)? {
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        if committed != text {
+            let line = committed
+                .lines()
+                .zip(text.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or_else(|| committed.lines().count().min(text.lines().count()));
+            let (was, is) = (
+                committed.lines().nth(line).unwrap_or("(end of file)"),
+                text.lines().nth(line).unwrap_or("(end of file)"),
+            );
+            stale.push(format!(
+                "{} line {}: it says {was:?}, the folders give {is:?}",
+                path.display(),
+                line + 1
+            ));
+        }
+    }
+    if !stale.is_empty() {
+        bail!(
+            "generated text differs from what {} gives (run `delaybench reference readme` to \
+             regenerate it; never edit it by hand):\n  {}",
+            dir.display(),
+            stale.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+/// Every generated file as `(path, text)`.
+fn render_all(dir: &Path, readme: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let set = Set::load(dir)?;
+    let mut files = vec![(dir.join("README.md"), reference_readme(&set)?)];
+    let out = dir.join(ADR_FILE);
+    let (draft, evidence) = crate::adr::render(&crate::adr::AdrArgs {
+        dirs: set.manifest.folders(dir),
+        sla: SLA.to_string(),
+        out: out.clone(),
+    })?;
+    files.push((out.clone(), draft));
+    files.push((crate::adr::evidence_path(&out), evidence));
+    let mut text =
+        std::fs::read_to_string(readme).with_context(|| format!("reading {}", readme.display()))?;
+    let relative = relative_to(readme, dir);
+    for (name, render) in SECTIONS {
+        text = splice(&text, name, &render(&set, &relative)?).with_context(|| {
+            format!(
+                "{} has no generated section `{name}`: put the lines `{}` and `{}` where it goes",
+                readme.display(),
+                begin(name),
+                end(name)
+            )
+        })?;
+    }
+    files.push((readme.to_path_buf(), text));
+    Ok(files)
+}
+
+/// `text` with what lies between section `name`'s markers replaced by
+/// `section`.
+fn splice(text: &str, name: &str, section: &str) -> Result<String> {
+    let (first, last) = (begin(name), end(name));
+    let from = text.find(&first).context("no BEGIN marker")?;
+    let to = text[from..].find(&last).context("no END marker")? + from;
+    Ok(format!(
+        "{}{first}\n{section}{last}{}",
+        &text[..from],
+        &text[to + last.len()..]
+    ))
+}
+
+/// The path from the README's folder to the reference folder, for links.
+fn relative_to(readme: &Path, dir: &Path) -> String {
+    let base = readme.parent().unwrap_or(Path::new(""));
+    dir.strip_prefix(base)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| dir.to_string_lossy().into_owned())
+}
+
+/// The strategies of the answer table, in its order.
+const ANSWER: [&str; 6] = [
+    "db-scan",
+    "db-timer",
+    "timing-wheel",
+    "rabbit-ttl",
+    "rabbit-delayed",
+    "redis-zset",
+];
+
+/// A cell of entry `entry`'s figure `key` for `strategy`, or `not run`.
+fn cell(set: &Set, entry: &str, strategy: &str, key: &str, format: fn(f64) -> String) -> String {
+    match set.summary(entry, strategy) {
+        Some(s) => fig(s, key, format),
+        None => "not run".into(),
+    }
+}
+
+/// Missed cancels under the chaos run, with how many faults hit it.
+fn chaos_cell(set: &Set, strategy: &str) -> String {
+    let Some(s) = set.summary("chaos", strategy) else {
+        return "not run".into();
+    };
+    let hit = s.faults.iter().filter(|f| f.took_effect()).count();
+    let missed_target = s
+        .faults
+        .iter()
+        .filter(|f| {
+            matches!(
+                f.reach(),
+                crate::model::records::FaultReach::MissedTarget(_)
+            )
+        })
+        .count();
+    format!(
+        "{} ({hit} of {} faults acted{})",
+        s.anomalies.missed_cancels,
+        s.faults.len(),
+        if missed_target > 0 {
+            format!(", {missed_target} missed their target")
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The sweep's maximum sustainable rate and its share of the ceiling.
+fn sweep_cell(set: &Set, strategy: &str) -> String {
+    let Some((_, Loaded::Sweep { result, .. })) = set.get("sweep") else {
+        return "not run".into();
+    };
+    match result.strategies.iter().find(|s| s.strategy == strategy) {
+        Some(s) => match (s.max_rate, s.share_of_ceiling) {
+            (Some(rate), Some(share)) => format!("{rate:.0} ({:.0} %)", share * 100.0),
+            (Some(rate), None) => format!("{rate:.0}"),
+            (None, _) => "none held".into(),
+        },
+        None => "not run".into(),
+    }
+}
+
+fn needs(strategy: &str) -> String {
+    match strategies::registry::info(strategy) {
+        Ok(i) if i.requires.is_empty() => "nothing".into(),
+        Ok(i) => i
+            .requires
+            .iter()
+            .map(|s| s.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(_) => "-".into(),
+    }
+}
+
+/// The smallest and largest `n` of `strategies` in entry `entry`.
+fn n_range(set: &Set, entry: &str, strategies: &[&str]) -> String {
+    let ns: Vec<u64> = strategies
+        .iter()
+        .filter_map(|s| set.summary(entry, s))
+        .map(|s| s.lateness_us.count)
+        .collect();
+    match (ns.iter().min(), ns.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
+        (Some(lo), Some(hi)) => format!("{lo}–{hi}"),
+        _ => "-".into(),
+    }
+}
+
+/// README.md's section: the answer table and what it rests on.
+fn answer(set: &Set, reference: &str) -> Result<String> {
+    let mut out = String::new();
+    let m = &set.manifest;
+    let info = set
+        .get("quick")
+        .map(|(_, l)| l.info())
+        .context("the reference set has no quick run")?;
+    let services: Vec<String> = info
+        .services
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nFrom the committed [reference set]({reference}/README.md), made by `delaybench reference` \
+         at commit `{}` ({} build, clean tree) on {}: {}; {}. Every figure below is generated from \
+         its folders.\n",
+        short(&m.commit),
+        m.build_profile,
+        info.machine.summary(),
+        info.database_version
+            .split(" on ")
+            .next()
+            .unwrap_or(&info.database_version),
+        services.join(", ")
+    );
+    if let Some((folder, _)) = set.get("quick") {
+        let _ = writeln!(
+            out,
+            "![lateness CDF of the six strategies, quick scenario]({reference}/{folder}/plots/lateness-cdf.png)\n"
+        );
+    }
+    let mut rows = vec![[
+        "strategy",
+        "p90 ms, quick",
+        "p99 ms, busy",
+        "DB rows read / cancel, busy",
+        "CPU µs / cancel, busy",
+        "max orders/s (share of ceiling), sweep",
+        "missed under chaos (faults that acted)",
+        "same, +fallback",
+        "needs besides the DB",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for strategy in ANSWER {
+        let rows_read = set
+            .summary("busy", strategy)
+            .and_then(|s| report::rows_read_figure(s).map(|key| report::rows_read_cell(s, key)))
+            .unwrap_or_else(|| "-".into());
+        let fallback = format!("{strategy}+fallback");
+        rows.push(vec![
+            strategy.to_string(),
+            cell(set, "quick", strategy, "p90", as_ms),
+            cell(set, "busy", strategy, "p99", as_ms),
+            rows_read,
+            cell(set, "busy", strategy, "cpu_us_per_cancel", as_count),
+            sweep_cell(set, strategy),
+            chaos_cell(set, strategy),
+            if strategies::registry::Variant::parse(&fallback).is_ok() {
+                chaos_cell(set, &fallback)
+            } else {
+                "- (no fallback variant)".into()
+            },
+            needs(strategy),
+        ]);
+    }
+    markdown_table(&mut out, &rows);
+    let link = |entry: &str| {
+        set.get(entry)
+            .map(|(folder, _)| format!("[{entry}]({reference}/{folder}/report.md)"))
+            .unwrap_or_else(|| format!("{entry} (not run)"))
+    };
+    let _ = writeln!(
+        out,
+        "Lateness percentiles pool the samples of three interleaved repetitions (n = {} per \
+         strategy in {}, {} in {}), with the repetitions' own min–max beside them; costs are \
+         the repetitions' median (min–max); rows read come from the sampled probe of the \
+         canceller's own transactions. The rates come from {} (two repetitions per step, back to \
+         back), the missed cancels from {} (one trial; `acted` counts the faults that touched \
+         the strategy, the others are n/a to it). More: {}; the draft decision record \
+         [{ADR_FILE}]({reference}/{ADR_FILE}).\n",
+        n_range(set, "quick", &ANSWER),
+        link("quick"),
+        n_range(set, "busy", &ANSWER),
+        link("busy"),
+        link("sweep"),
+        link("chaos"),
+        [
+            "probe-cost",
+            "mixed-timeouts",
+            "backlog",
+            "redis-cluster",
+            "rabbitmq-cluster",
+            "rabbitmq-cluster-classic"
+        ]
+        .iter()
+        .filter(|e| set.get(e).is_some())
+        .map(|e| link(e))
+        .collect::<Vec<_>>()
+        .join(", ")
+    );
+    anomaly_sentence(&mut out, set);
+    measurement_sentence(&mut out, set);
+    Ok(out)
+}
+
+/// The chaos run's faults table, as its report prints it.
+fn chaos_section(set: &Set, reference: &str) -> Result<String> {
+    let mut out = String::new();
+    let Some((folder, loaded)) = set.get("chaos") else {
+        let _ = writeln!(out, "\nThe reference set has no chaos run.\n");
+        return Ok(out);
+    };
+    let summaries = loaded.summaries();
+    let first = summaries
+        .iter()
+        .find(|s| s.status == Status::Ok && !s.faults.is_empty());
+    let _ =
+        writeln!(
+        out,
+        "\nMeasured in [the reference chaos run]({reference}/{folder}/report.md) ({}, one trial, \
+         {} instances, {} orders/s): missed cancels per fault, then the totals.\n",
+        loaded.info().database_version.split(" on ").next().unwrap_or(""),
+        loaded.info().scenario.instances,
+        loaded.info().scenario.rate
+    );
+    if let Some(mut rows) = report::fault_rows(summaries) {
+        // `#k` heads the fault columns; the labels follow the table.
+        for cell in rows[0].iter_mut().filter(|c| c.starts_with('#')) {
+            *cell = cell.split(' ').next().unwrap_or_default().to_string();
+        }
+        rows[0].push("p99 ms (n)".into());
+        for row in rows.iter_mut().skip(1) {
+            let p99 = summaries
+                .iter()
+                .find(|s| s.strategy == row[0])
+                .map(|s| format!("{} ({})", fig(s, "p99", as_ms), s.lateness_us.count))
+                .unwrap_or_else(|| "-".into());
+            row.push(p99);
+        }
+        markdown_table(&mut out, &rows);
+    }
+    if let Some(first) = first {
+        let labels: Vec<String> = first
+            .faults
+            .iter()
+            .enumerate()
+            .map(|(i, f)| format!("#{} {}", i + 1, f.label))
+            .collect();
+        let _ = writeln!(out, "Faults: {}.\n", labels.join("; "));
+    }
+    let remedied: Vec<&Summary> = summaries
+        .iter()
+        .filter(|s| {
+            s.status == Status::Ok
+                && (s.strategy.contains("+fallback") || s.strategy.contains("+outbox"))
+        })
+        .collect();
+    let lost: Vec<String> = remedied
+        .iter()
+        .filter(|s| s.anomalies.total() > 0)
+        .map(|s| format!("{} ({})", s.strategy, s.anomalies.total()))
+        .collect();
+    let _ = if lost.is_empty() {
+        writeln!(
+            out,
+            "Every one of the {} variants with `+fallback` or `+outbox` had 0 anomalies.\n",
+            remedied.len()
+        )
+    } else {
+        writeln!(
+            out,
+            "**Remedied variants with anomalies**: {}.\n",
+            lost.join(", ")
+        )
+    };
+    Ok(out)
+}
+
+/// Cancelled, missed and lateness of each strategy of a cluster run.
+fn cluster_rows(summaries: &[Summary], label: &str) -> Vec<Vec<String>> {
+    summaries
+        .iter()
+        .filter(|s| s.status == Status::Ok)
+        .map(|s| {
+            vec![
+                s.strategy.clone(),
+                label.to_string(),
+                s.orders.cancelled.to_string(),
+                s.anomalies.missed_cancels.to_string(),
+                (s.anomalies.total() - s.anomalies.missed_cancels).to_string(),
+                fig(s, "p90", as_ms),
+                fig(s, "max", as_ms),
+            ]
+        })
+        .collect()
+}
+
+fn cluster_table(set: &Set, reference: &str, entries: &[(&str, &str)], what: &str) -> String {
+    let mut out = String::new();
+    let ran: Vec<&(&str, &str)> = entries
+        .iter()
+        .filter(|(e, _)| set.get(e).is_some())
+        .collect();
+    if ran.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nThis reference set has no {what} run (`delaybench reference --clusters` adds \
+             them once the clusters are up); nothing is claimed here.\n"
+        );
+        return out;
+    }
+    let links: Vec<String> = ran
+        .iter()
+        .filter_map(|(e, _)| {
+            set.get(e)
+                .map(|(folder, _)| format!("[{e}]({reference}/{folder}/report.md)"))
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nMeasured in the reference set ({}):\n",
+        links.join(", ")
+    );
+    let mut rows = vec![[
+        "strategy",
+        "queues or cluster",
+        "cancelled",
+        "missed",
+        "other anomalies",
+        "p90 ms",
+        "max ms",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for (e, label) in ran {
+        if let Some((_, l)) = set.get(e) {
+            rows.extend(cluster_rows(l.summaries(), label));
+        }
+    }
+    markdown_table(&mut out, &rows);
+    let _ = writeln!(
+        out,
+        "The lateness columns cover the cancels that happened (a missed order has none); \
+         `+fallback` rows include its scan interval.\n"
+    );
+    out
+}
+
+fn redis_cluster_section(set: &Set, reference: &str) -> Result<String> {
+    Ok(cluster_table(
+        set,
+        reference,
+        &[("redis-cluster", "3 masters, 7001 killed")],
+        "Redis Cluster",
+    ))
+}
+
+fn rabbitmq_cluster_section(set: &Set, reference: &str) -> Result<String> {
+    Ok(cluster_table(
+        set,
+        reference,
+        &[
+            ("rabbitmq-cluster", "quorum"),
+            ("rabbitmq-cluster-classic", "classic"),
+        ],
+        "RabbitMQ cluster",
+    ))
+}
+
+/// Which strategies broke an invariant in the runs without faults.
+fn anomaly_sentence(out: &mut String, set: &Set) {
+    let mut broken = Vec::new();
+    for entry in ["quick", "busy", "probe-cost", "mixed-timeouts"] {
+        let Some((_, l)) = set.get(entry) else {
+            continue;
+        };
+        for s in l.summaries() {
+            let teaching = strategies::registry::info(&s.strategy).is_ok_and(|i| i.is_teaching());
+            if !teaching && s.anomalies.total() > 0 {
+                broken.push(format!(
+                    "{} in {entry} ({})",
+                    s.strategy,
+                    s.anomalies.total()
+                ));
+            }
+        }
+    }
+    let _ = if broken.is_empty() {
+        writeln!(
+            out,
+            "No strategy broke an invariant in quick, busy, probe-cost or mixed-timeouts (every \
+             anomaly 0).\n"
+        )
+    } else {
+        writeln!(
+            out,
+            "**Anomalies without faults**: {}.\n",
+            broken.join(", ")
+        )
+    };
+}
+
+/// What the measurement costs, from the probe-cost run.
+fn measurement_sentence(out: &mut String, set: &Set) {
+    let Some((
+        _,
+        Loaded::Run {
+            summaries, twins, ..
+        },
+    )) = set.get("probe-cost")
+    else {
+        return;
+    };
+    let mut worst: Option<(f64, &str)> = None;
+    let (mut apart, mut compared) = (Vec::new(), 0);
+    for s in summaries.iter().filter(|s| s.status == Status::Ok) {
+        if let Some(share) = report::shown(s, "measurement_share_of_cpu").map(|v| v.value) {
+            if worst.is_none_or(|(w, _)| share > w) {
+                worst = Some((share, &s.strategy));
+            }
+        }
+        let Some(twin) = twins.iter().find(|t| t.strategy == s.strategy) else {
+            continue;
+        };
+        let spread = |x: &Summary| match report::shown(x, "p99") {
+            Some(Shown {
+                value,
+                spread: Some((min, max)),
+            }) => Some(crate::model::summary::Spread {
+                median: value,
+                min,
+                max,
+            }),
+            _ => None,
+        };
+        if let (Some(a), Some(b)) = (spread(s), spread(twin)) {
+            compared += 1;
+            if a.differs_from(&b) {
+                apart.push(s.strategy.clone());
+            }
+        }
+    }
+    if let Some((share, strategy)) = worst {
+        let _ = writeln!(
+            out,
+            "The measurement's own probes and flushes took at most {:.2} % of a strategy's CPU \
+             per cancel ({strategy}) at 600 orders/s; run beside an unmeasured twin, {} of {} \
+             strategies' p99s stayed within each other's spread{}.\n",
+            share * 100.0,
+            compared - apart.len(),
+            compared,
+            if apart.is_empty() {
+                String::new()
+            } else {
+                format!(" (apart: {})", apart.join(", "))
+            }
+        );
+    }
+}
+
+/// `results/reference/README.md`, whole.
+fn reference_readme(set: &Set) -> Result<String> {
+    let m = &set.manifest;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# The reference set\n\n<!-- Generated by `delaybench reference readme` from {} and the \
+         folders it names: edit the command, not this file (a test fails on a hand edit). -->\n",
+        super::MANIFEST
+    );
+    let _ = writeln!(
+        out,
+        "Every folder here was made by one command, at one commit, in one go:\n\n```sh\ngit \
+         checkout {}\ncargo run --release -p delaybench -- reference{}\n```\n",
+        m.commit,
+        if set.get("redis-cluster").is_some() {
+            " --clusters"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "Commit `{}`, {} build, clean tree; database {}; started {}, finished {}. Each entry ran \
+         as its own `delaybench` process; [`{}`]({}) lists them with their folders. `delaybench \
+         compare` sets a run of yours beside one of these (`--fail-on-regression` exits 3 on a \
+         figure worse beyond the spread).\n",
+        short(&m.commit),
+        m.build_profile,
+        m.database_url,
+        m.started_at,
+        m.finished_at.as_deref().unwrap_or("(not finished)"),
+        super::MANIFEST,
+        super::MANIFEST
+    );
+    let limits = crate::adr::limits_of(&m.folders(&set.dir))?;
+    if !limits.is_empty() {
+        let _ = writeln!(out, "## Limits of this evidence\n");
+        for l in limits {
+            let _ = writeln!(out, "- {l}");
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(
+        out,
+        "The decision-record draft [{ADR_FILE}]({ADR_FILE}) is `delaybench adr` over these \
+         folders with `--sla \"{SLA}\"`.\n"
+    );
+    for e in &m.entries {
+        let _ = writeln!(out, "## {}: {}\n", e.name, e.what);
+        let Some((folder, loaded)) = set.get(&e.name) else {
+            let _ = writeln!(out, "Not in this set ({:?}).\n", e.status);
+            continue;
+        };
+        let info = loaded.info();
+        let _ = writeln!(
+            out,
+            "[`{folder}/`]({folder}/report.md), `delaybench {} --db {} --out results/reference`; \
+             scenario {}: {}.\n",
+            e.command.join(" "),
+            m.database_url,
+            info.scenario.name,
+            info.scenario.description
+        );
+        match loaded {
+            Loaded::Run {
+                summaries, twins, ..
+            } => run_section(&mut out, summaries, twins, &e.name),
+            Loaded::Sweep { result, .. } => {
+                if result.axis == "pending" {
+                    report::sweep::backlog_tables(&mut out, result);
+                } else {
+                    report::sweep::rate_tables(&mut out, result);
+                }
+                let _ = writeln!(out);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A run's tables: the trade-offs (as its report prints them), then what
+/// its kind adds (the measurement's cost, lateness by timeout, faults).
+fn run_section(out: &mut String, summaries: &[Summary], twins: &[Summary], entry: &str) {
+    let (options, teaching) = report::split_teaching(summaries);
+    let rows = report::tradeoff_rows(&options);
+    if rows.len() > 1 {
+        markdown_table(out, &rows);
+    }
+    if !teaching.is_empty() {
+        let _ = writeln!(
+            out,
+            "Teaching variants (deliberate mistakes, never options):\n"
+        );
+        markdown_table(out, &report::tradeoff_rows(&teaching));
+    }
+    if let Some(rows) = report::measurement_rows(summaries, twins) {
+        let _ = writeln!(out, "The measurement's own cost:\n");
+        markdown_table(out, &rows);
+    }
+    if summaries.iter().any(|s| s.lateness_by_timeout.len() > 1) {
+        let _ = writeln!(
+            out,
+            "Lateness by configured timeout (pooled over the repetitions):\n"
+        );
+        let mut rows = vec![[
+            "strategy", "timeout", "n", "p50 ms", "p90 ms", "p99 ms", "max ms",
+        ]
+        .map(String::from)
+        .to_vec()];
+        for s in summaries.iter().filter(|s| s.status == Status::Ok) {
+            for t in &s.lateness_by_timeout {
+                let pct = |p| {
+                    t.shown(p)
+                        .map(|us| as_ms(us as f64))
+                        .unwrap_or_else(|| "-".into())
+                };
+                use crate::model::summary::Pct;
+                rows.push(vec![
+                    s.strategy.clone(),
+                    format!("{} ms", t.timeout_ms),
+                    t.count.to_string(),
+                    pct(Pct::P50),
+                    pct(Pct::P90),
+                    pct(Pct::P99),
+                    pct(Pct::Max),
+                ]);
+            }
+        }
+        markdown_table(out, &rows);
+    }
+    if let Some(rows) = report::fault_rows(summaries) {
+        let _ = writeln!(
+            out,
+            "Missed cancels by fault (`n/a`: it could not touch the strategy):\n"
+        );
+        markdown_table(out, &rows);
+    }
+    let _ = entry;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_section_between_the_markers_is_replaced_and_nothing_else() {
+        let (b, e) = (begin("answer"), end("answer"));
+        let other = format!("{}\nkept 3.0\n{}", begin("chaos"), end("chaos"));
+        let text = format!("# top\n\nbefore\n{b}\nold 1.0\n{e}\nafter\n{other}\n");
+        let out = splice(&text, "answer", "new 2.0\n").unwrap();
+        assert_eq!(
+            out,
+            format!("# top\n\nbefore\n{b}\nnew 2.0\n{e}\nafter\n{other}\n")
+        );
+        assert!(splice("no markers", "answer", "x").is_err());
+    }
+}

@@ -1,0 +1,103 @@
+//! The published numbers are generated: README.md's generated sections,
+//! results/reference/README.md and the draft decision record are what
+//! `delaybench reference readme` renders from the committed reference set,
+//! and a hand edit of any number in them fails here.
+
+mod common;
+
+use common::{delaybench, stderr};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn check(reference: &Path, readme: &Path) -> std::process::Output {
+    delaybench(&[
+        "reference",
+        "--out",
+        reference.to_str().unwrap(),
+        "--readme",
+        readme.to_str().unwrap(),
+        "readme",
+        "--check",
+    ])
+}
+
+#[test]
+fn the_committed_text_is_what_the_reference_set_gives() {
+    let root = root();
+    let o = check(&root.join("results/reference"), &root.join("README.md"));
+    assert!(
+        o.status.success(),
+        "regenerate with `cargo run --release -p delaybench -- reference readme`:\n{}",
+        stderr(&o)
+    );
+}
+
+/// Copies the reference set's text files (the JSON and Markdown, not the
+/// plots) and README.md into a scratch folder.
+fn scratch_copy() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let root = root();
+    let scratch = tempfile::tempdir().unwrap();
+    let to = scratch.path().join("results/reference");
+    copy_text(&root.join("results/reference"), &to);
+    let readme = scratch.path().join("README.md");
+    std::fs::copy(root.join("README.md"), &readme).unwrap();
+    (scratch, to, readme)
+}
+
+fn copy_text(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let path = entry.path();
+        let target = to.join(entry.file_name());
+        if path.is_dir() {
+            if entry.file_name() != "plots" {
+                copy_text(&path, &target);
+            }
+        } else if path
+            .extension()
+            .is_some_and(|e| e == "json" || e == "md" || e == "hgrm" || e == "toml")
+        {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+/// Changes the first digit after `after` in `file` (0 becomes 1, any other
+/// digit 0).
+fn edit_a_number(file: &Path, after: &str) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let from = text
+        .find(after)
+        .unwrap_or_else(|| panic!("{after:?} not in {}", file.display()));
+    let at = from + text[from..].find(|c: char| c.is_ascii_digit()).unwrap();
+    let digit = if &text[at..at + 1] == "0" { "1" } else { "0" };
+    std::fs::write(file, format!("{}{digit}{}", &text[..at], &text[at + 1..])).unwrap();
+}
+
+#[test]
+fn a_hand_edit_of_a_number_fails() {
+    for (file, after) in [
+        ("README.md", "| db-timer |"),
+        ("README.md", "GENERATED chaos"),
+        ("results/reference/README.md", "## busy"),
+        ("results/reference/adr-draft.md", "## Decision Outcome"),
+    ] {
+        let (scratch, reference, readme) = scratch_copy();
+        let o = check(&reference, &readme);
+        assert!(o.status.success(), "the copy itself: {}", stderr(&o));
+        edit_a_number(&scratch.path().join(file), after);
+        let o = check(&reference, &readme);
+        assert!(
+            !o.status.success(),
+            "an edit in {file} after {after:?} passed"
+        );
+        assert!(
+            stderr(&o).contains(file.rsplit('/').next().unwrap()),
+            "the error names the file: {}",
+            stderr(&o)
+        );
+    }
+}
