@@ -105,8 +105,7 @@ pub const MATRIX: &[Entry] = &[
     },
 ];
 
-/// The cluster presets, run with `--clusters` once the clusters are up
-/// (`scripts/services.sh redis-cluster rabbitmq-cluster`).
+/// The cluster presets, run with `--clusters` after [`CLUSTERS_UP`].
 pub const CLUSTERS: &[Entry] = &[
     Entry {
         name: "redis-cluster",
@@ -145,6 +144,10 @@ pub const CLUSTERS: &[Entry] = &[
         ],
     },
 ];
+
+/// Starts the local clusters the [`CLUSTERS`] entries need (run from the
+/// repository root, as the presets' own commands are).
+const CLUSTERS_UP: &str = "scripts/services.sh redis-cluster rabbitmq-cluster";
 
 /// The objective the reference's decision-record draft is written against.
 pub const SLA: &str = "p99<=2s,missed=0,paid-after-deadline<=1%,max-rate>=500,recovery<=30s; \
@@ -232,8 +235,9 @@ pub struct ReferenceArgs {
     pub amqp: Option<String>,
     #[arg(long, env = "DELAYBENCH_REDIS", hide_env_values = true)]
     pub redis: Option<String>,
-    /// Also run the Redis and RabbitMQ cluster presets (the clusters must be
-    /// up: `scripts/services.sh redis-cluster rabbitmq-cluster`).
+    /// Also run the Redis and RabbitMQ cluster presets, last, starting the
+    /// local clusters first (`scripts/services.sh redis-cluster
+    /// rabbitmq-cluster`, from the repository root).
     #[arg(long)]
     pub clusters: bool,
     /// Run although the work tree has uncommitted changes (the folders then
@@ -336,10 +340,27 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
     };
     manifest.write(&args.out)?;
     let total = manifest.entries.len();
+    let mut clusters_started = false;
     for k in 0..total {
         let entry = manifest.entries[k].clone();
         if entry.status == EntryStatus::Done {
             continue;
+        }
+        // The clusters run only for their entries, so their idle nodes
+        // share no core with the rest of the set.
+        if CLUSTERS.iter().any(|c| c.name == entry.name) && !clusters_started {
+            eprintln!("delaybench reference: starting the local clusters: {CLUSTERS_UP}");
+            let status = tokio::process::Command::new("sh")
+                .args(["-c", CLUSTERS_UP])
+                .status()
+                .await;
+            if !status.as_ref().is_ok_and(|s| s.success()) {
+                eprintln!(
+                    "delaybench reference: `{CLUSTERS_UP}` failed ({status:?}); the cluster \
+                     entries will fail naming their services"
+                );
+            }
+            clusters_started = true;
         }
         // What an earlier, interrupted attempt left is not part of the set.
         if let Some(folder) = &entry.folder {
