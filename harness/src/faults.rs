@@ -102,8 +102,12 @@ pub struct FaultContext {
 fn missed_leader(roles: &[Option<InstanceRole>], index: usize) -> Option<String> {
     let leader = roles.iter().position(|r| *r == Some(InstanceRole::Leader));
     match roles.get(index).copied().flatten() {
+        // Roles as of each instance's last flush, at most FLUSH_EVERY old.
         Some(InstanceRole::Standby) => Some(match leader {
-            Some(l) => format!("instance {index} was a standby; instance {l} held the lead"),
+            Some(l) => format!(
+                "instance {index} was a standby; instance {l} held the lead (as of their last \
+                 reports, at most 1 s before the fault)"
+            ),
             None => format!("instance {index} was a standby; no instance reported the lead"),
         }),
         _ => None,
@@ -112,27 +116,32 @@ fn missed_leader(roles: &[Option<InstanceRole>], index: usize) -> Option<String>
 
 /// Why a `run-command` fault on Redis Cluster node `node` misses this
 /// strategy: that node served none of its shards' slots when it came.
+/// `Err` says why that could not be told (the record then keeps `hit`).
 async fn missed_shards(
     node: &str,
     (url, prefix, shards): &(String, String, u32),
-) -> Option<String> {
+) -> Result<Option<String>, String> {
     if !strategies::redis_cluster::is_cluster(url) {
-        return Some(format!(
+        return Ok(Some(format!(
             "node {node} is a Redis Cluster node, and this strategy's Redis is not a cluster"
-        ));
+        )));
     }
-    let masters = match strategies::redis_cluster::masters(url).await {
-        Ok(m) => m,
-        // Not known: the record keeps `hit`, and the detail says why.
-        Err(_) => return None,
+    let masters = strategies::redis_cluster::masters(url)
+        .await
+        .map_err(|e| format!("could not list the cluster's masters: {e}"))?;
+    let Some(master) = masters.iter().find(|m| m.addr == node) else {
+        return Err(format!(
+            "node {node} is not among the masters the cluster lists ({})",
+            masters
+                .iter()
+                .map(|m| m.addr.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     };
     let slots = strategies::redis_zset::cluster_shard_slots(prefix, *shards);
-    let held = masters
-        .iter()
-        .find(|m| m.addr == node)
-        .map(|m| slots.iter().filter(|s| m.serves(**s)).count())
-        .unwrap_or(0);
-    (held == 0).then(|| format!("node {node} served none of this strategy's {shards} shards"))
+    let held = slots.iter().filter(|s| master.serves(**s)).count();
+    Ok((held == 0).then(|| format!("node {node} served none of this strategy's {shards} shards")))
 }
 
 /// Starts a proxy in front of each backend that the scenario's network
@@ -241,8 +250,14 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
                 }
                 _ => {
                     if let (Some(node), Some(redis)) = (&fault.node, &cx.redis) {
-                        if let Some(why) = missed_shards(node, redis).await {
-                            record.reach = FaultReach::MissedTarget(why);
+                        match missed_shards(node, redis).await {
+                            Ok(Some(why)) => record.reach = FaultReach::MissedTarget(why),
+                            Ok(None) => {}
+                            Err(why) => {
+                                record.detail = Some(format!(
+                                    "whether it hit the strategy's shards is unknown: {why}"
+                                ))
+                            }
                         }
                     }
                 }

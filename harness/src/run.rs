@@ -140,21 +140,34 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
         measure: crate::scenario::Measure::nothing(),
         ..scenario.clone()
     };
-    let mut items: Vec<(String, &str, &Scenario)> = Vec::new();
-    for name in &names {
-        items.push((name.clone(), name, &scenario));
-        if scenario.measure.unmeasured_twin {
-            items.push((summary::twin_folder(name), name, &unmeasured));
+    let items_of = |rep: u32| {
+        let mut items: Vec<(String, &str, &Scenario)> = Vec::new();
+        for name in &names {
+            let measured = (name.clone(), name.as_str(), &scenario);
+            if scenario.measure.unmeasured_twin {
+                let twin = (summary::twin_folder(name), name.as_str(), &unmeasured);
+                // Each goes first every other repetition, so neither
+                // always runs on the other's warm caches.
+                if rep % 2 == 1 {
+                    items.extend([measured, twin]);
+                } else {
+                    items.extend([twin, measured]);
+                }
+            } else {
+                items.push(measured);
+            }
         }
-    }
+        items
+    };
     let mut reps: std::collections::BTreeMap<&str, (Vec<Summary>, Vec<String>)> =
         Default::default();
     let mut summaries = Vec::new();
     // Interleaved (A B C A B C), so a drift of the machine spreads over
     // every strategy instead of favouring the one that ran first.
+    let items: Vec<Vec<(String, &str, &Scenario)>> = (1..=repeat).map(items_of).collect();
     for rep in 1..=repeat {
         summaries.clear();
-        for (folder_name, name, scenario) in &items {
+        for (folder_name, name, scenario) in &items[rep as usize - 1] {
             let folder = format!("repeat-{rep}");
             let (dir, namespace) = if repeat == 1 {
                 (
@@ -437,12 +450,19 @@ pub(crate) fn new_run_dir(out: &Path, scenario: &str) -> Result<(String, PathBuf
     unreachable!()
 }
 
-/// `dlb_<run id>_<strategy>` in `[a-z0-9_]`, at most 63 characters.
+/// `dlb_<run id>_<strategy>` in `[a-z0-9_]`, at most 63 characters; a
+/// longer one keeps its first 54 and ends in a hash of the whole, so two
+/// long names (a strategy's repetitions, its twin) never meet.
 pub(crate) fn namespace_name(run_id: &str, strategy: &str) -> String {
-    strategies::store::identifier(&format!("dlb_{run_id}_{strategy}"))
-        .chars()
-        .take(63)
-        .collect()
+    let full = strategies::store::identifier(&format!("dlb_{run_id}_{strategy}"));
+    if full.len() <= 63 {
+        return full;
+    }
+    // FNV-1a: stable across builds and platforms.
+    let hash = full.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    format!("{}_{:08x}", &full[..54], hash as u32)
 }
 
 pub(crate) fn progress_bar(name: &str, len: u64) -> ProgressBar {
@@ -724,7 +744,11 @@ async fn measure_set_up(
         proxy.shutdown();
     }
     let mut faults = faults;
-    faults::count_duplicates(&mut faults, &record.cancel_commits, &record.absorbed, t0_us);
+    // Only where every attempt was noted: without the recorder a count
+    // of 0 would read as "no duplicates".
+    if scenario.measure.commit_times {
+        faults::count_duplicates(&mut faults, &record.cancel_commits, &record.absorbed, t0_us);
+    }
     let redis_commands = match (&redis_url, redis_before.await.context("reading Redis")?) {
         (Some(url), Ok(Some(before))) => redis_stats::snapshot(url)
             .await
@@ -1052,6 +1076,16 @@ mod tests {
     fn namespaces_are_safe_identifiers() {
         let ns = namespace_name("20261129-201500-quick", "db-scan");
         assert_eq!(ns, "dlb_20261129_201500_quick_db_scan");
+        // Long names stay apart past the 63-character limit.
+        let run = "20261129-201500-mixed-timeouts";
+        let a = namespace_name(run, "redis-zset+outbox+fallback.unmeasured_r1");
+        let b = namespace_name(run, "redis-zset+outbox+fallback.unmeasured_r2");
+        assert!(a.len() <= 63 && b.len() <= 63, "{a} {b}");
+        assert_ne!(a, b);
+        assert!(
+            a.starts_with("dlb_20261129_201500_mixed_timeouts_redis_zset"),
+            "{a}"
+        );
     }
 
     #[test]

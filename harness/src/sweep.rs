@@ -48,6 +48,17 @@ const BISECT_RESOLUTION: f64 = 0.05;
 /// Runs the sweep and returns its folder.
 pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
     let (scenario, source) = args.common.scenario(crate::presets::SWEEP_DEFAULT)?;
+    // A step is judged by its lateness at commit and its schedule path:
+    // without them it would be judged on less and could hold wrongly.
+    anyhow::ensure!(
+        scenario.measure.commit_times && scenario.measure.schedule_times,
+        "fields `measure.commit-times` and `measure.schedule-times` must stay true for \
+         `delaybench sweep`: it judges every step by the lateness at commit and the schedule path"
+    );
+    anyhow::ensure!(
+        !scenario.measure.unmeasured_twin,
+        "field `measure.unmeasured-twin` is for `delaybench run`; a sweep does not run twins"
+    );
     let mut names = run::select(args.common.strategies.as_deref())?;
     // The yardstick first, whatever was asked, in a rate sweep. A backlog
     // sweep leaves it out: it holds its schedule in memory and reloads

@@ -313,7 +313,8 @@ impl FaultRecord {
         !matches!(self.reach(), FaultReach::NotApplicable(_))
             && match self.kind {
                 FaultKind::KillInstance => self.killed_pid.is_some(),
-                FaultKind::RunCommand => true,
+                // A command that could not run, or failed, did not act.
+                FaultKind::RunCommand => self.error.is_none(),
                 _ => self.window_ms.is_some(),
             }
     }
@@ -485,6 +486,9 @@ fn describe_action(record: &FaultRecord) -> String {
         }
         if let Some((_, until)) = record.window_ms {
             text += &format!("; counted in effect until {}", secs(until));
+        }
+        if let Some(detail) = &record.detail {
+            text += &format!("; {detail}");
         }
         if let Some(e) = &record.error {
             text += &format!("; error: {e}");

@@ -217,7 +217,13 @@ pub fn build_profile() -> &'static str {
     }
 }
 
-/// The current git commit, `-dirty` if the work tree has changes, or `unknown`.
+/// The commit this binary was built from (`build.rs`), or `unknown`.
+pub fn build_commit() -> &'static str {
+    option_env!("DELAYBENCH_BUILD_COMMIT").unwrap_or("unknown")
+}
+
+/// The current git commit, `-dirty` if the work tree has changes outside
+/// `results/`, or `unknown`.
 pub fn git_commit() -> String {
     let git = |args: &[&str]| {
         std::process::Command::new("git")
@@ -229,8 +235,17 @@ pub fn git_commit() -> String {
     };
     match git(&["rev-parse", "HEAD"]) {
         Some(commit) => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
+            // Results are not code: a run writing into a tracked results
+            // folder (the reference set's) does not make the tree dirty.
+            let dirty = git(&[
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":(exclude)results",
+            ])
+            .is_some_and(|s| !s.is_empty());
             if dirty {
                 format!("{commit}-dirty")
             } else {

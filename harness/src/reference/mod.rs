@@ -164,6 +164,10 @@ pub struct Manifest {
     /// When the last entry finished and the READMEs were written.
     pub finished_at: Option<String>,
     pub entries: Vec<ManifestEntry>,
+    /// The folders of the finished set this one replaces, removed once it
+    /// is complete (never anything a manifest did not name).
+    #[serde(default)]
+    pub replaces: Vec<String>,
 }
 
 /// One entry as it ran.
@@ -175,6 +179,10 @@ pub struct ManifestEntry {
     pub command: Vec<String>,
     /// Its run folder, relative to the reference folder.
     pub folder: Option<String>,
+    /// Folders an attempt that did not finish left (removed before the
+    /// entry runs again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partial: Vec<String>,
     pub status: EntryStatus,
     /// Why it failed, when it did.
     pub reason: Option<String>,
@@ -274,6 +282,15 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
             }
         );
     }
+    let built = run_info::build_commit();
+    if !commit.starts_with(built) && !args.allow_dirty {
+        bail!(
+            "this binary was built from commit {} but the checkout is at {}: rebuild \
+             (`cargo run --release -p delaybench -- reference` does), or pass --allow-dirty",
+            short(built),
+            short(&commit)
+        );
+    }
     let profile = run_info::build_profile();
     if profile != "release" && !args.allow_debug {
         bail!(
@@ -305,8 +322,34 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let db_display = strategies::store::redact_url(&args.db);
-    let mut manifest = match Manifest::read(&args.out) {
-        Ok(m) if !args.fresh && m.commit == commit && m.finished_at.is_none() => {
+    let previous = Manifest::read(&args.out).ok();
+    let wanted: Vec<&str> = matrix.iter().map(|e| e.name).collect();
+    // Resumed only when it is the same set: the same commit, build,
+    // database and entries, and not finished.
+    let same_set = |m: &Manifest| {
+        m.commit == commit
+            && m.build_profile == profile
+            && m.database_url == db_display
+            && m.finished_at.is_none()
+            && m.entries
+                .iter()
+                .map(|e| e.name.as_str())
+                .eq(wanted.iter().copied())
+    };
+    // What a new set replaces: every folder the last manifest named (its
+    // entries', what failed attempts left, and what it was replacing).
+    let replaced: Vec<String> = previous
+        .iter()
+        .flat_map(|m| {
+            m.replaces.iter().cloned().chain(
+                m.entries
+                    .iter()
+                    .flat_map(|e| e.folder.iter().chain(&e.partial).cloned()),
+            )
+        })
+        .collect();
+    let mut manifest = match previous {
+        Some(m) if !args.fresh && same_set(&m) => {
             eprintln!(
                 "delaybench reference: resuming the set of {} (started {}): {} of {} entries done",
                 short(&commit),
@@ -332,10 +375,12 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
                     what: e.what.to_string(),
                     command: e.args.iter().map(|a| a.to_string()).collect(),
                     folder: None,
+                    partial: Vec::new(),
                     status: EntryStatus::Pending,
                     reason: None,
                 })
                 .collect(),
+            replaces: replaced,
         },
     };
     manifest.write(&args.out)?;
@@ -363,9 +408,11 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
             clusters_started = true;
         }
         // What an earlier, interrupted attempt left is not part of the set.
-        if let Some(folder) = &entry.folder {
+        for folder in entry.folder.iter().chain(&entry.partial) {
             let _ = std::fs::remove_dir_all(args.out.join(folder));
         }
+        manifest.entries[k].partial.clear();
+        let before = folders_in(&args.out);
         eprintln!(
             "\ndelaybench reference: entry {} of {total}: {} ({}): delaybench {}",
             k + 1,
@@ -378,6 +425,10 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
         manifest.write(&args.out)?;
         let (folder, outcome) = run_entry(&entry.command, args).await;
         let e = &mut manifest.entries[k];
+        e.partial = folders_in(&args.out)
+            .into_iter()
+            .filter(|f| !before.contains(f))
+            .collect();
         e.folder = folder.and_then(|f| {
             f.strip_prefix(&args.out)
                 .ok()
@@ -387,6 +438,7 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
             Ok(()) if e.folder.is_some() => {
                 e.status = EntryStatus::Done;
                 e.reason = None;
+                e.partial.retain(|f| Some(f) != e.folder.as_ref());
             }
             Ok(()) => {
                 e.status = EntryStatus::Failed;
@@ -432,7 +484,7 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let removed = remove_replaced(&args.out, &manifest)?;
+    let removed = remove_replaced(&args.out, &manifest);
     if !removed.is_empty() {
         eprintln!(
             "delaybench reference: removed the folders the set replaces: {}",
@@ -482,12 +534,18 @@ async fn run_entry(
     };
     let mut folder = None;
     if let Some(stdout) = child.stdout.take() {
-        let mut lines = BufReader::new(stdout).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
+        let mut reader = BufReader::new(stdout);
+        let mut bytes = Vec::new();
+        // Read to the end whatever the bytes are, so the child never
+        // blocks on a full pipe.
+        while matches!(reader.read_until(b'\n', &mut bytes).await, Ok(n) if n > 0) {
+            let line = String::from_utf8_lossy(&bytes);
+            let line = line.trim_end_matches('\n');
             match line.strip_prefix("DELAYBENCH_RUN_DIR=") {
                 Some(dir) => folder = Some(PathBuf::from(dir)),
                 None => println!("{line}"),
             }
+            bytes.clear();
         }
     }
     let outcome = match child.wait().await {
@@ -498,29 +556,36 @@ async fn run_entry(
     (folder, outcome)
 }
 
-/// Removes every run folder in `dir` that the manifest does not name: the
-/// runs the new set replaces. Returns their names.
-fn remove_replaced(dir: &Path, manifest: &Manifest) -> Result<Vec<String>> {
+/// The folder names directly in `dir`.
+fn folders_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Removes the folders of the set this one replaces (and what failed
+/// attempts left), never one this set names. Returns their names.
+fn remove_replaced(dir: &Path, manifest: &Manifest) -> Vec<String> {
     let kept: Vec<&str> = manifest
         .entries
         .iter()
         .filter_map(|e| e.folder.as_deref())
         .collect();
-    let mut removed = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-        let path = entry?.path();
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if path.join("run.json").is_file() && !kept.contains(&name.as_str()) {
-            std::fs::remove_dir_all(&path)
-                .with_context(|| format!("removing {}", path.display()))?;
-            removed.push(name);
-        }
-    }
+    let mut removed: Vec<String> = manifest
+        .replaces
+        .iter()
+        .chain(manifest.entries.iter().flat_map(|e| &e.partial))
+        .filter(|f| !kept.contains(&f.as_str()) && !f.contains('/') && !f.starts_with('.'))
+        .filter(|f| std::fs::remove_dir_all(dir.join(f)).is_ok())
+        .cloned()
+        .collect();
     removed.sort();
-    Ok(removed)
+    removed.dedup();
+    removed
 }
 
 /// A commit's first seven characters.

@@ -111,6 +111,44 @@ impl Set {
         })
     }
 
+    /// Where the folders come from, from their own `run.json`: `at commit
+    /// X (release build, clean tree)` only when every one says so.
+    fn provenance(&self) -> String {
+        let infos: Vec<&RunInfo> = self.loaded.values().map(|(_, l)| l.info()).collect();
+        let mut commits: Vec<&str> = infos.iter().map(|i| i.git_commit.as_str()).collect();
+        commits.sort_unstable();
+        commits.dedup();
+        let mut profiles: Vec<&str> = infos
+            .iter()
+            .map(|i| i.build_profile.as_deref().unwrap_or("unrecorded"))
+            .collect();
+        profiles.sort_unstable();
+        profiles.dedup();
+        let dirty = commits.iter().any(|c| c.ends_with("-dirty"));
+        match (commits.as_slice(), profiles.as_slice()) {
+            ([one], ["release"]) if !dirty => {
+                format!("at commit `{}` (release build, clean tree)", short(one))
+            }
+            _ => format!(
+                "**not from one clean release build**: commits {}; builds {}",
+                commits
+                    .iter()
+                    .map(|c| format!(
+                        "`{}`{}",
+                        short(c),
+                        if c.ends_with("-dirty") {
+                            " (dirty)"
+                        } else {
+                            ""
+                        }
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                profiles.join(", ")
+            ),
+        }
+    }
+
     fn get(&self, name: &str) -> Option<&(String, Loaded)> {
         self.loaded.get(name)
     }
@@ -308,7 +346,6 @@ fn n_range(set: &Set, entry: &str, strategies: &[&str]) -> String {
 /// README.md's section: the answer table and what it rests on.
 fn answer(set: &Set, reference: &str) -> Result<String> {
     let mut out = String::new();
-    let m = &set.manifest;
     let info = set
         .get("quick")
         .map(|(_, l)| l.info())
@@ -321,10 +358,8 @@ fn answer(set: &Set, reference: &str) -> Result<String> {
     let _ = writeln!(
         out,
         "\nFrom the committed [reference set]({reference}/README.md), made by `delaybench reference` \
-         at commit `{}` ({} build, clean tree) on {}: {}; {}. Every figure below is generated from \
-         its folders.\n",
-        short(&m.commit),
-        m.build_profile,
+         {} on {}: {}; {}. Every figure below is generated from its folders.\n",
+        set.provenance(),
         info.machine.summary(),
         info.database_version
             .split(" on ")
@@ -354,8 +389,8 @@ fn answer(set: &Set, reference: &str) -> Result<String> {
     for strategy in ANSWER {
         let rows_read = set
             .summary("busy", strategy)
-            .and_then(|s| report::rows_read_figure(s).map(|key| report::rows_read_cell(s, key)))
-            .unwrap_or_else(|| "-".into());
+            .map(report::rows_read_text)
+            .unwrap_or_else(|| "not run".into());
         let fallback = format!("{strategy}+fallback");
         rows.push(vec![
             strategy.to_string(),
@@ -381,18 +416,21 @@ fn answer(set: &Set, reference: &str) -> Result<String> {
     };
     let _ = writeln!(
         out,
-        "Lateness percentiles pool the samples of three interleaved repetitions (n = {} per \
+        "Lateness percentiles pool the samples of {} interleaved repetitions (n = {} per \
          strategy in {}, {} in {}), with the repetitions' own min–max beside them; costs are \
-         the repetitions' median (min–max); rows read come from the sampled probe of the \
-         canceller's own transactions. The rates come from {} (two repetitions per step, back to \
-         back), the missed cancels from {} (one trial; `acted` counts the faults that touched \
-         the strategy, the others are n/a to it). More: {}; the draft decision record \
-         [{ADR_FILE}]({reference}/{ADR_FILE}).\n",
+         the repetitions' median (min–max); rows read are the canceller's own on PostgreSQL \
+         (sampled, see the reference README), the whole run's where marked. The rates come from \
+         {} (each step {} times, back to back), the missed cancels from {} (one trial; `acted` \
+         counts the faults that acted on the strategy: the others could not touch it, hit an \
+         instance already down, or never reached their point). More: {}; the draft decision \
+         record [{ADR_FILE}]({reference}/{ADR_FILE}).\n",
+        info.repeat,
         n_range(set, "quick", &ANSWER),
         link("quick"),
         n_range(set, "busy", &ANSWER),
         link("busy"),
         link("sweep"),
+        set.get("sweep").map_or(0, |(_, l)| l.info().repeat),
         link("chaos"),
         [
             "probe-cost",
@@ -460,15 +498,15 @@ fn chaos_section(set: &Set, reference: &str) -> Result<String> {
     }
     let remedied: Vec<&Summary> = summaries
         .iter()
-        .filter(|s| {
-            s.status == Status::Ok
-                && (s.strategy.contains("+fallback") || s.strategy.contains("+outbox"))
-        })
+        .filter(|s| s.strategy.contains("+fallback") || s.strategy.contains("+outbox"))
         .collect();
     let lost: Vec<String> = remedied
         .iter()
-        .filter(|s| s.anomalies.total() > 0)
-        .map(|s| format!("{} ({})", s.strategy, s.anomalies.total()))
+        .filter(|s| s.status != Status::Ok || s.anomalies.total() > 0)
+        .map(|s| match s.status {
+            Status::Ok => format!("{} ({})", s.strategy, s.anomalies.total()),
+            other => format!("{} (did not run: {})", s.strategy, other.as_str()),
+        })
         .collect();
     let _ = if lost.is_empty() {
         writeln!(
@@ -479,7 +517,7 @@ fn chaos_section(set: &Set, reference: &str) -> Result<String> {
     } else {
         writeln!(
             out,
-            "**Remedied variants with anomalies**: {}.\n",
+            "**Remedied variants with anomalies, or not run**: {}.\n",
             lost.join(", ")
         )
     };
@@ -586,7 +624,13 @@ fn anomaly_sentence(out: &mut String, set: &Set) {
         };
         for s in l.summaries() {
             let teaching = strategies::registry::info(&s.strategy).is_ok_and(|i| i.is_teaching());
-            if !teaching && s.anomalies.total() > 0 {
+            if s.status != Status::Ok {
+                broken.push(format!(
+                    "{} in {entry} did not run ({})",
+                    s.strategy,
+                    s.status.as_str()
+                ));
+            } else if !teaching && s.anomalies.total() > 0 {
                 broken.push(format!(
                     "{} in {entry} ({})",
                     s.strategy,
@@ -604,7 +648,7 @@ fn anomaly_sentence(out: &mut String, set: &Set) {
     } else {
         writeln!(
             out,
-            "**Anomalies without faults**: {}.\n",
+            "**Anomalies, or strategies that did not run, without faults**: {}.\n",
             broken.join(", ")
         )
     };
@@ -615,23 +659,27 @@ fn measurement_sentence(out: &mut String, set: &Set) {
     let Some((
         _,
         Loaded::Run {
-            summaries, twins, ..
+            info,
+            summaries,
+            twins,
         },
     )) = set.get("probe-cost")
     else {
         return;
     };
+    // The highest share of any repetition, not the medians' highest.
     let mut worst: Option<(f64, &str)> = None;
-    let (mut apart, mut compared) = (Vec::new(), 0);
+    let (mut apart, mut within, mut unknown) = (Vec::new(), 0, Vec::new());
     for s in summaries.iter().filter(|s| s.status == Status::Ok) {
-        if let Some(share) = report::shown(s, "measurement_share_of_cpu").map(|v| v.value) {
+        if let Some(v) = report::shown(s, "measurement_share_of_cpu") {
+            let share = v.spread.map_or(v.value, |(_, max)| max);
             if worst.is_none_or(|(w, _)| share > w) {
                 worst = Some((share, &s.strategy));
             }
         }
-        let Some(twin) = twins.iter().find(|t| t.strategy == s.strategy) else {
-            continue;
-        };
+        let twin = twins
+            .iter()
+            .find(|t| t.strategy == s.strategy && t.status == Status::Ok);
         let spread = |x: &Summary| match report::shown(x, "p99") {
             Some(Shown {
                 value,
@@ -643,29 +691,33 @@ fn measurement_sentence(out: &mut String, set: &Set) {
             }),
             _ => None,
         };
-        if let (Some(a), Some(b)) = (spread(s), spread(twin)) {
-            compared += 1;
-            if a.differs_from(&b) {
-                apart.push(s.strategy.clone());
-            }
+        match (spread(s), twin.and_then(spread)) {
+            (Some(a), Some(b)) if a.differs_from(&b) => apart.push(s.strategy.clone()),
+            (Some(_), Some(_)) => within += 1,
+            _ => unknown.push(s.strategy.clone()),
         }
     }
-    if let Some((share, strategy)) = worst {
-        let _ = writeln!(
-            out,
-            "The measurement's own probes and flushes took at most {:.2} % of a strategy's CPU \
-             per cancel ({strategy}) at 600 orders/s; run beside an unmeasured twin, {} of {} \
-             strategies' p99s stayed within each other's spread{}.\n",
-            share * 100.0,
-            compared - apart.len(),
-            compared,
-            if apart.is_empty() {
-                String::new()
-            } else {
-                format!(" (apart: {})", apart.join(", "))
-            }
-        );
-    }
+    let Some((share, strategy)) = worst else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "The measurement's own probes and flushes took at most {:.2} % of a strategy's CPU per \
+         cancel in any repetition ({strategy}) at {} orders/s. Beside an unmeasured twin, run \
+         interleaved: p99s within each other's spread for {within} strategies{}{}.\n",
+        share * 100.0,
+        info.scenario.rate,
+        if apart.is_empty() {
+            String::new()
+        } else {
+            format!(", apart beyond the spread for {}", apart.join(", "))
+        },
+        if unknown.is_empty() {
+            String::new()
+        } else {
+            format!(", not comparable (no spread) for {}", unknown.join(", "))
+        }
+    );
 }
 
 /// `results/reference/README.md`, whole.
@@ -680,9 +732,10 @@ fn reference_readme(set: &Set) -> Result<String> {
     );
     let _ = writeln!(
         out,
-        "Every folder here was made by one command, at one commit, in one go:\n\n```sh\ngit \
-         checkout {}\ncargo run --release -p delaybench -- reference{}\n```\n",
-        m.commit,
+        "Every folder here was made by `delaybench reference`, {}. To make it again:\n\n```sh\n\
+         git checkout {}\ncargo run --release -p delaybench -- reference{}\n```\n",
+        set.provenance(),
+        m.commit.trim_end_matches("-dirty"),
         if set.get("redis-cluster").is_some() {
             " --clusters"
         } else {
@@ -691,12 +744,10 @@ fn reference_readme(set: &Set) -> Result<String> {
     );
     let _ = writeln!(
         out,
-        "Commit `{}`, {} build, clean tree; database {}; started {}, finished {}. Each entry ran \
-         as its own `delaybench` process; [`{}`]({}) lists them with their folders. `delaybench \
-         compare` sets a run of yours beside one of these (`--fail-on-regression` exits 3 on a \
-         figure worse beyond the spread).\n",
-        short(&m.commit),
-        m.build_profile,
+        "Database {}; started {}, finished {}. Each entry ran as its own `delaybench` process; \
+         [`{}`]({}) lists them with their folders. `delaybench compare` sets a run of yours \
+         beside one of these (`--fail-on-regression` exits 3 on a figure worse beyond the \
+         spread).\n",
         m.database_url,
         m.started_at,
         m.finished_at.as_deref().unwrap_or("(not finished)"),

@@ -479,13 +479,7 @@ pub(crate) fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
             fig(s, "paid_late", as_count),
             s.anomalies.total().to_string(),
             fig(s, "stmts_per_cancel", as_ratio),
-            match rows_read_figure(s) {
-                Some(key @ "server_rows_per_cancel") => {
-                    format!("{} (whole run)", fig(s, key, as_ratio))
-                }
-                Some(key) => rows_read_cell(s, key),
-                None => "-".into(),
-            },
+            rows_read_text(s),
             fig(s, "broker_msgs_per_cancel", as_ratio),
             fig(s, "redis_cmds_per_cancel", as_ratio),
             fig(s, "cpu_us_per_cancel", as_count),
@@ -609,9 +603,19 @@ bound that grows on a busy machine) plus the CPU of building their flushes, per 
 as a share of their CPU per cancel. The \
 rows-read figure is estimated from the transactions read (`transactions read / all`).";
 
+/// The DB rows read per cancel as every table prints it: the canceller's
+/// own where measured, else the whole run's, said in the cell.
+pub(crate) fn rows_read_text(s: &Summary) -> String {
+    match rows_read_figure(s) {
+        Some(key @ "server_rows_per_cancel") => format!("{} (whole run)", fig(s, key, as_ratio)),
+        Some(key) => rows_read_cell(s, key),
+        None => "-".into(),
+    }
+}
+
 /// The canceller's rows read per cancel; a single run's sampled estimate
 /// carries its 95 % interval (repetitions carry their min–max instead).
-pub(crate) fn rows_read_cell(s: &Summary, key: &str) -> String {
+fn rows_read_cell(s: &Summary, key: &str) -> String {
     let cell = fig(s, key, as_ratio);
     match s.cost.canceller_server_rows_read_ci95_per_cancel {
         Some(ci) if s.repeats.is_none() && ci > 0.0 && cell != "-" => format!("{cell} ±{ci:.1}"),

@@ -406,7 +406,7 @@ impl OrderStore {
     /// Adds one transaction's reading, standing for `weight` transactions.
     fn count_probe(&self, weight: u64, rows: u64, spent: Duration) {
         let c = &self.counters;
-        self.count(&c.server_rows_read, weight * rows);
+        self.count(&c.server_rows_read, weight.saturating_mul(rows));
         let previous = self
             .probe
             .last_rows

@@ -33,7 +33,7 @@ macro_rules! in_tx {
                 let weight = $store.probe_weight();
                 let mut tx = $store.pool.begin().await.ctx($context)?;
                 let reads_before = match weight {
-                    Some(_) => Some($store.read_server_rows(&mut tx).await?),
+                    Some(_) => $store.read_server_rows(&mut tx).await?,
                     None => None,
                 };
                 let value = {
@@ -41,8 +41,9 @@ macro_rules! in_tx {
                     $body.await?
                 };
                 if let (Some(k), Some((before, spent))) = (weight, reads_before) {
-                    let (after, spent_after) = $store.read_server_rows(&mut tx).await?;
-                    $store.count_probe(k, after.saturating_sub(before), spent + spent_after);
+                    if let Some((after, spent_after)) = $store.read_server_rows(&mut tx).await? {
+                        $store.count_probe(k, after.saturating_sub(before), spent + spent_after);
+                    }
                 }
                 tx.commit().await.ctx($context)?;
                 Ok(value)
@@ -94,12 +95,11 @@ impl OrderStore {
     /// transaction's own reads are the difference between a reading after
     /// BEGIN and one before COMMIT. The statement names the namespace's
     /// relations, read at the first probe (see [`super::probe`]).
-    async fn read_server_rows(&self, conn: &mut AnyConnection) -> Result<(u64, Duration)> {
+    async fn read_server_rows(&self, conn: &mut AnyConnection) -> Result<Option<(u64, Duration)>> {
         let started = std::time::Instant::now();
-        let sql = self
-            .probe
-            .reading
-            .get_or_try_init(|| async {
+        let sql = match self.probe.reading.get() {
+            Some(sql) => sql.clone(),
+            None => {
                 let rows = sqlx::query(super::probe::RELATIONS_SQL)
                     .fetch_all(&mut *conn)
                     .await
@@ -109,21 +109,29 @@ impl OrderStore {
                     .map(|r| {
                         let oid: i64 = r.try_get(0)?;
                         let index: i32 = r.try_get(1)?;
-                        Ok((oid as u32, index == 1))
+                        let orders: i32 = r.try_get(2)?;
+                        Ok((oid as u32, index == 1, orders == 1))
                     })
                     .collect::<std::result::Result<Vec<_>, sqlx::Error>>()
                     .ctx("listing the namespace's relations for the row statistics")?;
-                Ok::<_, Error>(super::sql::audited(super::probe::reading_sql(&relations)))
-            })
-            .await?
-            .clone();
+                if !relations.iter().any(|r| r.2) {
+                    // No schema yet: this transaction goes unread, and the
+                    // list is read again next time rather than kept empty.
+                    return Ok(None);
+                }
+                let pairs: Vec<(u32, bool)> = relations.iter().map(|r| (r.0, r.1)).collect();
+                let sql = super::sql::audited(super::probe::reading_sql(&pairs));
+                let _ = self.probe.reading.set(sql.clone());
+                sql
+            }
+        };
         let read: i64 = sqlx::query(sql)
             .fetch_one(&mut *conn)
             .await
             .ctx("reading the transaction's row statistics")?
             .try_get(0)
             .ctx("reading the transaction's row statistics")?;
-        Ok((read.max(0) as u64, started.elapsed()))
+        Ok(Some((read.max(0) as u64, started.elapsed())))
     }
 
     /// Creates a PENDING order and reserves its stock, in one transaction
