@@ -707,9 +707,27 @@ struct WorkerState {
     baseline: Mutex<Option<Baseline>>,
     /// CPU spent building and encoding flushes, µs, since the start.
     flush_us: AtomicU64,
+    /// The peak RSS last read, and how many flushes ago.
+    peak_rss: Mutex<(u64, u32)>,
 }
 
+/// Flushes between two readings of the peak RSS (a `/proc` read, the
+/// costliest part of a flush): a process that dies reports a peak up to
+/// this many seconds old; a clean stop reads it fresh.
+const PEAK_RSS_EVERY: u32 = 10;
+
 impl WorkerState {
+    /// The peak RSS, read afresh every [`PEAK_RSS_EVERY`] flushes and on
+    /// the `last` one.
+    fn peak_rss(&self, last: bool) -> u64 {
+        let mut cached = lock(&self.peak_rss);
+        if last || cached.1 == 0 || cached.0 == 0 {
+            *cached = (peak_rss_kib(), PEAK_RSS_EVERY);
+        }
+        cached.1 -= 1;
+        cached.0
+    }
+
     /// Adds this thread's CPU since `started` ([`thread_cpu_us`]) to the
     /// flushes' own cost.
     fn count_flush(&self, started: u64) {
@@ -789,7 +807,7 @@ pub async fn worker_main() -> Result<()> {
     }
     // The canceller's own server-side reads, apart from the workload's
     // (PostgreSQL; a no-op elsewhere, and the report says so), sampled so
-    // that every strategy pays the same few readings per second.
+    // that every strategy pays the same reading per second.
     store.set_server_reads(spec.measure.server_reads());
     let variant = registry::Variant::parse(&spec.strategy)?;
     let canceller: Arc<dyn strategies::Canceller> =
@@ -1034,7 +1052,7 @@ fn flush_of(
             outbox_relayed: state.relay.relayed.load(Ordering::Relaxed),
             outbox_failed: state.relay.failed.load(Ordering::Relaxed),
             cpu_ms: cpu_measured,
-            peak_rss_kib: peak_rss_kib(),
+            peak_rss_kib: state.peak_rss(last),
             run_error,
             complete: last,
             end: None,

@@ -115,7 +115,7 @@ enum Command {
     /// Exit status: 0; 1 on an error or when OTHER shows an anomaly BASE had not;
     /// 3 with --fail-on-regression when a figure got worse beyond the spread.
     Compare {
-        /// The base run, e.g. results/reference/20261130-101701-quick.
+        /// The base run, e.g. a quick run of results/reference/.
         base: PathBuf,
         /// The run compared with it.
         other: PathBuf,

@@ -10,9 +10,22 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-/// The reference run the fixtures start from (any run folder would do:
-/// only its format matters, every compared figure is set below).
-const REFERENCE: &str = "../results/reference/20261201-200959-quick";
+/// The committed reference quick run the fixtures start from (any run
+/// folder would do: only its format matters, every compared figure is
+/// set below).
+fn reference() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/reference");
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with("-quick"))
+                && p.join("db-scan/summary.json").exists()
+        })
+        .unwrap_or_else(|| panic!("no quick run in {}", dir.display()))
+}
 
 fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -23,7 +36,7 @@ fn read_json(path: &Path) -> Value {
 /// `p90_us` as `(min, median, max)` of the repetitions, or, with `repeats`
 /// false, a single run whose p90 is the median.
 fn run_folder(dir: &Path, repeats: bool, p90_us: (f64, f64, f64)) -> PathBuf {
-    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join(REFERENCE);
+    let reference = reference();
     let mut info = read_json(&reference.join("run.json"));
     info["strategies"] = json!(["db-scan"]);
     info["repeat"] = json!(if repeats { 3 } else { 1 });

@@ -697,7 +697,7 @@ pub fn canceller_rows_method(kind: &str) -> &'static str {
     match kind {
         "postgres" => {
             "the canceller's own transactions: the backend's row counters of the namespace's \
-             tables and indexes read after BEGIN and before COMMIT, in a few transactions a \
+             tables and indexes read after BEGIN and before COMMIT, in one transaction a \
              second per instance (`[measure]`), the rest estimated from them; the readings are \
              not counted as statements; the wheel's reload on start runs outside a transaction \
              and is not included"

@@ -631,7 +631,7 @@ messages (published + consumed) and Redis commands (`INFO commandstats`, server-
 the canceller cancelled, all over the measured window (after the warm-up). DB rows read by the \
 server: on PostgreSQL those of the canceller's own transactions (measured window); on MariaDB \
 the whole run's, server-wide and workload included, marked `(whole run)`; none on SQLite. On \
-PostgreSQL a few transactions a second per instance are read and the rest estimated from them; a \
+PostgreSQL one transaction a second per instance is read and the rest estimated from them; a \
 single run shows the estimate's 95 % interval as `±`. Peak RSS of the largest instance. \
 The yes/no columns are the strategy's declared capabilities; the conformance suite runs a \
 check for each one declared yes (see `strategies/src/canceller.rs` for what it cannot check).";
