@@ -137,14 +137,12 @@ async fn node_holdings(url: &str, prefix: &str) -> Result<(u64, u64)> {
     )
     .await
     .context("connecting to Redis")??;
-    let info: String = redis::cmd("INFO")
+    let info: redis::InfoDict = redis::cmd("INFO")
         .arg("memory")
         .query_async(&mut conn)
         .await?;
-    let memory = info
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
+    let memory: u64 = info
+        .get("used_memory")
         .context("INFO memory has no used_memory")?;
     let pattern = format!("dlb:{{{prefix}:*");
     let mut keys: Vec<String> = Vec::new();

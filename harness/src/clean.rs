@@ -407,7 +407,7 @@ fn sqlite_files(out: &Path) -> Place {
 }
 
 async fn broker(amqp: &str) -> Place {
-    let display = strategies::store::redact_url(amqp);
+    let display = strategies::redact::url(amqp);
     match leftovers::list_broker(amqp).await {
         Ok((mut objects, source)) => {
             objects.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
@@ -446,7 +446,7 @@ async fn broker(amqp: &str) -> Place {
 }
 
 async fn redis_keys(redis: &str) -> Place {
-    let title = format!("Redis {}", strategies::store::redact_url(redis));
+    let title = format!("Redis {}", strategies::redact::url(redis));
     match leftovers::redis_keys(redis, "dlb:*").await {
         Ok(keys) => Place {
             title,

@@ -173,7 +173,7 @@ pub async fn route(
                     "a `partition` or `latency` fault on target = \"redis\" cannot act on a \
                      Redis Cluster ({}): its clients reach every master directly. Use a \
                      run-command fault on a node instead (scenarios/redis-cluster.toml)",
-                    strategies::store::redact_url(&options.redis_zset.url)
+                    strategies::redact::url(&options.redis_zset.url)
                 );
                 &mut options.redis_zset.url
             }
@@ -350,7 +350,7 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
                     if !is_stopped(pid) {
                         // Disarmed, and continued in case it stopped just now.
                         cx.pool.disarm(index);
-                        let _ = signal(pid, "CONT").await;
+                        let _ = signal(pid, Sig::Cont);
                         record.error = Some(format!(
                             "the point {point} was not reached before the arrivals ended"
                         ));
@@ -358,7 +358,7 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
                     }
                 }
                 None => {
-                    if let Err(e) = signal(pid, "STOP").await {
+                    if let Err(e) = signal(pid, Sig::Stop) {
                         record.error = Some(e);
                         return record;
                     }
@@ -367,7 +367,7 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
             let start = since_t0();
             tokio::time::sleep(fault.window()).await;
             // Whatever happens, the process must not stay stopped.
-            let resumed = signal(pid, "CONT").await;
+            let resumed = signal(pid, Sig::Cont);
             record.window_ms = Some((start, since_t0()));
             record.error = resumed.err();
             // The duplicate attempts it caused are counted once the run is
@@ -506,37 +506,59 @@ async fn restart(pool: &Pool, index: usize, record: &mut FaultRecord, since_t0: 
     }
 }
 
-/// Sends `SIG<name>` to `pid` with kill(1): no unsafe code, and the same
-/// tool an operator would use.
-async fn signal(pid: u32, name: &str) -> Result<(), String> {
-    kill(&[format!("-{name}"), pid.to_string()]).await
+/// The signals the harness sends: a pause (`STOP`, then `CONT`) and a kill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sig {
+    Stop,
+    Cont,
+    Kill,
 }
 
-/// Sends `SIG<name>` to every process of the group `pgid` (`kill -<name>
-/// -- -<pgid>`), for a command started as the leader of its own group.
-pub(crate) async fn signal_group(pgid: u32, name: &str) -> Result<(), String> {
-    kill(&[format!("-{name}"), "--".into(), format!("-{pgid}")]).await
+#[cfg(unix)]
+impl Sig {
+    fn nix(self) -> nix::sys::signal::Signal {
+        use nix::sys::signal::Signal;
+        match self {
+            Sig::Stop => Signal::SIGSTOP,
+            Sig::Cont => Signal::SIGCONT,
+            Sig::Kill => Signal::SIGKILL,
+        }
+    }
 }
 
-/// Runs kill(1) with `args`; the error names the command and its stderr.
-async fn kill(args: &[String]) -> Result<(), String> {
-    let shown = format!("kill {}", args.join(" "));
-    let out = tokio::process::Command::new("kill")
-        .args(args)
-        .output()
-        .await
-        .map_err(|e| format!("could not run `{shown}`: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("`{shown}` failed: {}", tail(&out.stderr)))
+/// Sends `sig` to the process `pid`; the error names both.
+pub(crate) fn signal(pid: u32, sig: Sig) -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        let target = nix::unistd::Pid::from_raw(pid as i32);
+        nix::sys::signal::kill(target, sig.nix())
+            .map_err(|e| format!("could not send {} to process {pid}: {e}", sig.nix()))
+    }
+    #[cfg(not(unix))]
+    {
+        Err(format!("cannot send {sig:?} to process {pid}: signals are Unix-only"))
+    }
+}
+
+/// Sends `sig` to every process of the group `pgid`, for a command started
+/// as the leader of its own group.
+pub(crate) fn signal_group(pgid: u32, sig: Sig) -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        let group = nix::unistd::Pid::from_raw(pgid as i32);
+        nix::sys::signal::killpg(group, sig.nix())
+            .map_err(|e| format!("could not send {} to process group {pgid}: {e}", sig.nix()))
+    }
+    #[cfg(not(unix))]
+    {
+        Err(format!("cannot send {sig:?} to process group {pgid}: signals are Unix-only"))
     }
 }
 
 /// The last three lines a command printed, on one line.
 pub(crate) fn tail(stderr: &[u8]) -> String {
     // It ends up in run.json and the report, which never hold a password.
-    let said = crate::model::run_info::redact_secrets_in_text(&String::from_utf8_lossy(stderr));
+    let said = strategies::redact::text(&String::from_utf8_lossy(stderr));
     let tail: Vec<&str> = said.lines().rev().take(3).collect();
     tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
 }

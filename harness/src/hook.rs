@@ -103,7 +103,7 @@ async fn run_logged(
             // the group (setsid, as `redis-server --daemonize` and
             // `rabbitmq-server -detached` do) is not touched.
             if let Some(pid) = child.id() {
-                if let Err(e) = crate::faults::signal_group(pid, "KILL").await {
+                if let Err(e) = crate::faults::signal_group(pid, crate::faults::Sig::Kill) {
                     tracing::warn!("before-each-strategy: {e}");
                 }
             }
@@ -119,10 +119,7 @@ struct GroupGuard(Option<u32>);
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(pgid) = self.0 {
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", "--", &format!("-{pgid}")])
-                .stderr(Stdio::null())
-                .status();
+            let _ = crate::faults::signal_group(pgid, crate::faults::Sig::Kill);
         }
     }
 }
@@ -135,7 +132,7 @@ fn redact_log(path: &Path) {
         return;
     };
     let text = String::from_utf8_lossy(&bytes);
-    let clean = crate::model::run_info::redact_secrets_in_text(&text);
+    let clean = strategies::redact::text(&text);
     if clean != text {
         if let Err(e) = std::fs::write(path, clean) {
             tracing::warn!("could not redact {}: {e}", path.display());

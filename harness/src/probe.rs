@@ -46,8 +46,8 @@ pub async fn list(db: &str, amqp: Option<&str>, redis: Option<&str>) -> Result<S
     writeln!(out, "Services:")?;
     let services = [
         ("database", server.display_url(), &database),
-        ("rabbitmq", strategies::store::redact_url(amqp), &rabbit),
-        ("redis", strategies::store::redact_url(redis), &redis_probe),
+        ("rabbitmq", strategies::redact::url(amqp), &rabbit),
+        ("redis", strategies::redact::url(redis), &redis_probe),
     ];
     for (name, url, probe) in &services {
         match probe {

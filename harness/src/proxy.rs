@@ -513,26 +513,10 @@ fn default_port(scheme: &str) -> Option<u16> {
 /// MySQL's `socket`), silently bypassing the proxy.
 const BYPASS_PARAMS: [&str; 4] = ["host", "hostaddr", "port", "socket"];
 
-/// The URL with its password shown as `***`, for error messages and logs.
-/// Works on text that does not parse too, and errs towards hiding more:
-/// everything between the first `:` after `://` and the last `@`.
-fn redact(url: &str) -> String {
-    let Some(start) = url.find("://").map(|i| i + 3) else {
-        return url.to_string();
-    };
-    let rest = &url[start..];
-    match (rest.find(':'), rest.rfind('@')) {
-        (Some(colon), Some(at)) if colon < at => {
-            format!("{}{}:***{}", &url[..start], &rest[..colon], &rest[at..])
-        }
-        _ => url.to_string(),
-    }
-}
-
 /// The parsed URL and its upstream `host:port`, or an error naming the URL
 /// (password hidden) and what is wrong with it.
 fn parse_backend_url(url: &str) -> Result<(Url, String)> {
-    let shown = redact(url);
+    let shown = strategies::redact::url(url);
     let parsed = Url::parse(url).map_err(|e| anyhow!("{shown} is not a valid URL: {e}"))?;
     let Some(port) = default_port(parsed.scheme()) else {
         bail!(
@@ -572,10 +556,10 @@ pub fn route_through(url: &str, proxy: SocketAddr) -> Result<String> {
     };
     parsed
         .set_host(Some(&host))
-        .map_err(|e| anyhow!("{}: cannot set its host to {host}: {e}", redact(url)))?;
+        .map_err(|e| anyhow!("{}: cannot set its host to {host}: {e}", strategies::redact::url(url)))?;
     parsed
         .set_port(Some(proxy.port()))
-        .map_err(|()| anyhow!("{}: cannot set its port to {}", redact(url), proxy.port()))?;
+        .map_err(|()| anyhow!("{}: cannot set its port to {}", strategies::redact::url(url), proxy.port()))?;
     Ok(parsed.into())
 }
 

@@ -7,7 +7,7 @@
 
 use anyhow::{Context, Result};
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, IntoConnectionInfo};
+use redis::{AsyncConnectionConfig, InfoDict, IntoConnectionInfo};
 use std::time::Duration;
 
 /// Total `calls=` over every command in `INFO commandstats` of the Redis at
@@ -96,10 +96,8 @@ pub async fn snapshot(url: &str) -> Result<Snapshot> {
     for node in &nodes.urls {
         let (mut conn, setup) = connect(node).await?;
         let server = info(&mut conn, "server").await?;
-        let run_id = server
-            .lines()
-            .find_map(|l| l.strip_prefix("run_id:"))
-            .map(|v| v.trim().to_string())
+        let run_id: String = server
+            .get("run_id")
             .context("INFO server has no run_id")?;
         if !snapshot.run_id.is_empty() {
             snapshot.run_id.push(',');
@@ -147,19 +145,15 @@ pub async fn version(url: &str) -> Result<String> {
 }
 
 async fn server_version(url: &str) -> Result<String> {
-    let field = |text: &str, key: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(key))
-            .map(|v| v.trim().to_string())
-            .unwrap_or_else(|| "?".into())
-    };
     let (mut conn, _) = connect(url).await?;
     let server = info(&mut conn, "server").await?;
     let persistence = info(&mut conn, "persistence").await?;
     Ok(format!(
         "Redis {} (append-only file {})",
-        field(&server, "redis_version:"),
-        if field(&persistence, "aof_enabled:") == "1" {
+        server
+            .get::<String>("redis_version")
+            .unwrap_or_else(|| "?".into()),
+        if persistence.get::<String>("aof_enabled").as_deref() == Some("1") {
             "on"
         } else {
             "off"
@@ -194,8 +188,8 @@ async fn connect(url: &str) -> Result<(MultiplexedConnection, u64)> {
     Ok((conn, setup))
 }
 
-/// The text of `INFO <section>`.
-async fn info(conn: &mut MultiplexedConnection, section: &str) -> Result<String> {
+/// `INFO <section>`, parsed.
+async fn info(conn: &mut MultiplexedConnection, section: &str) -> Result<InfoDict> {
     redis::cmd("INFO")
         .arg(section)
         .query_async(conn)
@@ -203,14 +197,12 @@ async fn info(conn: &mut MultiplexedConnection, section: &str) -> Result<String>
         .with_context(|| format!("Redis INFO {section}"))
 }
 
-/// Sums `calls=N` of every `cmdstat_*` line.
-fn sum_calls(info: &str) -> u64 {
-    info.lines()
-        .filter(|l| l.starts_with("cmdstat_"))
-        .filter_map(|l| {
-            l.split_once("calls=")
-                .and_then(|(_, rest)| rest.split(',').next()?.parse::<u64>().ok())
-        })
+/// Sums `calls=N` of every `cmdstat_*` field (`calls=10,usec=5,...`).
+fn sum_calls(info: &InfoDict) -> u64 {
+    info.keys()
+        .filter(|k| k.starts_with("cmdstat_"))
+        .filter_map(|k| info.get::<String>(k))
+        .filter_map(|v| v.split(',').find_map(|f| f.strip_prefix("calls="))?.parse::<u64>().ok())
         .sum()
 }
 
@@ -220,7 +212,7 @@ mod tests {
     fn sums_every_command() {
         let info = "# Commandstats\r\ncmdstat_zadd:calls=10,usec=5,usec_per_call=0.5\r\n\
                     cmdstat_evalsha:calls=3,usec=9\r\n";
-        assert_eq!(super::sum_calls(info), 13);
+        assert_eq!(super::sum_calls(&redis::InfoDict::new(info)), 13);
     }
 
     #[test]

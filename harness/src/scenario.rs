@@ -4,7 +4,6 @@
 //! is the bundled example and `delaybench scenario init` writes a commented
 //! starting file. Errors name the file, the field and the accepted values.
 
-use crate::model::run_info::redact_secrets_in_text;
 use crate::proxy::Target;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -139,7 +138,7 @@ impl BeforeEachStrategy {
     /// The command as one would type it, e.g. `scripts/services.sh
     /// rabbitmq-cluster`, with any URL's password replaced by `***`.
     pub fn label(&self) -> String {
-        redact_secrets_in_text(&self.command.join(" "))
+        strategies::redact::text(&self.command.join(" "))
     }
 
     fn validate(&self) -> Result<()> {
@@ -468,7 +467,7 @@ impl Fault {
         let d = |d: Option<Duration>| humantime::format_duration(d.unwrap_or_default()).to_string();
         match self.kind {
             FaultKind::RunCommand => {
-                let command = redact_secrets_in_text(&self.command.join(" "));
+                let command = strategies::redact::text(&self.command.join(" "));
                 match self.lasts {
                     Some(lasts) => format!(
                         "run `{command}` at {at}, in effect {}",

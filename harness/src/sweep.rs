@@ -186,14 +186,20 @@ fn next_rate(config: &crate::scenario::Sweep, steps: &[SweepStep]) -> Option<f64
             // Every step after the first failure is a bisection.
             let first_failure = steps.iter().position(|s| !s.holds).unwrap_or(0);
             let bisections = steps.len() - first_failure - 1;
-            let mid = round_rate((h + f) / 2.0);
-            (bisections < config.bisect as usize
-                && (f - h) > BISECT_RESOLUTION * h
-                && mid > h
-                && mid < f)
-                .then_some(mid)
+            (bisections < config.bisect as usize)
+                .then(|| bisect(h, f))
+                .flatten()
         }
     }
+}
+
+/// The next rate of a bisection between the highest rate that held and the
+/// lowest that failed: their midpoint, rounded ([`round_rate`]); `None`
+/// once the gap is within [`BISECT_RESOLUTION`] of `held`, or rounding
+/// leaves no rate strictly between the two.
+fn bisect(held: f64, failed: f64) -> Option<f64> {
+    let mid = round_rate((held + failed) / 2.0);
+    (failed - held > BISECT_RESOLUTION * held && mid > held && mid < failed).then_some(mid)
 }
 
 /// Rates read better whole: to 2 significant digits above 100.
@@ -272,7 +278,10 @@ impl StepContext<'_> {
     }
 
     /// One strategy at one rate (holding `pending` backlog orders): a
-    /// whole run, judged.
+    /// whole run, judged; run again, up to [`sweep::HARNESS_STALL_RETRIES`]
+    /// times, while it failed only on a harness stall
+    /// ([`sweep::harness_stalled`]). A stalled attempt's folder is kept
+    /// beside the step's as `<folder>-stalled-<k>` and named in `stalled`.
     async fn step(
         &self,
         name: &str,
@@ -280,6 +289,50 @@ impl StepContext<'_> {
         pending: Option<u64>,
         repetition: Option<u32>,
     ) -> Result<(SweepStep, Summary)> {
+        let mut stalled = Vec::new();
+        loop {
+            let attempt = stalled.len() as u32;
+            let (mut step, summary, dir) = self
+                .attempt(name, rate, pending, repetition, attempt)
+                .await?;
+            let keep_up = self.scenario.sweep.keep_up.as_micros() as u64;
+            if attempt < sweep::HARNESS_STALL_RETRIES
+                && sweep::harness_stalled(&summary, &step.reasons, keep_up)
+            {
+                let kept = format!("{}-stalled-{}", step.folder, attempt + 1);
+                let moved = std::fs::rename(&dir, self.run_dir.join(&kept));
+                let what = format!(
+                    "attempt {} run again: generator p99 lag to commit {:.1} ms at {} ({})",
+                    attempt + 1,
+                    summary.generator.lag_us_p99 as f64 / 1000.0,
+                    summary
+                        .cpu
+                        .as_ref()
+                        .map(|c| c.describe())
+                        .unwrap_or_default(),
+                    match moved {
+                        Ok(()) => format!("kept in {kept}"),
+                        Err(e) => format!("its folder could not be kept: {e}"),
+                    }
+                );
+                eprintln!("delaybench: {name} at {rate} orders/s: harness stall, {what}");
+                stalled.push(what);
+                continue;
+            }
+            step.stalled = stalled;
+            return Ok((step, summary));
+        }
+    }
+
+    /// One attempt of a step: a whole run in its own namespace, judged.
+    async fn attempt(
+        &self,
+        name: &str,
+        rate: f64,
+        pending: Option<u64>,
+        repetition: Option<u32>,
+        attempt: u32,
+    ) -> Result<(SweepStep, Summary, PathBuf)> {
         let mut scenario = self.scenario.clone();
         scenario.rate = rate;
         if let (Some(b), Some(n)) = (&mut scenario.backlog, pending) {
@@ -296,6 +349,9 @@ impl StepContext<'_> {
             folder += &format!("/repeat-{k}");
         }
         let dir = self.run_dir.join(&folder);
+        if attempt > 0 {
+            point += &format!("_a{attempt}");
+        }
         let namespace = namespace_name(self.run_id, &format!("{name}_{point}"));
         let summary =
             run::run_one(name, true, &scenario, &plan, self.server, &namespace, &dir).await?;
@@ -343,8 +399,9 @@ impl StepContext<'_> {
             cpu: summary.cpu.clone(),
             elapsed_s: summary.elapsed_s,
             repeats: Vec::new(),
+            stalled: Vec::new(),
         };
-        Ok((step, summary))
+        Ok((step, summary, dir))
     }
 
     /// Drops a clean step's namespace; a failure to drop only leaves it behind.
@@ -377,11 +434,9 @@ impl StepContext<'_> {
         let (mut held, mut failed) = (None, Some(target));
         for _ in 0..self.scenario.sweep.bisect {
             let lo = held.unwrap_or(best / 2.0);
-            let Some(hi) = failed else { break };
-            let mid = round_rate((lo + hi) / 2.0);
-            if mid <= lo || mid >= hi || hi - lo <= BISECT_RESOLUTION * lo {
+            let Some(mid) = failed.and_then(|hi| bisect(lo, hi)) else {
                 break;
-            }
+            };
             let step = self.generator_step(mid).await?;
             if step.holds {
                 held = Some(mid);
@@ -491,7 +546,7 @@ fn step_line(name: &str, s: &SweepStep) -> String {
             .unwrap_or_else(|| "-".into())
     };
     format!(
-        "{name} at {} orders/s{}: {} (n={} p50 {} p99 {}, lag p99 {:.1} ms{}){}",
+        "{name} at {} orders/s{}: {} (n={} p50 {} p99 {}, lag p99 {:.1} ms{}){}{}",
         s.rate,
         s.pending
             .map(|n| format!(" holding {n} pending"))
@@ -509,6 +564,11 @@ fn step_line(name: &str, s: &SweepStep) -> String {
             String::new()
         } else {
             format!(": {}", s.reasons.join("; "))
+        },
+        if s.stalled.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", s.stalled.join("; "))
         }
     )
 }
@@ -580,5 +640,15 @@ mod tests {
         assert_eq!(round_rate(150.0), 150.0);
         assert_eq!(round_rate(75.4), 75.0);
         assert_eq!(round_rate(0.2), 1.0);
+    }
+
+    #[test]
+    fn a_bisection_stops_within_the_resolution_or_without_a_rate_between() {
+        assert_eq!(bisect(800.0, 1600.0), Some(1200.0));
+        assert_eq!(bisect(1200.0, 1600.0), Some(1400.0));
+        // 1500 to 1560 is a gap of 4 %, under the 5 % resolution.
+        assert_eq!(bisect(1500.0, 1560.0), None);
+        // Rounding to two digits leaves nothing strictly between.
+        assert_eq!(bisect(1000.0, 1100.0), None);
     }
 }

@@ -160,12 +160,13 @@ fn stall(point: CrashPoint) {
         return;
     }
     eprintln!("delaybench: injected stall at {point} (SIGSTOP until SIGCONT)");
-    // kill(1) rather than unsafe libc: this thread blocks until the
-    // process is continued, which is the point.
-    let stopped = std::process::Command::new("kill")
-        .arg("-STOP")
-        .arg(std::process::id().to_string())
-        .status();
+    // The whole process stops here, this thread included, until the
+    // harness continues it: which is the point.
+    #[cfg(unix)]
+    let stopped = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGSTOP)
+        .map_err(|e| e.to_string());
+    #[cfg(not(unix))]
+    let stopped: Result<(), String> = Err("stalls are Unix-only".into());
     if let Err(e) = stopped {
         eprintln!("delaybench: could not stall at {point}: {e}");
     }

@@ -17,7 +17,8 @@
 use crate::canceller::{Canceller, Service};
 use crate::error::{Error, Result};
 use crate::registry::{self, StrategyOptions};
-use crate::store::{redact_url, DbLocation, DbServer, OrderStore};
+use crate::redact;
+use crate::store::{DbLocation, DbServer, OrderStore};
 use std::future::Future;
 use std::time::Duration;
 
@@ -70,7 +71,7 @@ pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> 
     if crate::rabbit::nodes::split(amqp_url).len() > 1 {
         return Err(Error::Unreachable {
             service: "RabbitMQ (listing queues)",
-            url: crate::rabbit::nodes::redact(amqp_url),
+            url: redact::url(amqp_url),
             reason: "listing the leftovers of a cluster given as several URLs is not supported"
                 .into(),
             hint: "list them on one node, e.g. `scripts/rabbitmq-cluster.sh ctl 1 list_queues \
@@ -80,7 +81,7 @@ pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> 
     }
     let uri: amq_protocol::uri::AMQPUri = amqp_url
         .parse()
-        .map_err(|e: String| Error::Config(format!("AMQP URL `{}`: {e}", redact_url(amqp_url))))?;
+        .map_err(|e: String| Error::Config(format!("AMQP URL `{}`: {e}", redact::url(amqp_url))))?;
     let host = uri.authority.host.clone();
     let reachable = tokio::time::timeout(
         Duration::from_secs(5),
@@ -93,7 +94,7 @@ pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> 
     {
         return Err(Error::Unreachable {
             service: "RabbitMQ",
-            url: redact_url(amqp_url),
+            url: redact::url(amqp_url),
             reason,
             hint: "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
                    `rabbitmq-server -detached`; or pass --amqp / DELAYBENCH_AMQP"
@@ -126,7 +127,7 @@ pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> 
 fn unlisted(amqp_url: &str, reason: String) -> Error {
     Error::Unreachable {
         service: "RabbitMQ (listing queues)",
-        url: redact_url(amqp_url),
+        url: redact::url(amqp_url),
         reason,
         hint: "start RabbitMQ (`docker compose up -d --wait rabbitmq`, or on a Debian host \
                `rabbitmq-server -detached`) and enable its management API \
@@ -274,7 +275,7 @@ pub async fn delete_broker(amqp_url: &str, objects: &[BrokerObject]) -> Result<u
         .await
         .map_err(|reason| Error::Unreachable {
             service: "RabbitMQ",
-            url: crate::rabbit::nodes::redact(amqp_url),
+            url: redact::url(amqp_url),
             reason,
             hint: "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
                    `rabbitmq-server -detached`"
@@ -401,7 +402,7 @@ pub async fn delete_redis_keys(redis_url: &str, keys: &[String]) -> Result<usize
 fn cluster_unreachable(redis_url: &str, reason: String) -> Error {
     Error::Unreachable {
         service: "Redis",
-        url: redact_url(redis_url),
+        url: redact::url(redis_url),
         reason,
         hint: crate::redis_cluster::START_HINT.into(),
     }
@@ -432,7 +433,7 @@ pub async fn delete_broker_prefix(amqp_url: &str, prefix: &str) -> Result<usize>
 async fn redis_connect(redis_url: &str) -> Result<redis::aio::MultiplexedConnection> {
     let unreachable = |reason: String| Error::Unreachable {
         service: "Redis",
-        url: redact_url(redis_url),
+        url: redact::url(redis_url),
         reason,
         hint: "start Redis: `docker compose up -d --wait redis`, or \
                `redis-server --daemonize yes --port 6379 --save \"\" --appendonly no`; \

@@ -19,6 +19,7 @@ pub mod error;
 pub mod leftovers;
 pub mod outbox;
 pub mod rabbit;
+pub mod redact;
 pub mod redis_cluster;
 pub mod redis_zset;
 pub mod registry;

@@ -11,7 +11,7 @@
 //! or scans a part of the cluster and calls it the whole.
 
 use crate::error::{Error, Result};
-use crate::store::redact_url;
+use crate::redact;
 use redis::cluster::ClusterClient;
 use std::time::Duration;
 
@@ -38,28 +38,28 @@ pub fn seed_url(url: &str) -> Result<String> {
     let rest = url.strip_prefix(SCHEME).ok_or_else(|| {
         Error::Config(format!(
             "Redis URL `{}` is not a cluster URL; expected {SCHEME}host:port",
-            redact_url(url)
+            redact::url(url)
         ))
     })?;
     let plain = format!("redis://{rest}");
     let parsed = url::Url::parse(&plain).map_err(|e| {
         Error::Config(format!(
             "Redis Cluster URL `{}` is invalid: {e}; expected {SCHEME}[[user]:password@]host:port",
-            redact_url(url)
+            redact::url(url)
         ))
     })?;
     if !matches!(parsed.path(), "" | "/" | "/0") {
         return Err(Error::Config(format!(
             "Redis Cluster URL `{}` names a database; a cluster has only database 0, \
              so drop the `{}`",
-            redact_url(url),
+            redact::url(url),
             parsed.path()
         )));
     }
     if parsed.host_str().is_none() {
         return Err(Error::Config(format!(
             "Redis Cluster URL `{}` has no seed host; expected {SCHEME}host:port",
-            redact_url(url)
+            redact::url(url)
         )));
     }
     Ok(plain)
@@ -80,7 +80,7 @@ pub fn client(url: &str) -> Result<ClusterClient> {
         .map_err(|e| {
             Error::Config(format!(
                 "Redis Cluster URL `{}` is invalid: {e}",
-                redact_url(url)
+                redact::url(url)
             ))
         })
 }
@@ -123,7 +123,7 @@ pub async fn masters(url: &str) -> Result<Vec<Master>> {
     if masters.is_empty() {
         return Err(Error::Unreachable {
             service: "Redis",
-            url: redact_url(url),
+            url: redact::url(url),
             reason: "the cluster has no master serving slots (not created yet?)".into(),
             hint: START_HINT.into(),
         });
@@ -196,7 +196,7 @@ pub async fn connect_node(
 ) -> Result<redis::aio::MultiplexedConnection> {
     let unreachable = |reason: String| Error::Unreachable {
         service: "Redis",
-        url: redact_url(shown),
+        url: redact::url(shown),
         reason,
         hint: START_HINT.into(),
     };
@@ -209,10 +209,10 @@ pub async fn connect_node(
     .map_err(|_| {
         unreachable(format!(
             "no connection to {} within 6s",
-            redact_url(node_url)
+            redact::url(node_url)
         ))
     })?
-    .map_err(|e| unreachable(format!("{}: {e}", redact_url(node_url))))
+    .map_err(|e| unreachable(format!("{}: {e}", redact::url(node_url))))
 }
 
 /// The hash slot of `key` (CRC16/XMODEM of its hash tag, or of the whole

@@ -179,7 +179,7 @@ pub fn limits(sources: &[Source]) -> Vec<String> {
             "**Network.** Some services were on other hosts ({}); the others over loopback.",
             remote
                 .iter()
-                .map(|u| crate::model::run_info::redact_secrets(u))
+                .map(|u| strategies::redact::url(u))
                 .collect::<Vec<_>>()
                 .join(", ")
         ));

@@ -301,7 +301,7 @@ impl FaultRecord {
 pub fn redact_command(command: &[String]) -> Vec<String> {
     command
         .iter()
-        .map(|a| super::run_info::redact_secrets_in_text(a))
+        .map(|a| strategies::redact::text(a))
         .collect()
 }
 

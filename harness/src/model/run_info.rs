@@ -42,16 +42,16 @@ impl RunInfo {
     /// line, the database URL and the scenario's broker and Redis URLs.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let mut info = self.clone();
-        info.command = info.command.iter().map(|a| redact_secrets(a)).collect();
-        info.database_url = redact_secrets(&info.database_url);
+        info.command = info.command.iter().map(|a| strategies::redact::url(a)).collect();
+        info.database_url = strategies::redact::url(&info.database_url);
         let options = &mut info.scenario.strategies;
         // RabbitMQ's well-known guest:guest default is no secret, and kept
         // so the saved scenario.toml runs again as it is.
         let defaults = strategies::StrategyOptions::default();
         if options.rabbit.url != defaults.rabbit.url {
-            options.rabbit.url = redact_secrets(&options.rabbit.url);
+            options.rabbit.url = strategies::redact::url(&options.rabbit.url);
         }
-        options.redis_zset.url = redact_secrets(&options.redis_zset.url);
+        options.redis_zset.url = strategies::redact::url(&options.redis_zset.url);
         for fault in &mut info.scenario.faults {
             fault.command = super::records::redact_command(&fault.command);
         }
@@ -109,50 +109,6 @@ impl RunInfo {
         })?;
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
     }
-}
-
-/// Free text (a command's output, a log) with the password of every URL in
-/// it replaced by `***`: [`redact_secrets`] on each whitespace-separated word.
-pub fn redact_secrets_in_text(text: &str) -> String {
-    text.split_inclusive(char::is_whitespace)
-        .map(|piece| {
-            let word = piece.trim_end_matches(char::is_whitespace);
-            if word.contains("://") {
-                format!("{}{}", redact_secrets(word), &piece[word.len()..])
-            } else {
-                piece.to_string()
-            }
-        })
-        .collect()
-}
-
-/// `text` with the password of any URL in it replaced by `***`, whether it
-/// parses as a URL or not (`--db=postgres://u:pw@h/db`, `amqp://u:p%40w@h`).
-pub fn redact_secrets(text: &str) -> String {
-    // A list of URLs (a RabbitMQ cluster's nodes): each one.
-    if let Some((first, rest)) = text.split_once(',') {
-        if first.contains("://") && rest.contains("://") {
-            return format!("{},{}", redact_secrets(first), redact_secrets(rest));
-        }
-    }
-    let Some(scheme_end) = text.find("://") else {
-        return text.to_string();
-    };
-    let authority_start = scheme_end + 3;
-    let rest = &text[authority_start..];
-    // The userinfo ends at the last '@' before the path.
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return text.to_string();
-    };
-    let Some(colon) = rest[..at].find(':') else {
-        return text.to_string();
-    };
-    format!(
-        "{}***{}",
-        &text[..authority_start + colon + 1],
-        &text[authority_start + at..]
-    )
 }
 
 fn one() -> u32 {
@@ -270,53 +226,5 @@ pub async fn rabbitmq_description(url: &str) -> String {
             }
         ),
         Err(e) => format!("unknown ({e})"),
-    }
-}
-
-#[cfg(test)]
-mod secrets_tests {
-    use super::{redact_secrets, redact_secrets_in_text};
-
-    #[test]
-    fn passwords_are_removed_from_free_text() {
-        let text = "cluster up: amqp://guest:guest@127.0.0.1:5681/%2f,amqp://guest:guest@127.0.0.1:5682/%2f\n\
-                    AMQP=amqp://u:pw@h/ and redis://:s3@h:7000 done\n";
-        let want =
-            "cluster up: amqp://guest:***@127.0.0.1:5681/%2f,amqp://guest:***@127.0.0.1:5682/%2f\n\
-                    AMQP=amqp://u:***@h/ and redis://:***@h:7000 done\n";
-        assert_eq!(redact_secrets_in_text(text), want);
-        assert_eq!(redact_secrets_in_text("no urls here\n"), "no urls here\n");
-    }
-
-    #[test]
-    fn passwords_are_removed_from_any_url_form() {
-        for (raw, want) in [
-            ("postgres://u:secret@h/db", "postgres://u:***@h/db"),
-            (
-                "--db=mysql://root:pw@127.0.0.1:3306/test",
-                "--db=mysql://root:***@127.0.0.1:3306/test",
-            ),
-            (
-                "amqp://guest:p@ss@host:5672/%2f",
-                "amqp://guest:***@host:5672/%2f",
-            ),
-            (
-                "redis://:secret@127.0.0.1:6379",
-                "redis://:***@127.0.0.1:6379",
-            ),
-            (
-                "postgres://root@127.0.0.1/test",
-                "postgres://root@127.0.0.1/test",
-            ),
-            ("sqlite://", "sqlite://"),
-            ("--strategies", "--strategies"),
-            ("a,b", "a,b"),
-            (
-                "--amqp=amqp://g:pw@h:5681,amqp://g:pw@h:5682/%2f",
-                "--amqp=amqp://g:***@h:5681,amqp://g:***@h:5682/%2f",
-            ),
-        ] {
-            assert_eq!(redact_secrets(raw), want, "{raw}");
-        }
     }
 }

@@ -101,6 +101,19 @@ pub struct StrategySweep {
     pub limited_by: Option<String>,
 }
 
+impl StrategySweep {
+    /// How many runs the maximum stands on were run again after a harness
+    /// stall ([`harness_stalled`]): every report that prints the maximum
+    /// says so beside it.
+    pub fn reruns_behind_max(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|st| self.max_rate.is_some_and(|m| st.rate <= m))
+            .map(|st| st.stalled.len())
+            .sum()
+    }
+}
+
 /// One offered rate, run as a whole scenario of its own.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SweepStep {
@@ -143,6 +156,11 @@ pub struct SweepStep {
     /// are then the median repetition's, `holds` is all of them holding).
     #[serde(default)]
     pub repeats: Vec<SweepStep>,
+    /// Attempts run again because the harness stalled (see
+    /// [`harness_stalled`]), each naming its lag, the machine's load and
+    /// the folder it was kept in; the figures above are the last attempt's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalled: Vec<String>,
 }
 
 impl SweepStep {
@@ -183,6 +201,15 @@ pub fn fold_repeats(mut repeats: Vec<SweepStep>) -> SweepStep {
             r.reasons
                 .iter()
                 .map(move |why| format!("repeat {}: {why}", k + 1))
+        })
+        .collect();
+    folded.stalled = repeats
+        .iter()
+        .enumerate()
+        .flat_map(|(k, r)| {
+            r.stalled
+                .iter()
+                .map(move |what| format!("repeat {}: {what}", k + 1))
         })
         .collect();
     folded.anomalies = repeats.iter().map(|r| r.anomalies).max().unwrap_or(0);
@@ -296,6 +323,24 @@ pub fn judge(s: &Summary, bound_us: u64, keep_up_us: u64) -> Vec<String> {
         ));
     }
     reasons
+}
+
+/// How many times a step's run is run again when the harness stalled in it.
+pub const HARNESS_STALL_RETRIES: u32 = 2;
+
+/// Whether a run failed its step only because the generator fell behind
+/// while the machine had CPU to spare: the harness, or the host under it
+/// (a shared VM's steal, a disk flush), stalled, and the run says nothing
+/// about the strategy. Such a run is run again, at most
+/// [`HARNESS_STALL_RETRIES`] times, and the report names every attempt run
+/// again. A generator slowed by the strategy's own load fails again; one
+/// behind on a saturated machine, or with any other reason to fail, is the
+/// step's result at once.
+pub fn harness_stalled(s: &Summary, reasons: &[String], keep_up_us: u64) -> bool {
+    reasons.len() == 1
+        && s.generator.lag_us_p99 > keep_up_us
+        && s.generator.create_errors + s.generator.payment_errors == 0
+        && s.cpu.as_ref().is_some_and(|c| c.machine_busy < SATURATED)
 }
 
 /// The highest offered rate that held with every lower rate holding too,
@@ -506,6 +551,56 @@ mod tests {
             },
             "p99 lateness 700.0 ms",
         );
+    }
+
+    #[test]
+    fn only_a_generator_behind_on_an_idle_machine_is_a_harness_stall() {
+        let (bound, keep_up) = (500_000, 100_000);
+        let with = |busy: Option<f64>, edit: &dyn Fn(&mut Summary)| {
+            let mut s = ok_summary();
+            s.generator.lag_us_p99 = 190_000;
+            s.cpu = busy.map(|b| CpuUse {
+                wall_s: 6.0,
+                cores: 2,
+                machine_busy: b,
+                by_service: BTreeMap::new(),
+            });
+            edit(&mut s);
+            let reasons = judge(&s, bound, keep_up);
+            harness_stalled(&s, &reasons, keep_up)
+        };
+        assert!(with(Some(0.12), &|_| {}));
+        // The machine saturated: the generator's lag is the machine's limit.
+        assert!(!with(Some(0.95), &|_| {}));
+        // CPU unknown: cannot tell it from a saturated machine.
+        assert!(!with(None, &|_| {}));
+        // Any other reason makes the run the step's result.
+        assert!(!with(Some(0.12), &|s| s
+            .overdue
+            .as_mut()
+            .unwrap()
+            .growing = true));
+        assert!(!with(Some(0.12), &|s| s.anomalies.missed_cancels = 1));
+        assert!(!with(Some(0.12), &|s| s.generator.create_errors = 1));
+        // A generator that kept up is no stall, whatever else failed.
+        assert!(!with(Some(0.12), &|s| {
+            s.generator.lag_us_p99 = 5_000;
+            s.committed_lateness_us.as_mut().unwrap().p99 = 900_000;
+        }));
+    }
+
+    #[test]
+    fn repetitions_keep_the_attempts_run_again() {
+        let rep = |p99: u64, stalled: &[&str]| SweepStep {
+            holds: true,
+            p99_us: Some(p99),
+            stalled: stalled.iter().map(|s| s.to_string()).collect(),
+            folder: "x/rate-100/repeat-1".into(),
+            ..SweepStep::default()
+        };
+        let folded = fold_repeats(vec![rep(10, &["lag 190 ms"]), rep(20, &[]), rep(30, &[])]);
+        assert_eq!(folded.stalled, vec!["repeat 1: lag 190 ms".to_string()]);
+        assert!(folded.holds);
     }
 
     #[test]

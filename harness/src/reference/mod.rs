@@ -29,6 +29,21 @@ pub const MANIFEST: &str = "reference.json";
 /// The strategies every comparison runs.
 const MAIN: &str = "db-scan,db-timer,timing-wheel,rabbit-ttl,rabbit-delayed,redis-zset";
 
+/// [`MAIN`] and the remedies, where the decision record needs each
+/// option's own figures: without them a `+fallback` or `+outbox` option is
+/// "not measured" there, never borrowed from its base.
+const WITH_REMEDIES: &str = "db-scan,db-timer,timing-wheel,timing-wheel+fallback,rabbit-ttl,\
+                             rabbit-ttl+fallback,rabbit-ttl+outbox,rabbit-ttl+outbox+fallback,\
+                             rabbit-delayed,rabbit-delayed+fallback,rabbit-delayed+outbox,\
+                             rabbit-delayed+outbox+fallback,redis-zset,redis-zset+fallback,\
+                             redis-zset+outbox,redis-zset+outbox+fallback";
+
+/// [`MAIN`] and the `+fallback` remedies: the sweeps, where every option
+/// costs minutes.
+const WITH_FALLBACKS: &str = "db-scan,db-timer,timing-wheel,timing-wheel+fallback,rabbit-ttl,\
+                              rabbit-ttl+fallback,rabbit-delayed,rabbit-delayed+fallback,\
+                              redis-zset,redis-zset+fallback";
+
 /// One run of the reference set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
@@ -49,8 +64,8 @@ pub const MATRIX: &[Entry] = &[
     },
     Entry {
         name: "busy",
-        what: "200 orders/s: lateness and database cost per cancel",
-        args: &["run", "--scenario", "busy", "--repeat", "3", "--strategies", MAIN],
+        what: "200 orders/s: lateness and database cost per cancel, remedies included",
+        args: &["run", "--scenario", "busy", "--repeat", "3", "--strategies", WITH_REMEDIES],
     },
     Entry {
         name: "probe-cost",
@@ -90,7 +105,7 @@ pub const MATRIX: &[Entry] = &[
     Entry {
         name: "sweep",
         what: "rising offered rates until a step no longer holds: each strategy's maximum",
-        args: &["sweep", "--repeat", "2", "--strategies", MAIN],
+        args: &["sweep", "--repeat", "2", "--strategies", WITH_FALLBACKS],
     },
     Entry {
         name: "backlog",
@@ -100,7 +115,9 @@ pub const MATRIX: &[Entry] = &[
             "--scenario",
             "backlog-1m",
             "--strategies",
-            "db-scan,db-scan-noindex,db-timer,timing-wheel,rabbit-ttl,rabbit-delayed,redis-zset",
+            "db-scan,db-scan-noindex,db-timer,timing-wheel,timing-wheel+fallback,rabbit-ttl,\
+             rabbit-ttl+fallback,rabbit-delayed,rabbit-delayed+fallback,redis-zset,\
+             redis-zset+fallback",
         ],
     },
 ];
@@ -321,7 +338,7 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
-    let db_display = strategies::store::redact_url(&args.db);
+    let db_display = strategies::redact::url(&args.db);
     let previous = Manifest::read(&args.out).ok();
     let wanted: Vec<&str> = matrix.iter().map(|e| e.name).collect();
     // Resumed only when it is the same set: the same commit, build,
@@ -591,4 +608,54 @@ fn remove_replaced(dir: &Path, manifest: &Manifest) -> Vec<String> {
 /// A commit's first seven characters.
 pub fn short(commit: &str) -> &str {
     &commit[..commit.len().min(7)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value after `flag` in an entry's arguments.
+    fn value<'a>(entry: &'a Entry, flag: &str) -> Option<&'a str> {
+        let k = entry.args.iter().position(|a| *a == flag)?;
+        entry.args.get(k + 1).copied()
+    }
+
+    #[test]
+    fn every_entry_names_a_preset_and_strategies_that_exist() {
+        for entry in MATRIX.iter().chain(CLUSTERS) {
+            if let Some(scenario) = value(entry, "--scenario") {
+                assert!(
+                    crate::presets::find(scenario).is_some(),
+                    "{}: no preset {scenario}",
+                    entry.name
+                );
+            }
+            let list = value(entry, "--strategies").expect("every entry names its strategies");
+            let names = crate::run::select(Some(list))
+                .unwrap_or_else(|e| panic!("{}: {list}: {e:#}", entry.name));
+            assert!(!names.is_empty(), "{}", entry.name);
+        }
+    }
+
+    #[test]
+    fn every_remedy_the_chaos_entry_runs_also_runs_without_faults() {
+        // The decision record judges an option only from its own runs: a
+        // remedy that ran only under faults would be "not measured" normally.
+        let list = |name: &str| {
+            let entry = MATRIX.iter().find(|e| e.name == name).expect("entry");
+            value(entry, "--strategies")
+                .expect("strategies")
+                .split(',')
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        let busy = list("busy");
+        let sweep = list("sweep");
+        for remedy in list("chaos").iter().filter(|s| s.contains('+')) {
+            assert!(busy.contains(remedy), "busy does not run {remedy}");
+            if remedy.ends_with("+fallback") && !remedy.contains("+outbox") {
+                assert!(sweep.contains(remedy), "the sweep does not run {remedy}");
+            }
+        }
+    }
 }

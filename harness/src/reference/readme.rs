@@ -215,11 +215,19 @@ fn render_all(dir: &Path, readme: &Path) -> Result<Vec<(PathBuf, String)>> {
         sla: SLA.to_string(),
         out: out.clone(),
     })?;
-    files.push((out.clone(), draft));
-    files.push((crate::adr::evidence_path(&out), evidence));
+    // The rerun commands name the folders as read (`dir/<folder>`); a
+    // reader runs them from the README's folder, so they name the set as
+    // the README does, wherever this process was started.
+    let relative = relative_to(readme, dir);
+    let as_read = format!("{}/", dir.display());
+    let as_run = format!("{relative}/");
+    files.push((out.clone(), draft.replace(&as_read, &as_run)));
+    files.push((
+        crate::adr::evidence_path(&out),
+        evidence.replace(&as_read, &as_run),
+    ));
     let mut text =
         std::fs::read_to_string(readme).with_context(|| format!("reading {}", readme.display()))?;
-    let relative = relative_to(readme, dir);
     for (name, render) in SECTIONS {
         text = splice(&text, name, &render(&set, &relative)?).with_context(|| {
             format!(
@@ -307,11 +315,18 @@ fn sweep_cell(set: &Set, strategy: &str) -> String {
         return "not run".into();
     };
     match result.strategies.iter().find(|s| s.strategy == strategy) {
-        Some(s) => match (s.max_rate, s.share_of_ceiling) {
-            (Some(rate), Some(share)) => format!("{rate:.0} ({:.0} %)", share * 100.0),
-            (Some(rate), None) => format!("{rate:.0}"),
-            (None, _) => "none held".into(),
-        },
+        Some(s) => {
+            let max = match (s.max_rate, s.share_of_ceiling, s.first_failed_rate) {
+                (Some(rate), Some(share), _) => format!("{rate:.0} ({:.0} %)", share * 100.0),
+                (Some(rate), None, _) => format!("{rate:.0}"),
+                (None, _, Some(failed)) => format!("< {failed:.0} (its first step failed)"),
+                (None, _, None) => "none held".into(),
+            };
+            match s.reruns_behind_max() {
+                0 => max,
+                n => format!("{max}, {n} run(s) rerun after a harness stall"),
+            }
+        }
         None => "not run".into(),
     }
 }

@@ -377,6 +377,14 @@ pub(crate) fn rate_tables(out: &mut String, result: &SweepResult) {
             (None, Some(f)) => format!("< {} (the first step failed)", rate(f)),
             (None, None) => "-".into(),
         };
+        // A maximum that stands on a run run again says so beside it.
+        let max = match s.reruns_behind_max() {
+            0 => max,
+            n => format!(
+                "{max} ({n} run{} at or below it run again after a harness stall: see Every step)",
+                if n == 1 { "" } else { "s" }
+            ),
+        };
         let share = match s.share_of_ceiling {
             Some(x) if s.strategy != "ceiling" && x < CEILING_GOAL => {
                 format!("**{:.0}%** (below the 80% goal)", x * 100.0)
@@ -494,7 +502,14 @@ fn step_tables(out: &mut String, result: &SweepResult) {
                     .as_ref()
                     .map(|c| c.describe())
                     .unwrap_or_else(|| "unknown".into()),
-                cell(&st.reasons.join("; ")),
+                cell(
+                    &st.reasons
+                        .iter()
+                        .chain(&st.stalled)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
             );
         }
         let _ = writeln!(out);

@@ -2,7 +2,7 @@
 //! variant `rabbit-ttl-single-queue`.
 
 use crate::error::{Error, Result};
-use crate::store::redact_url;
+use crate::redact;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
@@ -43,7 +43,7 @@ pub struct RabbitConfig {
 impl fmt::Debug for RabbitConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RabbitConfig")
-            .field("url", &super::nodes::redact(&self.url))
+            .field("url", &redact::url(&self.url))
             .field("prefetch", &self.prefetch)
             .field("queue_type", &self.queue_type)
             .field("ttls", &self.ttls)
@@ -77,7 +77,7 @@ impl RabbitConfig {
                 return Err(Error::Config(format!(
                     "{field}.url: `{}` is not an AMQP URL; accepted: amqp://user:password@host:port/vhost, \
                      or several separated by commas (the nodes of a cluster)",
-                    redact_url(url)
+                    redact::url(url)
                 )));
             }
         }

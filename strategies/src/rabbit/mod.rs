@@ -28,7 +28,8 @@ use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
 use crate::crash::{self, CrashPoint};
 use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
 use crate::error::{Error, Result};
-use crate::store::{redact_url, OrderStore, StoreStats};
+use crate::redact;
+use crate::store::{OrderStore, StoreStats};
 use async_trait::async_trait;
 use futures_lite::StreamExt;
 use lapin::message::Delivery;
@@ -142,7 +143,7 @@ impl RabbitStrategy {
                 if index != last {
                     tracing::warn!(
                         strategy = self.mode.name(),
-                        node = %redact_url(urls[index]),
+                        node = %redact::url(urls[index]),
                         "connected to another node of the list"
                     );
                 }
@@ -151,7 +152,7 @@ impl RabbitStrategy {
             }
             Err(reason) => Err(Error::Unreachable {
                 service: "RabbitMQ",
-                url: nodes::redact(&self.config.url),
+                url: redact::url(&self.config.url),
                 reason,
                 hint:
                     "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
@@ -415,7 +416,7 @@ impl Canceller for RabbitStrategy {
             Mode::Delayed if e.to_string().contains("exchange type") || e.to_string().contains("COMMAND_INVALID") => {
                 Error::Unreachable {
                     service: "RabbitMQ x-delayed-message exchange type",
-                    url: nodes::redact(&self.config.url),
+                    url: redact::url(&self.config.url),
                     reason: e.to_string(),
                     hint: "enable a delayed-message plugin: `bash rabbitmq-plugin/install.sh` (as root) \
                            builds and enables the project's own"

@@ -6,7 +6,7 @@
 //! the strategy goes on as long as one listed node serves AMQP and the
 //! queues it needs have a live replica (quorum) or home node (classic).
 
-use crate::store::redact_url;
+use crate::redact;
 use lapin::{Connection, ConnectionProperties};
 
 /// The URLs of a `url` setting: one, or several separated by commas.
@@ -15,15 +15,6 @@ pub fn split(url: &str) -> Vec<&str> {
         .map(str::trim)
         .filter(|u| !u.is_empty())
         .collect()
-}
-
-/// `url` with the password of every listed URL removed.
-pub fn redact(url: &str) -> String {
-    split(url)
-        .into_iter()
-        .map(redact_url)
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// Connects to the first of `urls` that accepts, trying them in order from
@@ -38,7 +29,7 @@ pub async fn connect_first(
         let index = (first + step) % urls.len();
         match Connection::connect(urls[index], ConnectionProperties::default()).await {
             Ok(connection) => return Ok((connection, index)),
-            Err(e) => reasons.push(format!("{}: {e}", redact_url(urls[index]))),
+            Err(e) => reasons.push(format!("{}: {e}", redact::url(urls[index]))),
         }
     }
     if reasons.is_empty() {
@@ -62,7 +53,7 @@ mod tests {
             ]
         );
         assert_eq!(split("amqp://h/%2f"), ["amqp://h/%2f"]);
-        let redacted = redact(url);
+        let redacted = crate::redact::url(url);
         assert!(!redacted.contains("secret"), "{redacted}");
         assert_eq!(redacted.matches("***").count(), 2, "{redacted}");
     }

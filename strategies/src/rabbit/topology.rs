@@ -179,7 +179,7 @@ pub async fn broker_facts(url: &str) -> crate::error::Result<BrokerFacts> {
     let list = url;
     let unreachable = |reason: String| crate::error::Error::Unreachable {
         service: "RabbitMQ",
-        url: super::nodes::redact(list),
+        url: crate::redact::url(list),
         reason,
         hint: "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
                `rabbitmq-server -detached`; or pass --amqp / DELAYBENCH_AMQP"

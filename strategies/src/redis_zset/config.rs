@@ -2,7 +2,7 @@
 //! `redis-zset-nonatomic` and `redis-keyspace-expiry`).
 
 use crate::error::{Error, Result};
-use crate::store::redact_url;
+use crate::redact;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
@@ -54,7 +54,7 @@ impl Default for RedisZsetConfig {
 impl fmt::Debug for RedisZsetConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisZsetConfig")
-            .field("url", &redact_url(&self.url))
+            .field("url", &redact::url(&self.url))
             .field("shards", &self.shards)
             .field("claim_batch", &self.claim_batch)
             .field("visibility_timeout", &self.visibility_timeout)
@@ -78,7 +78,7 @@ impl RedisZsetConfig {
                 "{field}.url = `{}` is not a valid Redis URL; accepted: \
                  redis://[:password@]host[:port][/db], or redis+cluster://[:password@]host:port \
                  (a seed node of a Redis Cluster)",
-                redact_url(&self.url)
+                redact::url(&self.url)
             )));
         }
         if !(1..=1024).contains(&self.shards) {

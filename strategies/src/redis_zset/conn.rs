@@ -7,7 +7,7 @@
 use crate::domain::OrderId;
 use crate::error::{Error, Result};
 use crate::redis_cluster;
-use crate::store::redact_url;
+use crate::redact;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
@@ -92,7 +92,7 @@ impl std::fmt::Debug for Redis {
 impl Redis {
     /// Parses `url`; connects on first use.
     pub fn new(url: &str) -> Result<Redis> {
-        let display_url = redact_url(url);
+        let display_url = redact::url(url);
         let backend = if redis_cluster::is_cluster(url) {
             Backend::Cluster {
                 url: url.to_string(),

@@ -60,7 +60,7 @@ impl RedisKeyspaceExpiry {
                 "strategies.redis-zset.url = `{}` is a Redis Cluster; {NAME} cannot run on one: \
                  keyspace `expired` events stay on the node holding the key, so one subscriber \
                  misses the other masters' expiries. Run it on a standalone Redis (redis://...)",
-                crate::store::redact_url(&config.url)
+                crate::redact::url(&config.url)
             )));
         }
         let redis = Redis::new(&config.url)?;

@@ -67,7 +67,7 @@ impl fmt::Debug for DbServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DbServer")
             .field("kind", &self.kind)
-            .field("url", &redact_url(&self.url))
+            .field("url", &crate::redact::url(&self.url))
             .finish()
     }
 }
@@ -85,7 +85,7 @@ impl DbServer {
             return Err(Error::Config(format!(
                 "database URL `{}` has an unknown scheme; accepted: postgres://user@host/db, \
                  mysql://user@host/db, sqlite:// (embedded, one file per strategy in the run folder)",
-                redact_url(url)
+                crate::redact::url(url)
             )));
         };
         let url = url.replacen("mariadb://", "mysql://", 1);
@@ -93,7 +93,7 @@ impl DbServer {
             url::Url::parse(&url).map_err(|e| {
                 Error::Config(format!(
                     "database URL `{}` is malformed: {e}",
-                    redact_url(&url)
+                    crate::redact::url(&url)
                 ))
             })?;
         }
@@ -106,7 +106,7 @@ impl DbServer {
 
     /// The URL with any password removed, safe to print and store.
     pub fn display_url(&self) -> String {
-        redact_url(&self.url)
+        crate::redact::url(&self.url)
     }
 
     /// Creates (or reuses) the namespace `name` and returns where it is.
@@ -220,7 +220,7 @@ impl fmt::Debug for DbLocation {
 impl DbLocation {
     /// The URL with any password removed, safe to print and store.
     pub fn display_url(&self) -> String {
-        redact_url(&self.url)
+        crate::redact::url(&self.url)
     }
 
     /// A short `[a-z0-9_]` name unique to this namespace, for naming the
@@ -270,17 +270,6 @@ pub fn identifier(raw: &str) -> String {
         .collect()
 }
 
-/// Removes the password from a URL (`postgres://u:secret@h/db` -> `postgres://u:***@h/db`).
-pub fn redact_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            let _ = parsed.set_password(Some("***"));
-            parsed.to_string()
-        }
-        _ => url.to_string(),
-    }
-}
-
 /// Namespaces are interpolated into DDL, so only `[a-z0-9_]` is accepted.
 fn check_identifier(name: &str) -> Result<()> {
     let ok = !name.is_empty()
@@ -303,11 +292,6 @@ mod tests {
 
     #[test]
     fn redacts_passwords() {
-        assert_eq!(
-            redact_url("postgres://u:secret@h:5432/db"),
-            "postgres://u:***@h:5432/db"
-        );
-        assert_eq!(redact_url("mysql://root@h/test"), "mysql://root@h/test");
         let server = DbServer::parse("postgres://u:hunter2@h/db").unwrap();
         assert!(!format!("{server:?}").contains("hunter2"));
     }

@@ -14,7 +14,7 @@ mod sql;
 mod timer;
 
 pub use anti_patterns::AntiPattern;
-pub use location::{identifier, redact_url, DbKind, DbLocation, DbServer};
+pub use location::{identifier, DbKind, DbLocation, DbServer};
 pub use orders::{OrderRow, ScanBatch};
 pub use outbox::OutboxRow;
 pub use probe::ServerReads;
