@@ -554,12 +554,19 @@ pub fn route_through(url: &str, proxy: SocketAddr) -> Result<String> {
         IpAddr::V4(ip) => ip.to_string(),
         IpAddr::V6(ip) => format!("[{ip}]"),
     };
-    parsed
-        .set_host(Some(&host))
-        .map_err(|e| anyhow!("{}: cannot set its host to {host}: {e}", strategies::redact::url(url)))?;
-    parsed
-        .set_port(Some(proxy.port()))
-        .map_err(|()| anyhow!("{}: cannot set its port to {}", strategies::redact::url(url), proxy.port()))?;
+    parsed.set_host(Some(&host)).map_err(|e| {
+        anyhow!(
+            "{}: cannot set its host to {host}: {e}",
+            strategies::redact::url(url)
+        )
+    })?;
+    parsed.set_port(Some(proxy.port())).map_err(|()| {
+        anyhow!(
+            "{}: cannot set its port to {}",
+            strategies::redact::url(url),
+            proxy.port()
+        )
+    })?;
     Ok(parsed.into())
 }
 

@@ -16,8 +16,8 @@
 
 use crate::canceller::{Canceller, Service};
 use crate::error::{Error, Result};
-use crate::registry::{self, StrategyOptions};
 use crate::redact;
+use crate::registry::{self, StrategyOptions};
 use crate::store::{DbLocation, DbServer, OrderStore};
 use std::future::Future;
 use std::time::Duration;

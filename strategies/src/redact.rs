@@ -26,11 +26,9 @@ pub fn url(url: &str) -> String {
     let authority_start = scheme_end + 3;
     let rest = &url[authority_start..];
     match (rest.find(':'), rest.rfind('@')) {
-        (Some(colon), Some(at)) if colon < at => format!(
-            "{}***{}",
-            &url[..authority_start + colon + 1],
-            &rest[at..]
-        ),
+        (Some(colon), Some(at)) if colon < at => {
+            format!("{}***{}", &url[..authority_start + colon + 1], &rest[at..])
+        }
         _ => url.to_string(),
     }
 }
@@ -70,7 +68,10 @@ mod tests {
     fn passwords_are_removed_from_any_url_form() {
         for (raw, want) in [
             ("postgres://u:secret@h/db", "postgres://u:***@h/db"),
-            ("postgres://u:secret@h:5432/db", "postgres://u:***@h:5432/db"),
+            (
+                "postgres://u:secret@h:5432/db",
+                "postgres://u:***@h:5432/db",
+            ),
             ("mysql://root@h/test", "mysql://root@h/test"),
             (
                 "--db=mysql://root:pw@127.0.0.1:3306/test",

@@ -42,7 +42,11 @@ impl RunInfo {
     /// line, the database URL and the scenario's broker and Redis URLs.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let mut info = self.clone();
-        info.command = info.command.iter().map(|a| strategies::redact::url(a)).collect();
+        info.command = info
+            .command
+            .iter()
+            .map(|a| strategies::redact::url(a))
+            .collect();
         info.database_url = strategies::redact::url(&info.database_url);
         let options = &mut info.scenario.strategies;
         // RabbitMQ's well-known guest:guest default is no secret, and kept

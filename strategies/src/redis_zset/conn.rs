@@ -6,8 +6,8 @@
 
 use crate::domain::OrderId;
 use crate::error::{Error, Result};
-use crate::redis_cluster;
 use crate::redact;
+use crate::redis_cluster;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
