@@ -536,7 +536,9 @@ pub(crate) fn signal(pid: u32, sig: Sig) -> Result<(), String> {
     }
     #[cfg(not(unix))]
     {
-        Err(format!("cannot send {sig:?} to process {pid}: signals are Unix-only"))
+        Err(format!(
+            "cannot send {sig:?} to process {pid}: signals are Unix-only"
+        ))
     }
 }
 
@@ -551,7 +553,9 @@ pub(crate) fn signal_group(pgid: u32, sig: Sig) -> Result<(), String> {
     }
     #[cfg(not(unix))]
     {
-        Err(format!("cannot send {sig:?} to process group {pgid}: signals are Unix-only"))
+        Err(format!(
+            "cannot send {sig:?} to process group {pgid}: signals are Unix-only"
+        ))
     }
 }
 

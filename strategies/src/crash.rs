@@ -163,8 +163,9 @@ fn stall(point: CrashPoint) {
     // The whole process stops here, this thread included, until the
     // harness continues it: which is the point.
     #[cfg(unix)]
-    let stopped = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGSTOP)
-        .map_err(|e| e.to_string());
+    let stopped =
+        nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGSTOP)
+            .map_err(|e| e.to_string());
     #[cfg(not(unix))]
     let stopped: Result<(), String> = Err("stalls are Unix-only".into());
     if let Err(e) = stopped {
