@@ -96,9 +96,7 @@ pub async fn snapshot(url: &str) -> Result<Snapshot> {
     for node in &nodes.urls {
         let (mut conn, setup) = connect(node).await?;
         let server = info(&mut conn, "server").await?;
-        let run_id: String = server
-            .get("run_id")
-            .context("INFO server has no run_id")?;
+        let run_id: String = server.get("run_id").context("INFO server has no run_id")?;
         if !snapshot.run_id.is_empty() {
             snapshot.run_id.push(',');
         }
@@ -202,7 +200,12 @@ fn sum_calls(info: &InfoDict) -> u64 {
     info.keys()
         .filter(|k| k.starts_with("cmdstat_"))
         .filter_map(|k| info.get::<String>(k))
-        .filter_map(|v| v.split(',').find_map(|f| f.strip_prefix("calls="))?.parse::<u64>().ok())
+        .filter_map(|v| {
+            v.split(',')
+                .find_map(|f| f.strip_prefix("calls="))?
+                .parse::<u64>()
+                .ok()
+        })
         .sum()
 }
 
