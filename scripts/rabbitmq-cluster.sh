@@ -79,7 +79,9 @@ ctl() { # n args...
   env $(node_env "$n") "$RABBIT_BIN/rabbitmqctl" -n "$(node_name "$n")" "$@"
 }
 
-running() { ctl "$1" -q ping >/dev/null 2>&1; }
+# Without its cookie no node of the cluster ever started here (and
+# rabbitmqctl, finding no HOME, would leave an erl_crash.dump behind).
+running() { [ -s "$BASE/.erlang.cookie" ] && ctl "$1" -q ping >/dev/null 2>&1; }
 app_running() { ctl "$1" -q eval 'rabbit:is_running().' 2>/dev/null | grep -qx true; }
 
 prepare() {
