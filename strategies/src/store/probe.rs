@@ -82,6 +82,12 @@ impl Sampler {
     pub(crate) fn new(per_second: u32, now: Instant) -> Sampler {
         // A different sequence for each store and process; any will do.
         let seed = (std::process::id() as u64) << 32 ^ crate::now_us() as u64;
+        Sampler::seeded(per_second, now, seed)
+    }
+
+    /// A sampler whose random positions follow `seed` (the tests' own, so
+    /// that they are repeatable).
+    fn seeded(per_second: u32, now: Instant, seed: u64) -> Sampler {
         Sampler {
             per_second: u64::from(per_second.max(1)),
             state: Mutex::new(State {
@@ -118,6 +124,18 @@ impl Sampler {
             s.window_from = now;
         }
         s.in_window += 1;
+        // This window's pace so far bounds its rate from below: a burst
+        // after a quiet spell (the first deadlines after a worker starts,
+        // when the last second's rate is 0) grows the block at once rather
+        // than being read whole for a window. A block ended early keeps
+        // the estimate unbiased: each of its transactions had a chance of
+        // 1 in its `k`, and stands for `k` when read.
+        let pace = s.in_window * WINDOWS_PER_SECOND as u64;
+        let k_now = pace.div_ceil(self.per_second).max(s.next_k);
+        if k_now > s.k {
+            s.next_k = k_now;
+            s.at = s.k;
+        }
         if s.at == s.k {
             // A new block, of the size the latest rate asks for.
             s.k = s.next_k;
@@ -213,19 +231,15 @@ mod tests {
         let start = Instant::now();
         // 600 transactions a second (one per order) against 8 (a scan's
         // batches): both read about 4 a second over 20 s.
-        let per_order = Sampler::new(4, start);
-        let batch = Sampler::new(4, start);
+        let per_order = Sampler::seeded(4, start, 1);
+        let batch = Sampler::seeded(4, start, 2);
         let (a, wa) = probes(&per_order, start, 600.0, 20.0);
         let (b, wb) = probes(&batch, start, 8.0, 20.0);
-        // The first 250 ms read every transaction (no rate known yet):
-        // 150 of the per-order kind, 2 of the batch kind.
-        assert!((75..=90 + 150).contains(&a), "per-order probes {a}");
+        // No rate is known at first: the block grows with the first
+        // window's pace, so that window reads a few, not all 150.
+        assert!((75..=95).contains(&a), "per-order probes {a}");
         assert!((75..=90).contains(&b), "batch probes {b}");
-        let steady_a = a - 150.min(a);
-        assert!(
-            steady_a.abs_diff(b) <= 12,
-            "after the first window: per-order {steady_a}, batch {b}"
-        );
+        assert!(a.abs_diff(b) <= 15, "per-order {a}, batch {b}");
         // What the readings stand for adds up to the transactions made.
         assert!(wa.abs_diff(12_000) <= 150, "per-order weight {wa}");
         assert!(wb.abs_diff(160) <= 8, "batch weight {wb}");
@@ -236,7 +250,7 @@ mod tests {
         // 150 transactions within 50 ms, every 250 ms (600/s on average),
         // the windows out of step with the bursts.
         let start = Instant::now();
-        let sampler = Sampler::new(4, start);
+        let sampler = Sampler::seeded(4, start, 3);
         let (mut probes, mut weight) = (0u64, 0u64);
         for burst in 0..80u64 {
             for i in 0..150u64 {
@@ -253,6 +267,25 @@ mod tests {
     }
 
     #[test]
+    fn a_burst_after_a_quiet_start_is_not_read_whole() {
+        // A worker's store starts 2 s before its first deadline, then
+        // cancels 300 a second: about one reading a second, not the first
+        // busy window's 75 transactions all read.
+        let start = Instant::now();
+        let sampler = Sampler::seeded(1, start, 4);
+        let (mut probes, mut weight) = (0u64, 0u64);
+        for i in 0..3000u64 {
+            let at = start + Duration::from_secs(2) + Duration::from_micros(i * 3333);
+            if let Some(k) = sampler.decide(at) {
+                probes += 1;
+                weight += k;
+            }
+        }
+        assert!(probes <= 10 + 5, "{probes} probes in 10 s at 1 a second");
+        assert!(weight.abs_diff(3000) <= 900, "weight {weight}");
+    }
+
+    #[test]
     fn fewer_transactions_than_the_budget_are_all_read() {
         let start = Instant::now();
         let sampler = Sampler::new(10, start);
@@ -265,9 +298,11 @@ mod tests {
         // Transactions alternate between 1 and 9 rows: a sampler that read
         // the first of each block (or any fixed position) would be biased.
         let start = Instant::now();
+        // Each 2 s round has 7 blocks of 250 whose estimate is 250 or 2 250
+        // against 1 250: over 2 000 rounds the error's deviation is 0.6 %.
         let (mut estimate, mut exact) = (0u64, 0u64);
-        for round in 0..200u64 {
-            let sampler = Sampler::new(4, start + Duration::from_secs(round));
+        for round in 0..2000u64 {
+            let sampler = Sampler::seeded(4, start + Duration::from_secs(round), round);
             let t0 = start + Duration::from_secs(round);
             for i in 0..2000u64 {
                 let rows = if i % 2 == 0 { 1 } else { 9 };
