@@ -124,18 +124,12 @@ impl Sampler {
             s.window_from = now;
         }
         s.in_window += 1;
-        // This window's pace so far bounds its rate from below: a burst
-        // after a quiet spell (the first deadlines after a worker starts,
-        // when the last second's rate is 0) grows the block at once rather
-        // than being read whole for a window. A block ended early keeps
-        // the estimate unbiased: each of its transactions had a chance of
-        // 1 in its `k`, and stands for `k` when read.
-        let pace = s.in_window * WINDOWS_PER_SECOND as u64;
-        let k_now = pace.div_ceil(self.per_second).max(s.next_k);
-        if k_now > s.k {
-            s.next_k = k_now;
-            s.at = s.k;
-        }
+        // A burst after a quiet spell (the first deadlines after a worker
+        // starts, when the last second's rate is 0) is read whole for one
+        // window: exact where nothing is known yet. Growing the block with
+        // the window's pace instead read a few, but its blocks, ended
+        // early, added a variance that the successive-difference estimate
+        // does not see (issue 20's note).
         if s.at == s.k {
             // A new block, of the size the latest rate asks for.
             s.k = s.next_k;
@@ -235,11 +229,15 @@ mod tests {
         let batch = Sampler::seeded(4, start, 2);
         let (a, wa) = probes(&per_order, start, 600.0, 20.0);
         let (b, wb) = probes(&batch, start, 8.0, 20.0);
-        // No rate is known at first: the block grows with the first
-        // window's pace, so that window reads a few, not all 150.
-        assert!((75..=95).contains(&a), "per-order probes {a}");
+        // The first 250 ms read every transaction (no rate known yet):
+        // 150 of the per-order kind, 2 of the batch kind.
+        assert!((75..=90 + 150).contains(&a), "per-order probes {a}");
         assert!((75..=90).contains(&b), "batch probes {b}");
-        assert!(a.abs_diff(b) <= 15, "per-order {a}, batch {b}");
+        let steady_a = a - 150.min(a);
+        assert!(
+            steady_a.abs_diff(b) <= 12,
+            "after the first window: per-order {steady_a}, batch {b}"
+        );
         // What the readings stand for adds up to the transactions made.
         assert!(wa.abs_diff(12_000) <= 150, "per-order weight {wa}");
         assert!(wb.abs_diff(160) <= 8, "batch weight {wb}");
@@ -264,25 +262,6 @@ mod tests {
         // The first second reads more while the rate is learnt.
         assert!(probes <= 80 + 40 + 150, "{probes} probes in 20 s");
         assert!(weight.abs_diff(12_000) <= 600, "weight {weight}");
-    }
-
-    #[test]
-    fn a_burst_after_a_quiet_start_is_not_read_whole() {
-        // A worker's store starts 2 s before its first deadline, then
-        // cancels 300 a second: about one reading a second, not the first
-        // busy window's 75 transactions all read.
-        let start = Instant::now();
-        let sampler = Sampler::seeded(1, start, 4);
-        let (mut probes, mut weight) = (0u64, 0u64);
-        for i in 0..3000u64 {
-            let at = start + Duration::from_secs(2) + Duration::from_micros(i * 3333);
-            if let Some(k) = sampler.decide(at) {
-                probes += 1;
-                weight += k;
-            }
-        }
-        assert!(probes <= 10 + 5, "{probes} probes in 10 s at 1 a second");
-        assert!(weight.abs_diff(3000) <= 900, "weight {weight}");
     }
 
     #[test]
