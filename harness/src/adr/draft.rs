@@ -187,7 +187,10 @@ fn outcome(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Path) ->
              to it ({}) and needs {}. {}\n",
             lead.name,
             applied(lead),
-            lead.needs.join(" and "),
+            match lead.needs.as_slice() {
+                [only] => format!("only the {only}"),
+                all => format!("the {}", all.join(" and ")),
+            },
             if meeting > 1 {
                 format!(
                     "{} options meet the objective; the draft prefers the one with the fewest \
