@@ -1,0 +1,608 @@
+//! The harness side: the pool of worker processes, their stdin commands
+//! and the flushes they send back, deaths and restarts.
+
+use super::{lock, Flush, WorkerSpec, READY_TIMEOUT, SPEC_ENV};
+use crate::model::{WorkerEvent, WorkerEventKind, WorkerReport};
+use anyhow::{anyhow, bail, Context, Result};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+use strategies::{registry, Micros, OrderId, StrategyCounters};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdout, Command};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// Everything one worker process sent, kept by the harness whatever
+/// happens to the process.
+#[derive(Debug, Default)]
+struct ProcessLog {
+    report: WorkerReport,
+    cancel_commits: Vec<(OrderId, Micros)>,
+    schedules: Vec<(OrderId, u64)>,
+    absorbed: Vec<(OrderId, Micros)>,
+    /// Schedules sent to it (`s` commands written to its stdin).
+    sent: u64,
+    /// Its last flush arrived: the counters are complete.
+    stopped_cleanly: bool,
+    /// Barrier flushes received.
+    barriers: u64,
+}
+
+type SharedLog = Arc<Mutex<ProcessLog>>;
+
+/// A running worker process.
+#[derive(Debug)]
+struct Instance {
+    child: Child,
+    pid: u32,
+    commands: mpsc::UnboundedSender<String>,
+    writer: JoinHandle<()>,
+    reader: JoinHandle<()>,
+    /// Cleared when its stdout closes: it is dead or stopping.
+    alive: Arc<AtomicBool>,
+    log: SharedLog,
+}
+
+impl Instance {
+    /// Starts a worker and waits until it reports ready. When its stdout
+    /// closes without a last flush, `(index, pid)` goes to `deaths`.
+    async fn spawn(
+        spec: &WorkerSpec,
+        index: usize,
+        deaths: mpsc::UnboundedSender<(usize, u32)>,
+    ) -> Result<Instance> {
+        let exe = std::env::current_exe().context("locating the delaybench binary")?;
+        let mut child = Command::new(exe)
+            .arg("worker")
+            .env(SPEC_ENV, serde_json::to_string(spec)?)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting a worker process")?;
+        let pid = child.id().unwrap_or(0);
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let ready = tokio::time::timeout(READY_TIMEOUT, stdout.next_line())
+            .await
+            .map_err(|_| {
+                anyhow!(
+                    "worker {} did not start within {READY_TIMEOUT:?}",
+                    spec.instance
+                )
+            })?
+            .context("reading from a worker")?;
+        match ready.as_deref() {
+            Some(r#"{"ready":true}"#) => {}
+            other => {
+                let status = child.wait().await.ok();
+                bail!(
+                    "worker {} of {} failed to start (said {other:?}, exit {status:?}); its error is above",
+                    spec.instance,
+                    spec.strategy
+                )
+            }
+        }
+        let (commands, mut rx) = mpsc::unbounded_channel::<String>();
+        let writer = tokio::spawn(async move {
+            while let Some(line) = rx.recv().await {
+                if stdin.write_all(line.as_bytes()).await.is_err() {
+                    break; // the worker died; its reader reports it
+                }
+            }
+            let _ = stdin.shutdown().await;
+        });
+        let log = SharedLog::default();
+        lock(&log).report = WorkerReport {
+            instance: spec.instance,
+            pid,
+            ..WorkerReport::default()
+        };
+        let alive = Arc::new(AtomicBool::new(true));
+        let reader = tokio::spawn(read_flushes(
+            stdout,
+            Arc::clone(&log),
+            Arc::clone(&alive),
+            move || {
+                let _ = deaths.send((index, pid));
+            },
+        ));
+        Ok(Instance {
+            child,
+            pid,
+            commands,
+            writer,
+            reader,
+            alive,
+            log,
+        })
+    }
+
+    /// Asks the worker to schedule an order (in order, answered by nobody);
+    /// false if the worker is gone.
+    fn schedule(&self, order_id: OrderId, expire_at_us: Micros, committed_at_us: Micros) -> bool {
+        let sent = self.alive.load(Ordering::SeqCst)
+            && self
+                .commands
+                .send(format!("s {order_id} {expire_at_us} {committed_at_us}\n"))
+                .is_ok();
+        if sent {
+            lock(&self.log).sent += 1;
+        }
+        sent
+    }
+
+    /// Asks for a barrier flush; returns the barrier count to wait past.
+    fn barrier(&self) -> u64 {
+        let seen = lock(&self.log).barriers;
+        let _ = self.commands.send("b\n".to_string());
+        seen
+    }
+
+    /// Tells the worker the warm-up is over: counters restart from here.
+    fn start_measuring(&self) {
+        let _ = self.commands.send("m\n".to_string());
+    }
+
+    /// SIGKILLs the worker and waits for it to die: nothing it held only in
+    /// memory survives; what it flushed before is kept.
+    async fn kill(mut self, why: &str) -> Result<()> {
+        drop(self.commands);
+        self.child.kill().await.context("killing a worker")?;
+        self.writer.abort();
+        let _ = self.reader.await;
+        lock(&self.log).report.end = Some(why.to_string());
+        Ok(())
+    }
+
+    /// Waits for a process whose stdout closed and notes how it ended.
+    async fn reap(mut self) -> String {
+        self.writer.abort();
+        let _ = self.reader.await;
+        let status = match tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await {
+            Ok(Ok(status)) => status.to_string(),
+            Ok(Err(e)) => format!("unknown exit ({e})"),
+            Err(_) => {
+                let _ = self.child.kill().await;
+                "closed its output, killed after 5 s".to_string()
+            }
+        };
+        lock(&self.log).report.end = Some(format!("died: {status}"));
+        status
+    }
+
+    /// Stops the worker (EOF on stdin) and waits for its last flush.
+    async fn stop(mut self) -> Result<()> {
+        drop(self.commands);
+        let _ = self.writer.await;
+        if tokio::time::timeout(Duration::from_secs(60), &mut self.reader)
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+            lock(&self.log).report.end = Some("did not stop within 60 s; killed".into());
+            return Ok(());
+        }
+        let status = self.child.wait().await.context("waiting for a worker")?;
+        let mut log = lock(&self.log);
+        log.report.end = Some(if log.stopped_cleanly {
+            "stopped".to_string()
+        } else {
+            format!("died while stopping: {status}")
+        });
+        Ok(())
+    }
+}
+
+/// Reads a worker's flushes into `log` until its stdout closes; calls
+/// `died` if that happens before the last flush.
+async fn read_flushes(
+    mut stdout: tokio::io::Lines<BufReader<ChildStdout>>,
+    log: SharedLog,
+    alive: Arc<AtomicBool>,
+    died: impl FnOnce(),
+) {
+    while let Ok(Some(line)) = stdout.next_line().await {
+        match serde_json::from_str::<Flush>(&line) {
+            Ok(flush) => {
+                let mut log = lock(&log);
+                let (instance, pid) = (log.report.instance, log.report.pid);
+                log.report = WorkerReport {
+                    instance,
+                    pid,
+                    ..flush.report
+                };
+                log.cancel_commits.extend(flush.cancel_commits);
+                log.schedules.extend(flush.schedules);
+                log.absorbed.extend(flush.absorbed);
+                log.stopped_cleanly |= flush.last;
+                log.barriers += u64::from(flush.barrier);
+            }
+            Err(e) => tracing::warn!(error = %e, "ignoring a malformed line from a worker: {line}"),
+        }
+    }
+    alive.store(false, Ordering::SeqCst);
+    if !lock(&log).stopped_cleanly {
+        died();
+    }
+}
+
+/// What a strategy's instances did, collected when the pool stops: every
+/// process that ever ran, dead or alive.
+#[derive(Debug, Default)]
+pub struct PoolRecord {
+    /// One per process, in start order; a dead one's counters are those of
+    /// its last flush (`complete: false`).
+    pub reports: Vec<WorkerReport>,
+    /// Deaths the harness did not cause, and restarts of dead instances.
+    pub events: Vec<WorkerEvent>,
+    /// `(order id, when its cancel's COMMIT returned)`.
+    pub cancel_commits: Vec<(OrderId, Micros)>,
+    /// `(order id, us from the order's commit to schedule() returning)`.
+    pub schedules: Vec<(OrderId, u64)>,
+    /// `(order id, when)` of every attempt absorbed as already decided.
+    pub absorbed: Vec<(OrderId, Micros)>,
+}
+
+/// The canceller instances of one strategy's run. A new order goes to
+/// instance `id % n` or, while that one is down, to the next live one (what a
+/// load balancer does). Instances can be killed and restarted mid-run, and
+/// die by themselves.
+#[derive(Debug)]
+pub struct Pool {
+    specs: Vec<WorkerSpec>,
+    slots: Vec<Mutex<Option<Instance>>>,
+    measuring: AtomicBool,
+    stopping: AtomicBool,
+    /// Every process ever started, in order.
+    logs: Mutex<Vec<SharedLog>>,
+    events: Mutex<Vec<WorkerEvent>>,
+    deaths: mpsc::UnboundedSender<(usize, u32)>,
+    /// Times in events count from here (the first order).
+    t0: OnceLock<Instant>,
+    /// Start a fresh process this long after an instance died by itself.
+    restart_dead_after: Option<Duration>,
+}
+
+impl Pool {
+    /// Starts one worker per spec, in order, and watches them.
+    pub async fn spawn(
+        specs: Vec<WorkerSpec>,
+        restart_dead_after: Option<Duration>,
+    ) -> Result<Arc<Pool>> {
+        let (deaths, mut died) = mpsc::unbounded_channel();
+        let pool = Arc::new(Pool {
+            slots: specs.iter().map(|_| Mutex::new(None)).collect(),
+            specs,
+            measuring: false.into(),
+            stopping: false.into(),
+            logs: Mutex::default(),
+            events: Mutex::default(),
+            deaths,
+            t0: OnceLock::new(),
+            restart_dead_after,
+        });
+        for index in 0..pool.specs.len() {
+            let instance = pool.start(index).await?;
+            *pool.slot(index) = Some(instance);
+        }
+        let watched: Weak<Pool> = Arc::downgrade(&pool);
+        tokio::spawn(async move {
+            while let Some((index, pid)) = died.recv().await {
+                let Some(pool) = watched.upgrade() else { break };
+                tokio::spawn(async move { pool.handle_death(index, pid).await });
+            }
+        });
+        Ok(pool)
+    }
+
+    /// Event times count from `t0`, the first order.
+    pub fn set_t0(&self, t0: Instant) {
+        let _ = self.t0.set(t0);
+    }
+
+    fn since_t0_ms(&self) -> u64 {
+        self.t0
+            .get()
+            .map(|t0| Instant::now().saturating_duration_since(*t0).as_millis() as u64)
+            .unwrap_or(0)
+    }
+
+    fn slot(&self, index: usize) -> std::sync::MutexGuard<'_, Option<Instance>> {
+        lock(&self.slots[index])
+    }
+
+    /// Starts a process for instance `index`, counting from the warm-up's
+    /// end if that has passed.
+    async fn start(&self, index: usize) -> Result<Instance> {
+        let instance = Instance::spawn(&self.specs[index], index, self.deaths.clone()).await?;
+        if self.measuring.load(Ordering::SeqCst) {
+            instance.start_measuring();
+        }
+        lock(&self.logs).push(Arc::clone(&instance.log));
+        Ok(instance)
+    }
+
+    /// Schedules on the order's instance or the next live one; false when
+    /// every instance is down (the schedule is lost, as it would be).
+    /// `committed_at_us`: when the order's transaction committed.
+    pub fn schedule(
+        &self,
+        order_id: OrderId,
+        expire_at_us: Micros,
+        committed_at_us: Micros,
+    ) -> bool {
+        let n = self.slots.len();
+        (0..n).any(|k| match &*self.slot((order_id as usize + k) % n) {
+            Some(instance) => instance.schedule(order_id, expire_at_us, committed_at_us),
+            None => false,
+        })
+    }
+
+    /// Waits until every live instance has returned from every schedule
+    /// sent to it so far (an instance that dies meanwhile is not waited for).
+    pub async fn barrier(&self) {
+        let waits: Vec<(SharedLog, Arc<AtomicBool>, u64)> = (0..self.slots.len())
+            .filter_map(|index| {
+                self.slot(index).as_ref().map(|instance| {
+                    (
+                        Arc::clone(&instance.log),
+                        Arc::clone(&instance.alive),
+                        instance.barrier(),
+                    )
+                })
+            })
+            .collect();
+        for (log, alive, seen) in waits {
+            while alive.load(Ordering::SeqCst) && lock(&log).barriers <= seen {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
+
+    /// Schedules that failed so far, over every process (as last flushed).
+    pub fn schedule_errors(&self) -> u64 {
+        lock(&self.logs)
+            .iter()
+            .map(|log| lock(log).report.schedule_errors)
+            .sum()
+    }
+
+    /// Arms crash point `point` in instance `index`'s current process;
+    /// returns its pid, or `None` when it is down.
+    pub fn arm_crash(&self, index: usize, point: strategies::CrashPoint) -> Option<u32> {
+        self.send_to(index, format!("c {}\n", point.as_str()))
+    }
+
+    /// Arms `point` in instance `index` to stop the process there (SIGSTOP
+    /// to itself) until continued; returns its pid, or `None` when down.
+    pub fn arm_stall(&self, index: usize, point: strategies::CrashPoint) -> Option<u32> {
+        self.send_to(index, format!("p {}\n", point.as_str()))
+    }
+
+    /// Disarms every crash and stall point in instance `index` (a fault
+    /// that gave up waiting for its point must not fire later, unseen).
+    pub fn disarm(&self, index: usize) {
+        let _ = self.send_to(index, "d\n".to_string());
+    }
+
+    /// Whether the pool restarts dead instances by itself
+    /// (`restart-dead-instances`).
+    pub fn restarts_dead(&self) -> bool {
+        self.restart_dead_after.is_some()
+    }
+
+    fn send_to(&self, index: usize, command: String) -> Option<u32> {
+        self.slot(index).as_ref().and_then(|instance| {
+            (instance.alive.load(Ordering::SeqCst) && instance.commands.send(command).is_ok())
+                .then_some(instance.pid)
+        })
+    }
+
+    /// Whether the order service schedules before its commit (the
+    /// `-publish-first` teaching variant).
+    pub fn publishes_before_commit(&self) -> bool {
+        self.specs
+            .first()
+            .is_some_and(|spec| registry::publishes_before_commit(&spec.strategy))
+    }
+
+    /// Whether instance `index` has a process the pool counts as running
+    /// (a dead one stays until the pool has noted its death).
+    pub fn is_running(&self, index: usize) -> bool {
+        self.slot(index).is_some()
+    }
+
+    /// The pid of instance `index`'s live process.
+    pub fn pid_of(&self, index: usize) -> Option<u32> {
+        self.slot(index)
+            .as_ref()
+            .filter(|i| i.alive.load(Ordering::SeqCst))
+            .map(|i| i.pid)
+    }
+
+    /// The pids of the live instances.
+    pub fn pids(&self) -> Vec<u32> {
+        (0..self.slots.len())
+            .filter_map(|index| self.slot(index).as_ref().map(|i| i.pid))
+            .collect()
+    }
+
+    /// How many instances the pool has (live or not).
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The latest counters of instance `index`'s current process.
+    pub fn counters_of(&self, index: usize) -> Option<StrategyCounters> {
+        self.slot(index)
+            .as_ref()
+            .map(|instance| lock(&instance.log).report.counters.clone())
+    }
+
+    /// Each instance's role as of its current process's last flush (at most
+    /// [`FLUSH_EVERY`] old); `None` for an instance that is down.
+    pub fn roles(&self) -> Vec<Option<strategies::InstanceRole>> {
+        (0..self.slots.len())
+            .map(|index| {
+                self.slot(index)
+                    .as_ref()
+                    .map(|instance| lock(&instance.log).report.role)
+            })
+            .collect()
+    }
+
+    /// The warm-up is over: every live instance, and any started later,
+    /// counts from here.
+    pub fn start_measuring(&self) {
+        self.measuring.store(true, Ordering::SeqCst);
+        for index in 0..self.slots.len() {
+            if let Some(instance) = &*self.slot(index) {
+                instance.start_measuring();
+            }
+        }
+    }
+
+    /// SIGKILLs instance `index` (a scenario fault); returns its pid, or
+    /// `None` if it was down.
+    pub async fn kill(&self, index: usize) -> Result<Option<u32>> {
+        let taken = self.slot(index).take();
+        match taken {
+            Some(instance) => {
+                let pid = instance.pid;
+                instance
+                    .kill("killed by the harness (kill-instance fault)")
+                    .await?;
+                Ok(Some(pid))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Starts a fresh process for instance `index` (which must be down) and
+    /// returns its pid once it is ready.
+    pub async fn restart(&self, index: usize) -> Result<u32> {
+        let instance = self.start(index).await?;
+        let pid = instance.pid;
+        let previous = self.slot(index).replace(instance);
+        if let Some(previous) = previous {
+            previous.kill("replaced while running").await?;
+            bail!("instance {index} was restarted while still running");
+        }
+        Ok(pid)
+    }
+
+    /// A worker's output closed without its last flush: unless the harness
+    /// killed it or is stopping, it died. Record it, keep what it flushed,
+    /// and restart it if the scenario asks.
+    async fn handle_death(&self, index: usize, pid: u32) {
+        let dead = {
+            let mut slot = self.slot(index);
+            match &*slot {
+                Some(instance) if instance.pid == pid => slot.take(),
+                _ => None, // killed by a fault, or already replaced
+            }
+        };
+        let Some(dead) = dead else { return };
+        let at_ms = self.since_t0_ms();
+        let status = dead.reap().await;
+        tracing::warn!(instance = index, pid, %status, "a worker died");
+        self.record(WorkerEvent {
+            at_ms,
+            instance: index as u32,
+            pid,
+            kind: WorkerEventKind::Died,
+            detail: status,
+        });
+        let Some(after) = self.restart_dead_after else {
+            return;
+        };
+        tokio::time::sleep(after).await;
+        if self.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let (kind, pid, detail) = match self.start(index).await {
+            Ok(instance) => {
+                let new_pid = instance.pid;
+                let duplicate = {
+                    let mut slot = self.slot(index);
+                    if slot.is_some() {
+                        Some(instance) // a fault restarted it meanwhile: keep that one
+                    } else {
+                        *slot = Some(instance);
+                        None
+                    }
+                };
+                if let Some(duplicate) = duplicate {
+                    let _ = duplicate.kill("duplicate restart").await;
+                    return;
+                }
+                (
+                    WorkerEventKind::Restarted,
+                    new_pid,
+                    format!("restart-dead-instances: fresh process {after:?} after the death"),
+                )
+            }
+            Err(e) => (
+                WorkerEventKind::RestartFailed,
+                pid,
+                format!("restart-dead-instances: {e:#}"),
+            ),
+        };
+        self.record(WorkerEvent {
+            at_ms: self.since_t0_ms(),
+            instance: index as u32,
+            pid,
+            kind,
+            detail,
+        });
+    }
+
+    fn record(&self, event: WorkerEvent) {
+        lock(&self.events).push(event);
+    }
+
+    /// Stops every live instance and returns what every process that ever
+    /// ran reported (the dead ones up to their last flush).
+    pub async fn stop(&self) -> Result<PoolRecord> {
+        self.stopping.store(true, Ordering::SeqCst);
+        for index in 0..self.slots.len() {
+            let taken = self.slot(index).take();
+            if let Some(instance) = taken {
+                instance.stop().await?;
+            }
+        }
+        let mut record = PoolRecord {
+            events: lock(&self.events).clone(),
+            ..PoolRecord::default()
+        };
+        record.events.sort_by_key(|e| e.at_ms);
+        for log in lock(&self.logs).iter() {
+            let mut log = lock(log);
+            let mut report = log.report.clone();
+            report.complete = log.stopped_cleanly;
+            if !log.stopped_cleanly {
+                // Sent to a process that died, and neither made nor
+                // dropped by its last flush: lost with it (an upper bound:
+                // what it made in its last second counts here too).
+                let accounted = log.schedules.len() as u64 + report.schedules_dropped;
+                report.schedules_lost_with_process = log.sent.saturating_sub(accounted);
+            }
+            record.reports.push(report);
+            record
+                .cancel_commits
+                .append(&mut std::mem::take(&mut log.cancel_commits));
+            record
+                .schedules
+                .append(&mut std::mem::take(&mut log.schedules));
+            record
+                .absorbed
+                .append(&mut std::mem::take(&mut log.absorbed));
+        }
+        Ok(record)
+    }
+}
