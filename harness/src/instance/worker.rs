@@ -476,16 +476,22 @@ mod rusage_tests {
         std::hint::black_box(x);
         let rss = super::peak_rss_kib();
         assert!(rss > 1024, "{rss} KiB");
-        // Linux's own high-water mark, read after, is never below it (a
+        // Linux's own high-water mark, read again, is about the same (a
         // figure that counted the pre-exec image, as ru_maxrss does, would
-        // be). Not "within 10 %": the process may grow between the reads.
+        // be far above it). Not exactly: the test threads of this process
+        // allocate between the reads, and VmHWM can even fall, as Linux
+        // records the mark lazily (pages an allocator gives back with
+        // madvise lower the figure it shows).
         if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
             let hwm: u64 = status
                 .lines()
                 .find_map(|l| l.strip_prefix("VmHWM:"))
                 .and_then(|v| v.split_whitespace().next()?.parse().ok())
                 .unwrap();
-            assert!(rss <= hwm, "{rss} KiB vs VmHWM {hwm} KiB");
+            assert!(
+                rss.abs_diff(hwm) <= hwm / 10 + 1024,
+                "{rss} KiB vs VmHWM {hwm} KiB"
+            );
         }
     }
 }
