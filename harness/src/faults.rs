@@ -17,6 +17,7 @@ use crate::scenario::{Fault, FaultKind};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+use strategies::signal::{self, Sig};
 use strategies::{
     CrashPoint, DbKind, DbLocation, InstanceRole, OrderStore, Service, StrategyOptions,
 };
@@ -350,7 +351,7 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
                     if !is_stopped(pid) {
                         // Disarmed, and continued in case it stopped just now.
                         cx.pool.disarm(index);
-                        let _ = signal(pid, Sig::Cont);
+                        let _ = signal::to_process(pid, Sig::Cont);
                         record.error = Some(format!(
                             "the point {point} was not reached before the arrivals ended"
                         ));
@@ -358,7 +359,7 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
                     }
                 }
                 None => {
-                    if let Err(e) = signal(pid, Sig::Stop) {
+                    if let Err(e) = signal::to_process(pid, Sig::Stop) {
                         record.error = Some(e);
                         return record;
                     }
@@ -367,7 +368,7 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
             let start = since_t0();
             tokio::time::sleep(fault.window()).await;
             // Whatever happens, the process must not stay stopped.
-            let resumed = signal(pid, Sig::Cont);
+            let resumed = signal::to_process(pid, Sig::Cont);
             record.window_ms = Some((start, since_t0()));
             record.error = resumed.err();
             // The duplicate attempts it caused are counted once the run is
@@ -503,59 +504,6 @@ async fn restart(pool: &Pool, index: usize, record: &mut FaultRecord, since_t0: 
             record.restarted_at_ms = Some(since_t0());
         }
         Err(e) => record.error = Some(format!("restart: {e:#}")),
-    }
-}
-
-/// The signals the harness sends: a pause (`STOP`, then `CONT`) and a kill.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Sig {
-    Stop,
-    Cont,
-    Kill,
-}
-
-#[cfg(unix)]
-impl Sig {
-    fn nix(self) -> nix::sys::signal::Signal {
-        use nix::sys::signal::Signal;
-        match self {
-            Sig::Stop => Signal::SIGSTOP,
-            Sig::Cont => Signal::SIGCONT,
-            Sig::Kill => Signal::SIGKILL,
-        }
-    }
-}
-
-/// Sends `sig` to the process `pid`; the error names both.
-pub(crate) fn signal(pid: u32, sig: Sig) -> Result<(), String> {
-    #[cfg(unix)]
-    {
-        let target = nix::unistd::Pid::from_raw(pid as i32);
-        nix::sys::signal::kill(target, sig.nix())
-            .map_err(|e| format!("could not send {} to process {pid}: {e}", sig.nix()))
-    }
-    #[cfg(not(unix))]
-    {
-        Err(format!(
-            "cannot send {sig:?} to process {pid}: signals are Unix-only"
-        ))
-    }
-}
-
-/// Sends `sig` to every process of the group `pgid`, for a command started
-/// as the leader of its own group.
-pub(crate) fn signal_group(pgid: u32, sig: Sig) -> Result<(), String> {
-    #[cfg(unix)]
-    {
-        let group = nix::unistd::Pid::from_raw(pgid as i32);
-        nix::sys::signal::killpg(group, sig.nix())
-            .map_err(|e| format!("could not send {} to process group {pgid}: {e}", sig.nix()))
-    }
-    #[cfg(not(unix))]
-    {
-        Err(format!(
-            "cannot send {sig:?} to process group {pgid}: signals are Unix-only"
-        ))
     }
 }
 

@@ -9,6 +9,7 @@ use crate::model::HookRecord;
 use crate::scenario::BeforeEachStrategy;
 use std::path::Path;
 use std::process::Stdio;
+use strategies::signal::{self, Sig};
 use tokio::time::Instant;
 
 /// Where the command's output goes, in the strategy's folder.
@@ -103,7 +104,7 @@ async fn run_logged(
             // the group (setsid, as `redis-server --daemonize` and
             // `rabbitmq-server -detached` do) is not touched.
             if let Some(pid) = child.id() {
-                if let Err(e) = crate::faults::signal_group(pid, crate::faults::Sig::Kill) {
+                if let Err(e) = signal::to_group(pid, Sig::Kill) {
                     tracing::warn!("before-each-strategy: {e}");
                 }
             }
@@ -119,7 +120,7 @@ struct GroupGuard(Option<u32>);
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(pgid) = self.0 {
-            let _ = crate::faults::signal_group(pgid, crate::faults::Sig::Kill);
+            let _ = signal::to_group(pgid, Sig::Kill);
         }
     }
 }

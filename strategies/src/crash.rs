@@ -162,13 +162,7 @@ fn stall(point: CrashPoint) {
     eprintln!("delaybench: injected stall at {point} (SIGSTOP until SIGCONT)");
     // The whole process stops here, this thread included, until the
     // harness continues it: which is the point.
-    #[cfg(unix)]
-    let stopped =
-        nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGSTOP)
-            .map_err(|e| e.to_string());
-    #[cfg(not(unix))]
-    let stopped: Result<(), String> = Err("stalls are Unix-only".into());
-    if let Err(e) = stopped {
+    if let Err(e) = crate::signal::to_process(std::process::id(), crate::signal::Sig::Stop) {
         eprintln!("delaybench: could not stall at {point}: {e}");
     }
 }

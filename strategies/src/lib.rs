@@ -23,6 +23,7 @@ pub mod redact;
 pub mod redis_cluster;
 pub mod redis_zset;
 pub mod registry;
+pub mod signal;
 pub mod store;
 pub mod timing_wheel;
 
