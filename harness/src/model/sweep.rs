@@ -194,24 +194,20 @@ pub fn fold_repeats(mut repeats: Vec<SweepStep>) -> SweepStep {
     by_p99.sort_by_key(|r| r.p99_us.unwrap_or(u64::MAX));
     let mut folded = by_p99[by_p99.len() / 2].clone();
     folded.holds = repeats.iter().all(|r| r.holds);
-    folded.reasons = repeats
-        .iter()
-        .enumerate()
-        .flat_map(|(k, r)| {
-            r.reasons
-                .iter()
-                .map(move |why| format!("repeat {}: {why}", k + 1))
-        })
-        .collect();
-    folded.stalled = repeats
-        .iter()
-        .enumerate()
-        .flat_map(|(k, r)| {
-            r.stalled
-                .iter()
-                .map(move |what| format!("repeat {}: {what}", k + 1))
-        })
-        .collect();
+    // Every repetition's lines, each naming its repetition.
+    let by_repeat = |lines: fn(&SweepStep) -> &[String]| -> Vec<String> {
+        repeats
+            .iter()
+            .enumerate()
+            .flat_map(|(k, r)| {
+                lines(r)
+                    .iter()
+                    .map(move |line| format!("repeat {}: {line}", k + 1))
+            })
+            .collect()
+    };
+    folded.reasons = by_repeat(|r| &r.reasons);
+    folded.stalled = by_repeat(|r| &r.stalled);
     folded.anomalies = repeats.iter().map(|r| r.anomalies).max().unwrap_or(0);
     folded.missed_cancels = repeats.iter().map(|r| r.missed_cancels).max().unwrap_or(0);
     folded.folder = folded
@@ -337,9 +333,9 @@ pub const HARNESS_STALL_RETRIES: u32 = 2;
 /// behind on a saturated machine, or with any other reason to fail, is the
 /// step's result at once.
 pub fn harness_stalled(s: &Summary, reasons: &[String], keep_up_us: u64) -> bool {
+    // The one reason is the lag: generator errors would be a second.
     reasons.len() == 1
         && s.generator.lag_us_p99 > keep_up_us
-        && s.generator.create_errors + s.generator.payment_errors == 0
         && s.cpu.as_ref().is_some_and(|c| c.machine_busy < SATURATED)
 }
 
