@@ -12,7 +12,7 @@ use super::{short, Manifest, SLA};
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{Status, Summary};
 use crate::model::sweep::SweepResult;
-use crate::report::{self, as_count, as_ms, fig, markdown_table, Shown};
+use crate::report::{self, as_count, as_ms, fig, markdown_table, RunTables, Shown};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -800,8 +800,10 @@ fn reference_readme(set: &Set) -> Result<String> {
         );
         match loaded {
             Loaded::Run {
-                summaries, twins, ..
-            } => run_section(&mut out, summaries, twins, &e.name),
+                info,
+                summaries,
+                twins,
+            } => run_section(&mut out, &RunTables::build(info, summaries, twins)),
             Loaded::Sweep { result, .. } => {
                 if result.axis == "pending" {
                     report::sweep::backlog_tables(&mut out, result);
@@ -817,62 +819,35 @@ fn reference_readme(set: &Set) -> Result<String> {
 
 /// A run's tables: the trade-offs (as its report prints them), then what
 /// its kind adds (the measurement's cost, lateness by timeout, faults).
-fn run_section(out: &mut String, summaries: &[Summary], twins: &[Summary], entry: &str) {
-    let (options, teaching) = report::split_teaching(summaries);
-    let rows = report::tradeoff_rows(&options);
-    if rows.len() > 1 {
-        markdown_table(out, &rows);
+fn run_section(out: &mut String, tables: &RunTables) {
+    if tables.tradeoffs.len() > 1 {
+        markdown_table(out, &tables.tradeoffs);
     }
-    if !teaching.is_empty() {
+    if let Some(rows) = &tables.teaching_tradeoffs {
         let _ = writeln!(
             out,
             "Teaching variants (deliberate mistakes, never options):\n"
         );
-        markdown_table(out, &report::tradeoff_rows(&teaching));
+        markdown_table(out, rows);
     }
-    if let Some(rows) = report::measurement_rows(summaries, twins) {
+    if let Some(rows) = &tables.measurement {
         let _ = writeln!(out, "The measurement's own cost:\n");
-        markdown_table(out, &rows);
+        markdown_table(out, rows);
     }
-    if summaries.iter().any(|s| s.lateness_by_timeout.len() > 1) {
+    if let Some(rows) = &tables.by_timeout {
         let _ = writeln!(
             out,
             "Lateness by configured timeout (pooled over the repetitions):\n"
         );
-        let mut rows = vec![[
-            "strategy", "timeout", "n", "p50 ms", "p90 ms", "p99 ms", "max ms",
-        ]
-        .map(String::from)
-        .to_vec()];
-        for s in summaries.iter().filter(|s| s.status == Status::Ok) {
-            for t in &s.lateness_by_timeout {
-                let pct = |p| {
-                    t.shown(p)
-                        .map(|us| as_ms(us as f64))
-                        .unwrap_or_else(|| "-".into())
-                };
-                use crate::model::summary::Pct;
-                rows.push(vec![
-                    s.strategy.clone(),
-                    format!("{} ms", t.timeout_ms),
-                    t.count.to_string(),
-                    pct(Pct::P50),
-                    pct(Pct::P90),
-                    pct(Pct::P99),
-                    pct(Pct::Max),
-                ]);
-            }
-        }
-        markdown_table(out, &rows);
+        markdown_table(out, rows);
     }
-    if let Some(rows) = report::fault_rows(summaries) {
+    if let Some(rows) = &tables.faults {
         let _ = writeln!(
             out,
             "Missed cancels by fault (`n/a`: it could not touch the strategy):\n"
         );
-        markdown_table(out, &rows);
+        markdown_table(out, rows);
     }
-    let _ = entry;
 }
 
 #[cfg(test)]

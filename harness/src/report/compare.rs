@@ -6,9 +6,11 @@
 //! into an exit status. Only run folders compare; a sweep folder, or a run
 //! folder beside one, is refused with both kinds named.
 
-use super::{load, shown, Shown, Status, Summary};
+use super::folder::load;
+use super::table::{shown, Shown};
 use crate::model::run_info::RunInfo;
 use crate::model::summary::Spread;
+use crate::model::summary::{Status, Summary};
 use anyhow::{bail, Context, Result};
 use std::fmt::Write as _;
 use std::path::Path;

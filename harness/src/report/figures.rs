@@ -5,9 +5,10 @@
 
 use super::palette::style;
 use super::plots::{self, Band, BandKind, Bar, Chart, ClassLateness, Figure, Line, Section};
-use super::{is_teaching, rows_read_figure, shown, Shown, Status, Summary};
+use super::table::{is_teaching, rows_read_figure, shown, Shown};
 use crate::model::records::FaultRecord;
 use crate::model::run_info::RunInfo;
+use crate::model::summary::{Status, Summary};
 use crate::model::WorkerEventKind;
 use crate::scenario::FaultKind;
 use std::path::Path;
@@ -422,7 +423,7 @@ mod tests {
         let run = [repeated("db-scan", 10.0), repeated("rabbit-delayed", 19.5)];
         let dir = tempfile::tempdir().unwrap();
         let figures = figures(dir.path(), &run_info(&[], 3), &run);
-        let table = super::super::tradeoff_rows(&run);
+        let table = super::super::table::tradeoff_rows(&run);
         let column = |header: &str| table[0].iter().position(|h| h == header).unwrap();
         let charts = [
             ("cost-statements", "DB stmts/cancel", "stmts_per_cancel"),
@@ -452,9 +453,9 @@ mod tests {
                 .bar_list();
             assert_eq!(bars.len(), run.len(), "{chart}");
             let format = if key == "cpu_us_per_cancel" {
-                super::super::as_count
+                super::super::table::as_count
             } else {
-                super::super::as_ratio
+                super::super::table::as_ratio
             };
             for (bar, (s, row)) in bars.iter().zip(run.iter().zip(&table[1..])) {
                 let spread = s.repeats.as_ref().unwrap().figures[key];

@@ -3,10 +3,9 @@
 //! `figures.rs`), the same drawings as the files in `plots/`.
 
 use super::plots::{DrawnFigure, Section};
-use super::{
-    anomaly_counts, rows, run_facts, split_teaching, tradeoff_rows, Status, Summary, TRADEOFF_NOTES,
-};
+use super::table::{anomaly_counts, RunTables, FAULT_NOTES, MEASUREMENT_NOTES, TRADEOFF_NOTES};
 use crate::model::run_info::RunInfo;
+use crate::model::summary::{Status, Summary};
 use std::fmt::Write as _;
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -19,8 +18,8 @@ code{background:#f3f3f3;padding:0 3px}p.note{font-size:13px;color:#444}
 pub fn html(
     info: &RunInfo,
     summaries: &[Summary],
+    tables: &RunTables,
     plots: &[DrawnFigure],
-    measurement: Option<&[Vec<String>]>,
 ) -> String {
     let ran: Vec<(usize, &Summary)> = summaries
         .iter()
@@ -35,26 +34,24 @@ pub fn html(
          <h1>delaybench run <code>{id}</code></h1>\n",
         id = esc(&info.run_id)
     );
-    header(&mut out, info);
+    header(&mut out, &tables.facts);
 
-    let (options, teaching) = split_teaching(summaries);
     let warned = |header: &[String], col: usize, cell: &str| {
         header.get(col).is_some_and(|h| h == "warnings") && cell != "-"
     };
     let _ = writeln!(out, "<h2>Results</h2>");
-    let results = rows(&options);
-    table(&mut out, &results, |col, cell| {
+    let results = &tables.results;
+    table(&mut out, results, |col, cell| {
         warned(&results[0], col, cell)
     });
-    if !teaching.is_empty() {
+    if let Some(wrong) = &tables.teaching {
         let _ = writeln!(
             out,
             "<h2>Deliberately wrong (teaching variants)</h2>\n<p class=\"note\">Known mistakes \
              reproduced on purpose so the checker can show their damage. Not options: never \
              choose one. Their lines in the plots are marked \u{2716}.</p>"
         );
-        let wrong = rows(&teaching);
-        table(&mut out, &wrong, |col, cell| warned(&wrong[0], col, cell));
+        table(&mut out, wrong, |col, cell| warned(&wrong[0], col, cell));
     }
     for s in summaries.iter().filter(|s| s.status != Status::Ok) {
         let _ = writeln!(
@@ -68,29 +65,25 @@ pub fn html(
 
     if !ran.is_empty() {
         let _ = writeln!(out, "<h2>Trade-offs, measured</h2>");
-        let tradeoffs = tradeoff_rows(&options);
-        table(&mut out, &tradeoffs, |col, cell| {
+        let tradeoffs = &tables.tradeoffs;
+        table(&mut out, tradeoffs, |col, cell| {
             (tradeoffs[0][col] == "anomalies" && cell != "0") || warned(&tradeoffs[0], col, cell)
         });
         let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(TRADEOFF_NOTES));
-        if let Some(rows) = measurement {
+        if let Some(rows) = &tables.measurement {
             let _ = writeln!(out, "<h2>The measurement's own cost</h2>");
             table(&mut out, rows, |col, cell| {
                 rows[0][col].starts_with("p99: apart") && cell.contains("yes")
             });
-            let _ = writeln!(
-                out,
-                "<p class=\"note\">{}</p>",
-                esc(super::MEASUREMENT_NOTES)
-            );
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(MEASUREMENT_NOTES));
         }
-        if let Some(faults) = super::fault_rows(summaries) {
+        if let Some(faults) = &tables.faults {
             let _ = writeln!(out, "<h2>Faults: what each strategy lost, and where</h2>");
             let last = faults[0].len() - 1;
-            table(&mut out, &faults, |col, cell| {
+            table(&mut out, faults, |col, cell| {
                 col > 0 && col != last - 1 && cell != "0" && cell != "n/a" && cell != "-"
             });
-            let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(super::FAULT_NOTES));
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(FAULT_NOTES));
         }
         warnings(&mut out, &ran);
         anomalies(&mut out, &ran);
@@ -142,14 +135,14 @@ fn warnings(out: &mut String, ran: &[(usize, &Summary)]) {
     let _ = writeln!(out, "</ul>");
 }
 
-fn header(out: &mut String, info: &RunInfo) {
-    let lines: Vec<String> = run_facts(info)
-        .into_iter()
+fn header(out: &mut String, facts: &[(String, bool)]) {
+    let lines: Vec<String> = facts
+        .iter()
         .map(|(line, stressed)| {
-            if stressed {
-                format!("<b>{}</b>", esc(&line))
+            if *stressed {
+                format!("<b>{}</b>", esc(line))
             } else {
-                esc(&line)
+                esc(line)
             }
         })
         .collect();
@@ -323,7 +316,8 @@ mod tests {
         let info = run_info(&["db-scan", "redis-zset", "rabbit-ttl"]);
         let figures = super::super::figures::figures(dir.path(), &info, &summaries);
         let drawn = super::super::plots::write_files(dir.path(), &figures).unwrap();
-        let page = html(&info, &summaries, &drawn, None);
+        let tables = RunTables::build(&info, &summaries, &[]);
+        let page = html(&info, &summaries, &tables, &drawn);
 
         assert!(page.contains("Trade-offs, measured"));
         // Two lateness plots and one cost chart, each naming both strategies.

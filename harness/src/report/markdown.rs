@@ -3,9 +3,9 @@
 //! them.
 
 use super::plots::{markdown_links, Figure, Section};
-use super::{ms, rows, run_facts, split_teaching, tradeoff_rows, Status, Summary, TRADEOFF_NOTES};
+use super::table::{ms, RunTables, FAULT_NOTES, MEASUREMENT_NOTES, TRADEOFF_NOTES};
 use crate::model::run_info::RunInfo;
-use crate::model::summary::{LatenessStats, Pct};
+use crate::model::summary::{LatenessStats, Pct, Status, Summary};
 use std::fmt::Write as _;
 
 /// The report; `figures` are the plots in `plots/`, each linked under the
@@ -13,28 +13,27 @@ use std::fmt::Write as _;
 pub fn markdown(
     info: &RunInfo,
     summaries: &[Summary],
+    tables: &RunTables,
     figures: &[Figure],
-    measurement: Option<&[Vec<String>]>,
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# delaybench run `{}`\n", info.run_id);
-    for (line, stressed) in run_facts(info) {
-        if stressed {
+    for (line, stressed) in &tables.facts {
+        if *stressed {
             let _ = writeln!(out, "**{line}**  ");
         } else {
             let _ = writeln!(out, "{line}  ");
         }
     }
-    let (options, teaching) = split_teaching(summaries);
     let _ = writeln!(out, "\n## Results\n");
-    table(&mut out, &rows(&options));
-    if !teaching.is_empty() {
+    table(&mut out, &tables.results);
+    if let Some(teaching) = &tables.teaching {
         let _ = writeln!(
             out,
             "\n## Deliberately wrong (teaching variants)\n\nKnown mistakes reproduced on \
              purpose so the checker can show their damage. Not options: never choose one.\n"
         );
-        table(&mut out, &rows(&teaching));
+        table(&mut out, teaching);
     }
     for s in summaries.iter().filter(|s| s.status != Status::Ok) {
         let _ = writeln!(
@@ -49,22 +48,21 @@ pub fn markdown(
     if !lateness_plots.is_empty() {
         let _ = write!(out, "\n{lateness_plots}");
     }
-    let tradeoffs = tradeoff_rows(&options);
-    if tradeoffs.len() > 1 {
+    if tables.tradeoffs.len() > 1 {
         let _ = writeln!(out, "\n## Trade-offs, measured\n");
-        table(&mut out, &tradeoffs);
+        table(&mut out, &tables.tradeoffs);
         let _ = writeln!(out, "{TRADEOFF_NOTES}\n");
         out.push_str(&markdown_links(figures, Section::Cost));
     }
-    if let Some(rows) = measurement {
+    if let Some(rows) = &tables.measurement {
         let _ = writeln!(out, "\n## The measurement's own cost\n");
         table(&mut out, rows);
-        let _ = writeln!(out, "\n{}", super::MEASUREMENT_NOTES);
+        let _ = writeln!(out, "\n{MEASUREMENT_NOTES}");
     }
-    if let Some(faults) = super::fault_rows(summaries) {
+    if let Some(faults) = &tables.faults {
         let _ = writeln!(out, "\n## Faults: what each strategy lost, and where\n");
-        table(&mut out, &faults);
-        let _ = writeln!(out, "\n{}", super::FAULT_NOTES);
+        table(&mut out, faults);
+        let _ = writeln!(out, "\n{FAULT_NOTES}");
     }
     for s in summaries.iter().filter(|s| s.status == Status::Ok) {
         let _ = writeln!(out, "\n### {}\n", s.strategy);

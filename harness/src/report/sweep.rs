@@ -5,7 +5,7 @@
 //! backlog held, and its cost).
 
 use super::plots::{self, markdown_links, Chart, Figure, RateLine, Section, SweepChart};
-use super::run_facts;
+use super::table::{self, run_facts};
 use crate::model::run_info::RunInfo;
 use crate::model::summary::Status;
 use crate::model::sweep::{SweepResult, SweepStep};
@@ -143,7 +143,7 @@ fn rate(r: f64) -> String {
 
 /// Microseconds as ms (the report's one format), or `-` when absent.
 fn ms(us: Option<u64>) -> String {
-    us.map(super::ms).unwrap_or_else(|| "-".into())
+    us.map(table::ms).unwrap_or_else(|| "-".into())
 }
 
 /// p99 in ms, flagged `*` when fewer than 1 000 samples stand behind it,

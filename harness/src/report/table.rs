@@ -1,0 +1,642 @@
+//! The tables of a run, built once from its JSON: the run's facts, the
+//! results, the trade-offs, the measurement's own cost and the faults.
+//! `report.md`, `report.html`, the terminal and the reference README only
+//! lay them out (as hyperfine's exporters render one table), so a figure
+//! reads the same in every format.
+
+use crate::model::records::FaultReach;
+use crate::model::run_info::RunInfo;
+use crate::model::summary::{Status, Summary};
+use strategies::checker::Anomalies;
+
+/// One run's tables; each `Vec<Vec<String>>` is a header row and then one
+/// row per strategy.
+pub(crate) struct RunTables {
+    /// The lines both reports open with, each with whether it is stressed.
+    pub facts: Vec<(String, bool)>,
+    /// The results of the options (every strategy that is not a teaching variant).
+    pub results: Vec<Vec<String>>,
+    /// The results of the teaching variants, when any ran.
+    pub teaching: Option<Vec<Vec<String>>>,
+    /// The trade-offs of the options.
+    pub tradeoffs: Vec<Vec<String>>,
+    /// The trade-offs of the teaching variants, when any ran.
+    pub teaching_tradeoffs: Option<Vec<Vec<String>>>,
+    /// Lateness by configured timeout, when some strategy had more than one.
+    pub by_timeout: Option<Vec<Vec<String>>>,
+    /// Probe on against probe off, when the run measured twins.
+    pub measurement: Option<Vec<Vec<String>>>,
+    /// What each strategy lost to faults, when the scenario injected any.
+    pub faults: Option<Vec<Vec<String>>>,
+}
+
+impl RunTables {
+    /// `twins` are the probe-off runs beside `summaries` (empty when none ran).
+    pub(crate) fn build(info: &RunInfo, summaries: &[Summary], twins: &[Summary]) -> Self {
+        let (options, teaching) = split_teaching(summaries);
+        RunTables {
+            facts: run_facts(info),
+            results: rows(&options),
+            teaching: (!teaching.is_empty()).then(|| rows(&teaching)),
+            tradeoffs: tradeoff_rows(&options),
+            teaching_tradeoffs: (!teaching.is_empty()).then(|| tradeoff_rows(&teaching)),
+            by_timeout: timeout_rows(summaries),
+            measurement: measurement_rows(summaries, twins),
+            faults: fault_rows(summaries),
+        }
+    }
+}
+
+/// What was run, where and on what: the lines both reports open with,
+/// each with whether it is stressed (timeouts and faults).
+pub(crate) fn run_facts(info: &RunInfo) -> Vec<(String, bool)> {
+    let sc = &info.scenario;
+    let mut lines = vec![];
+    if info.repeat > 1 {
+        lines.push((
+            format!(
+                "Each strategy ran {} times, interleaved. Lateness percentiles and `n` are of \
+                 every repetition's samples pooled, with the repetitions' own min–max beside \
+                 them where each had enough samples; every other figure is the median (min–max) \
+                 over the repetitions; anomalies are the worst repetition's.",
+                info.repeat
+            ),
+            true,
+        ));
+    }
+    lines.extend(vec![
+        (
+            format!(
+                "Scenario {} ({}), seed {}: {} orders/s for {} after a {} warm-up, drain {}, \
+                 {} instance(s) per strategy.",
+                sc.name,
+                info.scenario_source,
+                sc.seed,
+                sc.rate,
+                humantime::format_duration(sc.duration),
+                humantime::format_duration(sc.warmup),
+                humantime::format_duration(sc.drain),
+                sc.instances,
+            ),
+            false,
+        ),
+        (
+            format!(
+                "Timeouts: {} — every latency below is lateness past these deadlines.",
+                sc.timeouts_label()
+            ),
+            true,
+        ),
+        (
+            format!(
+                "Database: {} ({}). Commit {}{}. Machine: {}.",
+                info.database_url,
+                info.database_version,
+                info.git_commit,
+                info.build_profile
+                    .as_deref()
+                    .map(|p| format!(" ({p} build)"))
+                    .unwrap_or_default(),
+                info.machine.summary()
+            ),
+            false,
+        ),
+    ]);
+    if let Some(faults) = sc.faults_label() {
+        lines.push((
+            format!("Faults, the same for every strategy: {faults}."),
+            true,
+        ));
+    }
+    if let Some(hook) = &sc.before_each_strategy {
+        lines.push((
+            format!(
+                "Before each strategy: `{}` (run from delaybench's folder, timeout {}; its \
+                 duration is in each strategy's section).",
+                hook.label(),
+                humantime::format_duration(hook.timeout)
+            ),
+            false,
+        ));
+    }
+    for (service, version) in &info.services {
+        lines.push((format!("{service}: {version}."), false));
+    }
+    lines
+}
+
+pub(crate) fn ms(us: u64) -> String {
+    as_ms(us as f64)
+}
+
+/// One figure of a strategy as every table and plot shows it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Shown {
+    /// The run's own value; over repetitions, their median.
+    pub value: f64,
+    /// Over repetitions, their min and max.
+    pub spread: Option<(f64, f64)>,
+}
+
+/// The figures of a distribution, which repetitions pool: over
+/// repetitions the summary's own value is of all their samples together
+/// (the percentile of the pooled histogram, or the total count).
+pub(crate) const POOLED: [&str; 7] = ["n", "p50", "p90", "p99", "p999", "max", "commit_p99"];
+
+/// Lateness by configured timeout, one row per strategy and timeout
+/// (pooled over the repetitions); `None` when no strategy had more than one.
+pub(crate) fn timeout_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
+    use crate::model::summary::Pct;
+    if !summaries.iter().any(|s| s.lateness_by_timeout.len() > 1) {
+        return None;
+    }
+    let mut rows = vec![[
+        "strategy", "timeout", "n", "p50 ms", "p90 ms", "p99 ms", "max ms",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for s in summaries.iter().filter(|s| s.status == Status::Ok) {
+        for t in &s.lateness_by_timeout {
+            let pct = |p| {
+                t.shown(p)
+                    .map(|us| as_ms(us as f64))
+                    .unwrap_or_else(|| "-".into())
+            };
+            rows.push(vec![
+                s.strategy.clone(),
+                format!("{} ms", t.timeout_ms),
+                t.count.to_string(),
+                pct(Pct::P50),
+                pct(Pct::P90),
+                pct(Pct::P99),
+                pct(Pct::Max),
+            ]);
+        }
+    }
+    Some(rows)
+}
+
+/// Figure `key` (a name of [`crate::model::summary::figures`]) of `s`, the
+/// one source the tables and the plots read, so that they cannot disagree:
+/// over repetitions a pooled figure ([`POOLED`]) is the summary's own, the
+/// others the median of `repeats.figures`, each with the repetitions' min
+/// and max where every repetition had the figure; for a single run its
+/// own figure. `None` where it was not measured (a pooled percentile its
+/// pooled count does not support, say).
+pub(crate) fn shown(s: &Summary, key: &str) -> Option<Shown> {
+    let figures = crate::model::summary::figures(s);
+    debug_assert!(
+        figures.iter().any(|(k, _)| *k == key),
+        "`{key}` is not a figure name"
+    );
+    let own = || {
+        figures
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| *v)
+    };
+    match &s.repeats {
+        Some(r) if POOLED.contains(&key) => own().map(|value| Shown {
+            value,
+            spread: r.figures.get(key).map(|sp| (sp.min, sp.max)),
+        }),
+        Some(r) => r.figures.get(key).map(|sp| Shown {
+            value: sp.median,
+            spread: Some((sp.min, sp.max)),
+        }),
+        None => own().map(|value| Shown {
+            value,
+            spread: None,
+        }),
+    }
+}
+
+/// A figure's cell, formatted by `format`: over repetitions
+/// `median (min–max)` (just the median when they agree), for a single run
+/// its value; `-` where [`shown`] has none.
+pub(crate) fn fig(s: &Summary, key: &str, format: fn(f64) -> String) -> String {
+    match shown(s, key) {
+        None => "-".into(),
+        Some(Shown {
+            value,
+            spread: Some((min, max)),
+        }) if min != max => format!("{} ({}–{})", format(value), format(min), format(max)),
+        Some(Shown { value, .. }) => format(value),
+    }
+}
+
+pub(crate) fn as_ms(us: f64) -> String {
+    format!("{:.1}", us / 1000.0)
+}
+
+pub(crate) fn as_count(v: f64) -> String {
+    format!("{v:.0}")
+}
+
+pub(crate) fn as_ratio(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// Whether `name` is a teaching variant (a deliberate mistake): reports
+/// put those in their own tables.
+pub(crate) fn is_teaching(name: &str) -> bool {
+    strategies::registry::info(name).is_ok_and(|i| i.is_teaching())
+}
+
+/// The faults table (`None` when the run had none): one row per strategy,
+/// each followed by its remedied variants (`+fallback`, `+outbox`, ...), so
+/// a strategy and its remedy read side by side; one column per fault with
+/// the missed cancels it explains, then what the faults did besides.
+pub(crate) fn fault_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
+    let ran: Vec<&Summary> = summaries
+        .iter()
+        .filter(|s| s.status == Status::Ok && !s.faults.is_empty())
+        .collect();
+    let first = ran.first()?;
+    let mut ordered = ran.clone();
+    let base_of = |s: &Summary| {
+        strategies::registry::Variant::parse(&s.strategy)
+            .map(|v| (v.info.name, u8::from(v.outbox) * 2 + u8::from(v.fallback)))
+            .unwrap_or(("", 0))
+    };
+    let first_seen = |base: &str| ran.iter().position(|s| base_of(s).0 == base).unwrap_or(0);
+    ordered.sort_by_key(|s| {
+        let (base, remedies) = base_of(s);
+        (first_seen(base), remedies)
+    });
+    let mut header = vec!["strategy".to_string()];
+    header.extend(
+        first
+            .faults
+            .iter()
+            .enumerate()
+            .map(|(i, f)| format!("#{} {}", i + 1, f.label)),
+    );
+    header.extend(
+        [
+            "missed, several faults in effect",
+            "missed, no fault in effect",
+            "missed (all)",
+            "schedules dropped",
+            "duplicates absorbed after pause",
+            "other anomalies",
+        ]
+        .map(String::from),
+    );
+    let mut out = vec![header];
+    for s in ordered {
+        let missed = |fault: Option<usize>, several: bool| -> u64 {
+            s.missed_by_fault
+                .iter()
+                .filter(|l| l.fault == fault && l.several.is_empty() != several)
+                .map(|l| l.missed)
+                .sum()
+        };
+        let mut row = vec![s.strategy.clone()];
+        for (i, f) in s.faults.iter().enumerate() {
+            let n = missed(Some(i), false);
+            let reach = f.reach();
+            row.push(match reach {
+                FaultReach::NotApplicable(_) => reach.word().into(),
+                FaultReach::MissedTarget(_) => format!("{n} ({})", reach.word()),
+                FaultReach::Hit => n.to_string(),
+            });
+        }
+        let dropped: u64 = s
+            .cost
+            .instances
+            .iter()
+            .map(|i| i.schedules_dropped + i.schedules_lost_with_process)
+            .sum();
+        let duplicates: Option<u64> = s
+            .faults
+            .iter()
+            .filter_map(|f| f.duplicates_absorbed)
+            .reduce(|a, b| a + b);
+        let others = s.anomalies.total() - s.anomalies.missed_cancels;
+        row.extend([
+            missed(None, true).to_string(),
+            missed(None, false).to_string(),
+            s.anomalies.missed_cancels.to_string(),
+            dropped.to_string(),
+            duplicates.map_or("-".into(), |d| d.to_string()),
+            others.to_string(),
+        ]);
+        out.push(row);
+    }
+    Some(out)
+}
+
+/// What the faults table means, under it.
+pub(crate) const FAULT_NOTES: &str = "Each missed cancel (an order still PENDING `drain` after its \
+     deadline) is put down to the fault in effect during the order's life, from its creation to a \
+     second past its deadline; when several were, the run cannot tell which and counts it apart. `n/a`: the fault does not touch this strategy \
+     (a link or service it does not use, a crash point its path does not have), so it proves nothing \
+     about it; `missed target`: the fault acted, but not on the part that matters (a standby instead \
+     of the leader, a Redis master serving none of the strategy's shards). `schedules dropped`: \
+     schedule calls given up on after `[schedule-retry]`, plus those sent to a process that died \
+     before it made them (an upper bound); only a fallback cancels those orders. \
+     `duplicates absorbed`: attempts on an order an earlier attempt had already decided \
+     (cancelled, or found paid), made from each pause until 2 s after it, by any instance and \
+     for any cause in that window; `other anomalies` at 0 proves they had no effect (no double \
+     release).";
+
+/// The strategies that are real options, then the deliberately wrong ones.
+pub(crate) fn split_teaching(summaries: &[Summary]) -> (Vec<Summary>, Vec<Summary>) {
+    summaries
+        .iter()
+        .cloned()
+        .partition(|s| !is_teaching(&s.strategy))
+}
+
+/// The warnings cell of a row.
+pub(crate) fn warnings_cell(s: &Summary) -> String {
+    if s.warnings.is_empty() {
+        "-".into()
+    } else {
+        s.warnings.join("; ")
+    }
+}
+
+/// Every anomaly the checker counts, with the name the reports use, in one
+/// order everywhere.
+pub(crate) fn anomaly_counts(a: &Anomalies) -> [(&'static str, u64); 9] {
+    [
+        ("early", a.early_cancels),
+        ("paid-then-cancelled", a.paid_then_cancelled),
+        ("duplicate-releases", a.duplicate_releases),
+        ("missed", a.missed_cancels),
+        ("refund-errors", a.refund_errors),
+        ("stock-mismatches", a.stock_mismatches),
+        ("unreleased", a.unreleased_cancels),
+        ("orphan-releases", a.orphan_releases),
+        ("phantom-schedules", a.phantom_schedules),
+    ]
+}
+
+/// Anomalies as `name=count` for the non-zero ones, or `0`.
+pub(crate) fn anomaly_cell(s: &Summary) -> String {
+    let parts: Vec<String> = anomaly_counts(&s.anomalies)
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k}={n}"))
+        .collect();
+    if parts.is_empty() {
+        "0".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// The main table, one row per strategy (skipped and failed ones included).
+/// Lateness is row-based (`cancelled_at_us`) with the sample count `n`;
+/// `commit p99` is the same orders' lateness when the COMMIT returned.
+pub(crate) fn rows(summaries: &[Summary]) -> Vec<Vec<String>> {
+    let header = [
+        "strategy",
+        "status",
+        "created",
+        "paid",
+        "cancelled",
+        "pending",
+        "paid late",
+        "n",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "max ms",
+        "commit p99 ms",
+        "anomalies",
+        "stmts/cancel",
+        "attempts/cancel",
+        "warnings",
+    ];
+    let mut rows = vec![header.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+    for s in summaries {
+        if s.status != Status::Ok {
+            let mut row = vec![s.strategy.clone(), s.status.as_str().to_string()];
+            // The reason is printed below every table.
+            row.extend(std::iter::repeat_n("-".to_string(), header.len() - 2));
+            rows.push(row);
+            continue;
+        }
+        rows.push(vec![
+            s.strategy.clone(),
+            "ok".into(),
+            fig(s, "created", as_count),
+            fig(s, "paid", as_count),
+            fig(s, "cancelled", as_count),
+            fig(s, "pending", as_count),
+            fig(s, "paid_late", as_count),
+            fig(s, "n", as_count),
+            fig(s, "p50", as_ms),
+            fig(s, "p90", as_ms),
+            fig(s, "p99", as_ms),
+            fig(s, "p999", as_ms),
+            fig(s, "max", as_ms),
+            fig(s, "commit_p99", as_ms),
+            anomaly_cell(s),
+            fig(s, "stmts_per_cancel", as_ratio),
+            fig(s, "attempts_per_cancel", as_ratio),
+            warnings_cell(s),
+        ]);
+    }
+    rows
+}
+
+/// The trade-off table: one row per strategy that ran, measured numbers next
+/// to what its capabilities promise. Header first.
+pub(crate) fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
+    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
+    let mut rows = vec![[
+        "strategy",
+        "n",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "paid late",
+        "anomalies",
+        "DB stmts/cancel",
+        "DB rows read/cancel",
+        "broker msgs/cancel",
+        "Redis cmds/cancel",
+        "CPU µs/cancel",
+        "peak RSS MiB",
+        "survives restart",
+        "any delay",
+        "multi-instance",
+        "needs fallback",
+        "needs besides the DB",
+        "warnings",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()];
+    for s in summaries.iter().filter(|s| s.status == Status::Ok) {
+        let mut row = vec![
+            s.strategy.clone(),
+            fig(s, "n", as_count),
+            fig(s, "p90", as_ms),
+            fig(s, "p99", as_ms),
+            fig(s, "max", as_ms),
+            fig(s, "paid_late", as_count),
+            s.anomalies.total().to_string(),
+            fig(s, "stmts_per_cancel", as_ratio),
+            rows_read_text(s),
+            fig(s, "broker_msgs_per_cancel", as_ratio),
+            fig(s, "redis_cmds_per_cancel", as_ratio),
+            fig(s, "cpu_us_per_cancel", as_count),
+            fig(s, "peak_rss_mib", as_count),
+        ];
+        match &s.capabilities {
+            Some(caps) => {
+                row.extend([
+                    yes_no(caps.durable_across_restart),
+                    yes_no(caps.arbitrary_delay),
+                    yes_no(caps.multi_instance_safe),
+                    yes_no(caps.needs_fallback),
+                ]);
+                let services: Vec<&str> = caps.requires.iter().map(|s| s.name()).collect();
+                row.push(if services.is_empty() {
+                    "nothing".into()
+                } else {
+                    services.join(", ")
+                });
+            }
+            None => row.extend(std::iter::repeat_n("?".to_string(), 5)),
+        }
+        row.push(warnings_cell(s));
+        rows.push(row);
+    }
+    rows
+}
+
+/// Which figure stands for the DB rows read per cancel of `s`: the
+/// canceller's own reads where the database tells them apart, else the
+/// whole run's (`server_rows_per_cancel`), else none. The trade-off table
+/// and the rows-read plot both ask here.
+pub(crate) fn rows_read_figure(s: &Summary) -> Option<&'static str> {
+    let c = &s.cost;
+    if c.canceller_server_rows_read_per_cancel.is_some() {
+        Some("canceller_rows_per_cancel")
+    } else if c.server_rows_read_per_cancel.is_some() {
+        Some("server_rows_per_cancel")
+    } else {
+        None
+    }
+}
+
+/// The measurement's own cost (`None` without unmeasured twins): each
+/// strategy as measured beside its twin with every probe and recorder off,
+/// run interleaved with it. Header first.
+pub(crate) fn measurement_rows(
+    summaries: &[Summary],
+    twins: &[Summary],
+) -> Option<Vec<Vec<String>>> {
+    if twins.is_empty() {
+        return None;
+    }
+    let mut rows = vec![[
+        "strategy",
+        "n",
+        "p90 ms measured",
+        "p90 ms unmeasured",
+        "p99 ms measured",
+        "p99 ms unmeasured",
+        "p99: apart beyond the spread?",
+        "CPU µs/cancel measured",
+        "CPU µs/cancel unmeasured",
+        "transactions read / all",
+        "measurement µs/cancel",
+        "of CPU/cancel",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for s in summaries.iter().filter(|s| s.status == Status::Ok) {
+        let Some(twin) = twins
+            .iter()
+            .find(|t| t.strategy == s.strategy && t.status == Status::Ok)
+        else {
+            continue;
+        };
+        let spread = |x: &Summary| {
+            shown(x, "p99").and_then(|v| {
+                v.spread.map(|(min, max)| crate::model::summary::Spread {
+                    median: v.value,
+                    min,
+                    max,
+                })
+            })
+        };
+        let apart = match (spread(s), spread(twin)) {
+            (Some(a), Some(b)) if a.differs_from(&b) => "**yes**".to_string(),
+            (Some(_), Some(_)) => "no".to_string(),
+            _ => "- (needs repetitions with 1 000 samples each)".to_string(),
+        };
+        let m = s.cost.measurement.as_ref();
+        rows.push(vec![
+            s.strategy.clone(),
+            fig(s, "n", as_count),
+            fig(s, "p90", as_ms),
+            fig(twin, "p90", as_ms),
+            fig(s, "p99", as_ms),
+            fig(twin, "p99", as_ms),
+            apart,
+            fig(s, "cpu_us_per_cancel", as_count),
+            fig(twin, "cpu_us_per_cancel", as_count),
+            m.map_or("-".into(), |m| {
+                format!("{} / {}", m.server_reads_probes, m.transactions)
+            }),
+            fig(s, "measurement_us_per_cancel", |v| format!("{v:.1}")),
+            fig(s, "measurement_share_of_cpu", |v| {
+                format!("{:.2} %", v * 100.0)
+            }),
+        ]);
+    }
+    Some(rows)
+}
+
+/// What the measurement table means, under it.
+pub(crate) const MEASUREMENT_NOTES: &str = "Each strategy ran twice per repetition, \
+interleaved: as every run measures it, and with every probe and recorder on its path off \
+(`<strategy>.unmeasured/`: no server-reads probe, no commit times, no schedule-path times; the \
+workers still flush their counters). `measurement µs/cancel`: the wall time the workers spent in \
+the server-reads probe's round trips (the database's work and the wait included, so an upper \
+bound that grows on a busy machine) plus the CPU of building their flushes, per cancel, and that \
+as a share of their CPU per cancel. The \
+rows-read figure is estimated from the transactions read (`transactions read / all`).";
+
+/// The DB rows read per cancel as every table prints it: the canceller's
+/// own where measured, else the whole run's, said in the cell.
+pub(crate) fn rows_read_text(s: &Summary) -> String {
+    match rows_read_figure(s) {
+        Some(key @ "server_rows_per_cancel") => format!("{} (whole run)", fig(s, key, as_ratio)),
+        Some(key) => rows_read_cell(s, key),
+        None => "-".into(),
+    }
+}
+
+/// The canceller's rows read per cancel; a single run's sampled estimate
+/// carries its 95 % interval (repetitions carry their min–max instead).
+pub(crate) fn rows_read_cell(s: &Summary, key: &str) -> String {
+    let cell = fig(s, key, as_ratio);
+    match s.cost.canceller_server_rows_read_ci95_per_cancel {
+        Some(ci) if s.repeats.is_none() && ci > 0.0 && cell != "-" => format!("{cell} ±{ci:.1}"),
+        _ => cell,
+    }
+}
+
+/// Explains the trade-off table's columns, for both reports.
+pub(crate) const TRADEOFF_NOTES: &str =
+    "Lateness (`n` orders; a percentile with fewer than 10 samples \
+beyond it is `-`) and anomalies over the measured orders; `paid late`: orders paid after their \
+deadline while still pending, whose lateness the table cannot show. DB statements, CPU, broker \
+messages (published + consumed) and Redis commands (`INFO commandstats`, server-wide) per order \
+the canceller cancelled, all over the measured window (after the warm-up). DB rows read by the \
+server: on PostgreSQL those of the canceller's own transactions (measured window); on MariaDB \
+the whole run's, server-wide and workload included, marked `(whole run)`; none on SQLite. On \
+PostgreSQL one transaction a second per instance is read and the rest estimated from them; a \
+single run shows the estimate's 95 % interval as `±`. Peak RSS of the largest instance. \
+The yes/no columns are the strategy's declared capabilities; the conformance suite runs a \
+check for each one declared yes (see `strategies/src/canceller.rs` for what it cannot check).";
