@@ -5,7 +5,7 @@
 //! slow database makes the lag grow, it never slows the schedule).
 
 use crate::instance::Pool;
-use crate::model::summary;
+use crate::model::lateness;
 pub use crate::model::GeneratorHealth;
 use crate::workload::{Action, Plan};
 use hdrhistogram::Histogram;
@@ -151,7 +151,7 @@ pub async fn drive(
     while let Some((lag_us, done)) = rx.recv().await {
         record(&mut health, &mut lag, lag_us, done, progress);
     }
-    health.lag_us = summary::stats(&lag);
+    health.lag_us = lateness::stats(&lag);
     health.lag_histogram = Some(lag.clone());
     health.lag_us_p50 = lag.value_at_quantile(0.5);
     health.lag_us_p99 = lag.value_at_quantile(0.99);

@@ -9,7 +9,7 @@
 //! (PostgreSQL backends of closed connections); the machine-wide figure
 //! loses nothing.
 
-pub use crate::model::sweep::CpuUse;
+pub use crate::model::cpu::CpuUse;
 use std::collections::BTreeMap;
 use std::time::Instant;
 use sysinfo::{CpuRefreshKind, ProcessRefreshKind, ProcessesToUpdate, System};

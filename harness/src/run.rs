@@ -7,6 +7,7 @@ use crate::db_stats;
 use crate::driver;
 use crate::faults;
 use crate::instance::{Pool, WorkerSpec};
+use crate::model::lateness;
 use crate::model::records::{BacklogRecord, OutboxRecord};
 use crate::model::run_info::{self, Machine, RunInfo};
 use crate::model::summary::{self, Cost, DatabaseInfo, MeasurementCost, Status, Summary};
@@ -216,10 +217,10 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
                     .lateness_us
                     .histogram
                     .as_deref()
-                    .and_then(summary::decode_histogram)
+                    .and_then(lateness::decode_histogram)
                 {
                     let path = strategy_dir.join("lateness.hgrm");
-                    std::fs::write(&path, summary::hgrm(&h))
+                    std::fs::write(&path, lateness::hgrm(&h))
                         .with_context(|| format!("writing {}", path.display()))?;
                 }
                 agg
@@ -794,19 +795,19 @@ async fn measure_set_up(
         .map(|t| t.after.as_micros() as i64)
         .collect();
     let measured_from_us = t0_us + plan.measured_from_us;
-    let lateness = summary::lateness(&timings, measured_from_us, t0_us, &timeouts_us);
+    let lateness = lateness::lateness(&timings, measured_from_us, t0_us, &timeouts_us);
     let histogram = &lateness.histogram;
-    std::fs::write(dir.join("lateness.hgrm"), summary::hgrm(histogram))
+    std::fs::write(dir.join("lateness.hgrm"), lateness::hgrm(histogram))
         .with_context(|| format!("writing {}", dir.join("lateness.hgrm").display()))?;
     if let Some(lag) = &generator.lag_histogram {
         let path = dir.join("generator_lag.hgrm");
-        std::fs::write(&path, summary::hgrm(lag))
+        std::fs::write(&path, lateness::hgrm(lag))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     let committed = committed_lateness(&timings, &record.cancel_commits, measured_from_us);
     let measured_ids: std::collections::HashSet<OrderId> = plan.measured_order_ids().collect();
     let schedule_path = (!record.schedules.is_empty()).then(|| {
-        summary::stats_of(
+        lateness::stats_of(
             record
                 .schedules
                 .iter()
@@ -814,7 +815,7 @@ async fn measure_set_up(
                 .map(|(_, us)| *us),
         )
     });
-    let censored = summary::stats_of(
+    let censored = lateness::stats_of(
         paid_late
             .iter()
             .filter(|t| t.created_at_us >= measured_from_us)
@@ -825,7 +826,7 @@ async fn measure_set_up(
     // timeout until the last arrival plus the shortest timeout.
     let shortest_us = timeouts_us.iter().copied().min().unwrap_or(0);
     let arrivals_end_us = t0_us + (scenario.warmup + scenario.duration).as_micros() as i64;
-    let overdue = summary::overdue_trend(
+    let overdue = lateness::overdue_trend(
         timings
             .iter()
             .chain(&paid_late)
@@ -866,7 +867,7 @@ async fn measure_set_up(
             namespace: Some(location.namespace.clone()),
         },
         orders: verdict.orders,
-        lateness_us: summary::stats(histogram),
+        lateness_us: lateness::stats(histogram),
         anomalies: strategies::checker::Anomalies {
             // Attempts on orders that never existed (see the field).
             phantom_schedules: record.reports.iter().map(|r| r.total.missing).sum(),
@@ -934,7 +935,7 @@ fn committed_lateness(
     timings: &[checker::CancelTiming],
     commits: &[(OrderId, i64)],
     measured_from_us: i64,
-) -> Option<(summary::LatenessStats, summary::LatenessStats)> {
+) -> Option<(lateness::LatenessStats, lateness::LatenessStats)> {
     if commits.is_empty() {
         return None;
     }
@@ -949,7 +950,7 @@ fn committed_lateness(
             gap.push((at - t.at_us).max(0) as u64);
         }
     }
-    Some((summary::stats_of(late), summary::stats_of(gap)))
+    Some((lateness::stats_of(late), lateness::stats_of(gap)))
 }
 
 /// Cost over the measured window (after the warm-up), divided by the cancels
@@ -1049,9 +1050,9 @@ fn one_line(s: &Summary) -> String {
                 s.orders.created,
                 s.orders.cancelled,
                 l.count,
-                ms(l.shown(summary::Pct::P90)),
-                ms(l.shown(summary::Pct::P99)),
-                ms(l.shown(summary::Pct::Max)),
+                ms(l.shown(lateness::Pct::P90)),
+                ms(l.shown(lateness::Pct::P99)),
+                ms(l.shown(lateness::Pct::Max)),
                 s.anomalies.total(),
                 s.warnings
                     .iter()

@@ -15,7 +15,8 @@
 
 use super::evidence::{measure_hint, ms_text, own, Figure, Own, Sample, SampleKind, Source};
 use super::sla::{pct_name, trim, Condition, Metric, Op, Term};
-use crate::model::summary::{LatenessStats, Pct, Summary, SAMPLES_BEYOND_A_PERCENTILE};
+use crate::model::lateness::{LatenessStats, Pct, SAMPLES_BEYOND_A_PERCENTILE};
+use crate::model::summary::Summary;
 use crate::model::sweep::{StrategySweep, SweepStep};
 use std::path::PathBuf;
 

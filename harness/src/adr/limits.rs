@@ -4,7 +4,7 @@
 
 use super::evidence::{clustered, Body, Source};
 use super::sla::{trim, Condition};
-use crate::model::summary::Pct;
+use crate::model::lateness::Pct;
 use crate::scenario::FaultKind;
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -14,7 +14,7 @@
 //! backlog sweep). A labelled section replaces the defaults for its
 //! condition; `none` leaves the condition unjudged.
 
-use crate::model::summary::Pct;
+use crate::model::lateness::Pct;
 use anyhow::{bail, Context, Result};
 use std::time::Duration;
 

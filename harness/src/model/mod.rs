@@ -7,11 +7,15 @@
 //! - [`run_info`]: `run.json` (scenario, seed, commit, machine, versions);
 //! - [`summary`]: one strategy's `summary.json`, its lateness statistics,
 //!   spreads over repetitions and warnings;
+//! - [`lateness`]: the distributions a run measures and their histograms;
+//! - [`cpu`]: CPU used over a window, by the machine and by each service;
 //! - [`records`]: what happened during a run: generator health, faults,
 //!   worker reports and worker events;
 //! - [`sweep`]: `sweep.json`, the steps of a `delaybench sweep`, and what
 //!   makes a step hold.
 
+pub mod cpu;
+pub mod lateness;
 pub mod records;
 pub mod run_info;
 pub mod summary;

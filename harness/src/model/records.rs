@@ -2,7 +2,7 @@
 //! faults as they happened, each worker process's report and the events of
 //! workers that died.
 
-use super::summary::LatenessStats;
+use super::lateness::LatenessStats;
 use crate::scenario::{Fault, FaultKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -306,8 +306,9 @@ const COSTS: [Cost; 5] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::lateness::LatenessBucket;
     use crate::model::run_info::Machine;
-    use crate::model::summary::{DatabaseInfo, LatenessBucket, Repeats, Spread};
+    use crate::model::summary::{DatabaseInfo, Repeats, Spread};
     use crate::scenario::{Scenario, QUICK};
 
     fn run_info(strategies: &[&str], repeat: u32) -> RunInfo {

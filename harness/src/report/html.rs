@@ -250,8 +250,9 @@ fn esc(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::lateness::{hgrm, new_histogram, LatenessBucket};
     use crate::model::run_info::Machine;
-    use crate::model::summary::{hgrm, new_histogram, DatabaseInfo, LatenessBucket};
+    use crate::model::summary::DatabaseInfo;
     use crate::scenario::{Scenario, QUICK};
     use std::path::Path;
 
@@ -284,7 +285,7 @@ mod tests {
         for ms in late_ms {
             h.record(ms * 1000).unwrap();
         }
-        s.lateness_us = crate::model::summary::stats(&h);
+        s.lateness_us = crate::model::lateness::stats(&h);
         s.lateness_over_time = vec![LatenessBucket {
             second: 3,
             count: h.len(),

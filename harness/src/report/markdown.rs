@@ -4,8 +4,9 @@
 
 use super::plots::{markdown_links, Figure, Section};
 use super::table::{ms, RunTables, FAULT_NOTES, MEASUREMENT_NOTES, TRADEOFF_NOTES};
+use crate::model::lateness::{LatenessStats, Pct};
 use crate::model::run_info::RunInfo;
-use crate::model::summary::{LatenessStats, Pct, Status, Summary};
+use crate::model::summary::{Status, Summary};
 use std::fmt::Write as _;
 
 /// The report; `figures` are the plots in `plots/`, each linked under the
@@ -388,7 +389,7 @@ fn lateness_by_timeout(out: &mut String, s: &Summary) {
         out,
         "  | timeout | orders | p50 ms | p90 ms | p99 ms | max ms |\n  | --- | --- | --- | --- | --- | --- |"
     );
-    let cell = |t: &crate::model::summary::TimeoutLateness, p: Pct| {
+    let cell = |t: &crate::model::lateness::TimeoutLateness, p: Pct| {
         t.shown(p).map(ms).unwrap_or_else(|| "-".into())
     };
     for t in &s.lateness_by_timeout {

@@ -1186,11 +1186,11 @@ mod tests {
 
     #[test]
     fn hgrm_text_round_trips_through_the_parser() {
-        let mut h = crate::model::summary::new_histogram();
+        let mut h = crate::model::lateness::new_histogram();
         for v in [1_000u64, 2_000, 3_000, 250_000] {
             h.record(v).unwrap();
         }
-        let points = parse_hgrm(&crate::model::summary::hgrm(&h));
+        let points = parse_hgrm(&crate::model::lateness::hgrm(&h));
         assert!(points.len() >= 4, "{points:?}");
         assert_eq!(points.first().unwrap().0, 0.0);
         let (q, v) = *points.last().unwrap();

@@ -146,7 +146,7 @@ pub(crate) const POOLED: [&str; 7] = ["n", "p50", "p90", "p99", "p999", "max", "
 /// Lateness by configured timeout, one row per strategy and timeout
 /// (pooled over the repetitions); `None` when no strategy had more than one.
 pub(crate) fn timeout_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
-    use crate::model::summary::Pct;
+    use crate::model::lateness::Pct;
     if !summaries.iter().any(|s| s.lateness_by_timeout.len() > 1) {
         return None;
     }
