@@ -3,7 +3,7 @@
 //! correct calls them. The checker's own tests use them to prove that every
 //! anomaly they cause is counted.
 
-use super::OrderStore;
+use super::handle::OrderStore;
 use crate::domain::{Micros, OrderId};
 use crate::error::{DbContext, Result};
 use serde::{Deserialize, Serialize};

@@ -4,10 +4,12 @@
 //! checkers can read it: a PostgreSQL schema, a MariaDB/MySQL database, or a
 //! SQLite file under the run's results folder.
 
-use crate::error::{Error, Result};
+use crate::error::{DbContext, Error, Result};
 use serde::{Deserialize, Serialize};
+use sqlx::{AnyConnection, AssertSqlSafe, Connection, Executor, Row};
 use std::fmt;
 use std::path::Path;
+use std::time::Duration;
 
 /// The three supported database kinds, chosen by URL scheme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -130,12 +132,12 @@ impl DbServer {
                 })
             }
             DbKind::Postgres | DbKind::Mysql => {
-                let mut admin = super::admin_connect(self).await?;
+                let mut admin = admin_connect(self).await?;
                 let ddl = match self.kind {
                     DbKind::Postgres => format!("CREATE SCHEMA IF NOT EXISTS \"{name}\""),
                     _ => format!("CREATE DATABASE IF NOT EXISTS `{name}`"),
                 };
-                super::admin_execute(&mut admin, &ddl).await?;
+                admin_execute(&mut admin, &ddl).await?;
                 let _ = sqlx::Connection::close(admin).await;
                 Ok(DbLocation {
                     kind: self.kind,
@@ -158,14 +160,14 @@ impl DbServer {
             }
             DbKind::Postgres | DbKind::Mysql => {
                 check_identifier(&location.namespace)?;
-                let mut admin = super::admin_connect(self).await?;
+                let mut admin = admin_connect(self).await?;
                 let ddl = match self.kind {
                     DbKind::Postgres => {
                         format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", location.namespace)
                     }
                     _ => format!("DROP DATABASE IF EXISTS `{}`", location.namespace),
                 };
-                super::admin_execute(&mut admin, &ddl).await?;
+                admin_execute(&mut admin, &ddl).await?;
                 let _ = sqlx::Connection::close(admin).await;
                 Ok(())
             }
@@ -180,11 +182,11 @@ impl DbServer {
                 kind: DbKind::Sqlite,
                 url: "sqlite::memory:".into(),
             };
-            super::admin_connect(&memory).await?
+            admin_connect(&memory).await?
         } else {
-            super::admin_connect(self).await?
+            admin_connect(self).await?
         };
-        let version = super::admin_version(&mut admin, self.kind).await;
+        let version = admin_version(&mut admin, self.kind).await;
         let _ = sqlx::Connection::close(admin).await;
         version
     }
@@ -284,6 +286,60 @@ fn check_identifier(name: &str) -> Result<()> {
             "namespace `{name}` must be 1-63 characters of [a-z0-9_]"
         )))
     }
+}
+
+/// How long to wait for a connection before reporting the server unreachable.
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Maps a connection failure to an error naming the URL and how to start the server.
+pub(super) fn unreachable(kind: DbKind, display_url: &str, e: &sqlx::Error) -> Error {
+    Error::Unreachable {
+        service: kind.service_name(),
+        url: display_url.to_string(),
+        reason: e.to_string(),
+        hint: kind.start_hint().to_string(),
+    }
+}
+
+/// One connection on the server URL itself, for DDL on namespaces. A plain
+/// connection, not a pool, so a refused connection fails at once instead of
+/// being retried until a timeout.
+pub(super) async fn admin_connect(server: &DbServer) -> Result<AnyConnection> {
+    sqlx::any::install_default_drivers();
+    let connect = AnyConnection::connect(server.url());
+    match tokio::time::timeout(CONNECT_TIMEOUT, connect).await {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(e)) => Err(unreachable(server.kind(), &server.display_url(), &e)),
+        Err(_) => Err(unreachable(
+            server.kind(),
+            &server.display_url(),
+            &sqlx::Error::PoolTimedOut,
+        )),
+    }
+}
+
+/// `ddl` names a namespace that `identifier` checked.
+pub(super) async fn admin_execute(conn: &mut AnyConnection, ddl: &str) -> Result<()> {
+    conn.execute(AssertSqlSafe(ddl))
+        .await
+        .ctx("creating or dropping a namespace")?;
+    Ok(())
+}
+
+pub(super) async fn admin_version<'c, E: sqlx::Executor<'c, Database = sqlx::Any>>(
+    executor: E,
+    kind: DbKind,
+) -> Result<String> {
+    let sql = match kind {
+        DbKind::Sqlite => "SELECT sqlite_version()",
+        _ => "SELECT version()",
+    };
+    let row = sqlx::query(sql)
+        .fetch_one(executor)
+        .await
+        .ctx("reading the server version")?;
+    row.try_get::<String, _>(0)
+        .ctx("reading the server version")
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! SQLite file, and stock rows are always updated in ascending SKU order so
 //! two cancellers cannot deadlock on them.
 
-use super::OrderStore;
+use super::handle::OrderStore;
 use crate::domain::{
     CancelOutcome, CreateOutcome, Micros, NewOrder, OrderId, OrderStatus, PaymentOutcome,
 };

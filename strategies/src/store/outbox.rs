@@ -11,11 +11,11 @@
 //! schema contract outside checkers read: it is empty unless a strategy
 //! runs with `+outbox`.
 
+use super::handle::OrderStore;
+use super::location::DbKind;
 use super::sql::{audited, render};
-use super::OrderStore;
 use crate::domain::{Micros, OrderId};
 use crate::error::{DbContext, Result};
-use crate::store::DbKind;
 use sqlx::{AssertSqlSafe, Executor, Row, SqlSafeStr, SqlStr};
 use std::time::Duration;
 
@@ -27,15 +27,6 @@ pub struct OutboxRow {
     /// When the order was created (its transaction committed just after).
     pub created_at_us: Micros,
 }
-
-/// The outbox table, created with the schema.
-pub(super) const OUTBOX_DDL: &str = "CREATE TABLE outbox (order_id BIGINT PRIMARY KEY, \
-     expire_at_us BIGINT NOT NULL, created_at_us BIGINT NOT NULL, \
-     leased_until_us BIGINT NOT NULL)";
-
-/// The INSERT the creating transaction adds.
-pub(super) const INSERT_OUTBOX: &str = "INSERT INTO outbox (order_id, expire_at_us, \
-     created_at_us, leased_until_us) VALUES (?, ?, ?, 0)";
 
 impl OrderStore {
     /// From now on, [`OrderStore::create_order`] on this handle (and its

@@ -6,6 +6,15 @@ use super::location::DbKind;
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 use std::sync::Arc;
 
+/// The outbox table, created with the schema.
+const OUTBOX_DDL: &str = "CREATE TABLE outbox (order_id BIGINT PRIMARY KEY, \
+     expire_at_us BIGINT NOT NULL, created_at_us BIGINT NOT NULL, \
+     leased_until_us BIGINT NOT NULL)";
+
+/// The INSERT the creating transaction adds.
+const INSERT_OUTBOX: &str = "INSERT INTO outbox (order_id, expire_at_us, \
+     created_at_us, leased_until_us) VALUES (?, ?, ?, 0)";
+
 /// The rendered statements for one dialect. Built once per store.
 #[derive(Debug)]
 pub(crate) struct Sql {
@@ -58,7 +67,7 @@ impl Sql {
             insert_move: r(
                 "INSERT INTO stock_moves (order_id, kind, qty, at_us, {by}) VALUES (?, ?, ?, ?, ?)",
             ),
-            insert_outbox: r(super::outbox::INSERT_OUTBOX),
+            insert_outbox: r(INSERT_OUTBOX),
             // The status and deadline test sits inside a CASE so that no
             // index but the primary key can serve it. Written plainly, a
             // generic plan PostgreSQL caches for this prepared statement
@@ -163,7 +172,7 @@ fn schema(kind: DbKind) -> Vec<String> {
         ),
         "CREATE INDEX payments_callback ON payments (callback_id)".to_string(),
         "CREATE INDEX payments_order ON payments (order_id)".to_string(),
-        super::outbox::OUTBOX_DDL.to_string(),
+        OUTBOX_DDL.to_string(),
     ]
 }
 

@@ -4,7 +4,8 @@
 //! inside the order's creating transaction so it is delivered only if the
 //! order committed, plus the `LISTEN`ing connection that receives it.
 
-use super::{DbKind, OrderStore};
+use super::handle::OrderStore;
+use super::location::DbKind;
 use crate::domain::{Micros, OrderId};
 use crate::error::{DbContext, Error, Result};
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
@@ -128,7 +129,7 @@ impl OrderStore {
             .application_name(&name);
         let pool = PgPoolOptions::new()
             .max_connections(1)
-            .acquire_timeout(super::CONNECT_TIMEOUT)
+            .acquire_timeout(super::location::CONNECT_TIMEOUT)
             .connect_with(options)
             .await
             .ctx("opening the deadline listener")?;
