@@ -4,7 +4,7 @@
 //!
 //! - [`insert`]: the orders go into the database in multi-row INSERTs;
 //! - [`hand_off`]: each goes to the instances through the strategy's own
-//!   `schedule`, pipelined as orders are ([`crate::instance::SCHEDULES_IN_FLIGHT`]
+//!   `schedule`, pipelined as orders are ([`SCHEDULES_IN_FLIGHT`](crate::instance::protocol::SCHEDULES_IN_FLIGHT)
 //!   per worker), until a barrier says every one returned;
 //! - [`holdings`]: what Redis, the broker and the worker processes hold;
 //! - [`recover`]: after the measured run was checked, every instance is

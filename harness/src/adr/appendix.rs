@@ -5,8 +5,9 @@
 use super::draft::table;
 use super::evidence::{self, FaultTally, Figure};
 use super::judge::{self, step_key, Kind};
+use super::limits;
 use super::sla::{pct_name, trim, Condition};
-use super::{limits, Study};
+use super::study::Study;
 use crate::model::lateness::Pct;
 use crate::model::summary::Summary;
 use anyhow::Result;

@@ -5,8 +5,9 @@
 
 use super::evidence;
 use super::judge::Kind;
+use super::limits;
 use super::sla::Condition;
-use super::{limits, CondEval, Eval, Standing, Study};
+use super::study::{CondEval, Eval, Standing, Study};
 use anyhow::Result;
 use std::fmt::Write;
 use std::path::Path;

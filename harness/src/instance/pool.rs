@@ -1,7 +1,7 @@
 //! The harness side: the pool of worker processes, their stdin commands
 //! and the flushes they send back, deaths and restarts.
 
-use super::{lock, Flush, WorkerSpec, READY_TIMEOUT, SPEC_ENV};
+use super::protocol::{lock, Flush, WorkerSpec, READY_TIMEOUT, SPEC_ENV};
 use crate::model::{WorkerEvent, WorkerEventKind, WorkerReport};
 use anyhow::{anyhow, bail, Context, Result};
 use std::process::Stdio;

@@ -1,7 +1,7 @@
 //! The worker side: `delaybench worker`, one canceller instance in its own
 //! process, reading commands on stdin and flushing on stdout.
 
-use super::{lock, Flush, WorkerSpec, FLUSH_EVERY, SCHEDULES_IN_FLIGHT, SPEC_ENV};
+use super::protocol::{lock, Flush, WorkerSpec, FLUSH_EVERY, SCHEDULES_IN_FLIGHT, SPEC_ENV};
 use crate::model::WorkerReport;
 use anyhow::{bail, Context, Result};
 use std::sync::atomic::{AtomicU64, Ordering};

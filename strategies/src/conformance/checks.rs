@@ -8,7 +8,7 @@
 //! queue); `tests/conformance.rs` declares exactly those TTLs. Checks with
 //! other delays are gated on `arbitrary_delay`.
 
-use super::{ensure, start_instances, CheckResult, Fixture, Running, LATENESS_BOUND};
+use super::fixture::{ensure, start_instances, CheckResult, Fixture, Running, LATENESS_BOUND};
 use crate::domain::{now_us, CancelOutcome, OrderStatus, PaymentOutcome};
 use std::time::Duration;
 

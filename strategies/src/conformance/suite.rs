@@ -13,7 +13,8 @@
 //! `requires` and `needs_fallback` are checked for coherence only
 //! (`capabilities_are_coherent`); `notes` are not checked.
 
-use super::{checks, CheckResult, Fixture};
+use super::checks;
+use super::fixture::{CheckResult, Fixture};
 use crate::canceller::Capabilities;
 use crate::registry;
 use std::time::{Duration, Instant};
@@ -235,18 +236,18 @@ pub async fn run_all(f: &Fixture) -> Vec<CheckOutcome> {
 /// - `requires` lists exactly the services the registry says the strategy
 ///   needs.
 pub fn capabilities_are_coherent(strategy: &str, caps: &Capabilities) -> CheckResult {
-    super::ensure!(
+    super::fixture::ensure!(
         caps.durable_across_restart || caps.needs_fallback,
         "{strategy}: declares neither durable_across_restart nor needs_fallback: work lost \
          when every instance dies would be covered by nothing"
     );
-    super::ensure!(
+    super::fixture::ensure!(
         !caps.instance_owns_its_orders || caps.needs_fallback,
         "{strategy}: instances own their orders but needs_fallback is false: a dead \
          instance's orders would wait for it forever"
     );
     let info = registry::info(strategy).map_err(|e| e.to_string())?;
-    super::ensure!(
+    super::fixture::ensure!(
         caps.requires == info.requires,
         "{strategy}: capabilities require {:?} but the registry says {:?}",
         caps.requires,

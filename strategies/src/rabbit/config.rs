@@ -7,6 +7,24 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
 
+/// Which of the RabbitMQ strategies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Ttl,
+    Delayed,
+    SingleQueue,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Ttl => "rabbit-ttl",
+            Mode::Delayed => "rabbit-delayed",
+            Mode::SingleQueue => "rabbit-ttl-single-queue",
+        }
+    }
+}
+
 /// Which RabbitMQ queue type carries the messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -20,7 +20,7 @@ mod message;
 pub mod nodes;
 mod topology;
 
-pub use config::{QueueType, RabbitConfig};
+pub use config::{Mode, QueueType, RabbitConfig};
 pub use message::CancelMessage;
 pub use topology::{broker_facts, BrokerFacts, DELAYED_EXCHANGE_TYPE};
 
@@ -50,24 +50,6 @@ use topology::Names;
 const BACKOFF: Duration = Duration::from_millis(200);
 /// How long a publish waits for its confirm before it counts as failed.
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Which of the RabbitMQ strategies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Ttl,
-    Delayed,
-    SingleQueue,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Ttl => "rabbit-ttl",
-            Mode::Delayed => "rabbit-delayed",
-            Mode::SingleQueue => "rabbit-ttl-single-queue",
-        }
-    }
-}
 
 /// One instance of a RabbitMQ strategy.
 #[derive(Debug)]

@@ -7,8 +7,7 @@
 //! malformed:      dlb.<ns>.work --(reject, dead-letter)--> dlb.<ns>.dead
 //! ```
 
-use super::config::{QueueType, RabbitConfig};
-use super::Mode;
+use super::config::{Mode, QueueType, RabbitConfig};
 use lapin::options::{ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions};
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{Channel, ExchangeKind};

@@ -1,7 +1,7 @@
 //! The wheel's lists of keys: segments of [`SEGMENT`] keys, taken from
 //! and given back to a pool shared by every list.
 
-use super::TimerKey;
+use super::slab::TimerKey;
 
 /// Keys per segment of a [`KeyList`]: 256 keys, 2 KiB. A list wastes at
 /// most one partly filled segment, and walks read 2 KiB runs.

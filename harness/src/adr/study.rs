@@ -1,0 +1,237 @@
+//! The evaluation: every option of the decision and how it fares in every
+//! judged condition ([`Eval`], [`CondEval`], [`Standing`]), and the study
+//! of all of them the draft and its evidence are written from ([`Study`]).
+
+use super::evidence::{self, Source};
+use super::judge::{self, Kind, Verdict};
+use super::sla::{Condition, Metric, Sla, Term};
+use anyhow::{bail, Result};
+use strategies::registry::{self, Role, Variant};
+
+/// One option of the decision and how it fares in every judged condition.
+pub struct Eval {
+    pub name: String,
+    pub variant: Variant,
+    /// `database`, then the services it needs.
+    pub needs: Vec<&'static str>,
+    /// One per judged condition, in [`Condition::ALL`] order.
+    pub conditions: Vec<CondEval>,
+}
+
+/// An option in one condition: each term's verdict, and the sum of them.
+pub struct CondEval {
+    pub condition: Condition,
+    pub kind: Kind,
+    pub terms: Vec<(Term, Verdict)>,
+}
+
+/// Where an option stands overall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Standing {
+    /// Meets every term of every condition that applies to it.
+    Meets,
+    /// Fails none, but some were not measured.
+    NotShown,
+    Fails,
+}
+
+impl CondEval {
+    fn new(condition: Condition, terms: Vec<(Term, Verdict)>) -> CondEval {
+        let kinds: Vec<Kind> = terms.iter().map(|(_, v)| v.kind).collect();
+        let kind = if kinds.iter().all(|k| *k == Kind::NotApplicable) {
+            Kind::NotApplicable
+        } else if kinds.contains(&Kind::Fails) {
+            Kind::Fails
+        } else if kinds
+            .iter()
+            .all(|k| matches!(k, Kind::Meets | Kind::NotApplicable))
+        {
+            Kind::Meets
+        } else {
+            Kind::NotMeasured
+        };
+        CondEval {
+            condition,
+            kind,
+            terms,
+        }
+    }
+
+    /// Why the condition is not measured (or not applicable), once.
+    pub fn why(&self) -> String {
+        let mut whys: Vec<&str> = Vec::new();
+        for (_, v) in &self.terms {
+            if matches!(v.kind, Kind::NotMeasured | Kind::NotApplicable)
+                && !whys.contains(&v.note.as_str())
+            {
+                whys.push(&v.note);
+            }
+        }
+        whys.join("; ")
+    }
+}
+
+impl Eval {
+    pub fn standing(&self) -> Standing {
+        if self.conditions.iter().any(|c| c.kind == Kind::Fails) {
+            Standing::Fails
+        } else if self
+            .conditions
+            .iter()
+            .all(|c| matches!(c.kind, Kind::Meets | Kind::NotApplicable))
+        {
+            Standing::Meets
+        } else {
+            Standing::NotShown
+        }
+    }
+
+    /// How far from meeting: failed terms, or conditions not measured.
+    fn distance(&self) -> usize {
+        match self.standing() {
+            Standing::Fails => self
+                .conditions
+                .iter()
+                .flat_map(|c| &c.terms)
+                .filter(|(_, v)| v.kind == Kind::Fails)
+                .count(),
+            _ => self
+                .conditions
+                .iter()
+                .filter(|c| c.kind == Kind::NotMeasured)
+                .count(),
+        }
+    }
+
+    /// The first lateness term's deciding value without faults, for
+    /// ranking (`f64::MAX` where none).
+    fn lateness(&self) -> f64 {
+        self.conditions
+            .iter()
+            .filter(|c| c.condition == Condition::Normal)
+            .flat_map(|c| &c.terms)
+            .find_map(|(t, v)| match t.metric {
+                Metric::Lateness(_) => v.value,
+                _ => None,
+            })
+            .unwrap_or(f64::MAX)
+    }
+
+    pub fn condition(&self, c: Condition) -> Option<&CondEval> {
+        self.conditions.iter().find(|e| e.condition == c)
+    }
+}
+
+/// The draft's material: the inputs, the SLA, and every option judged.
+pub struct Study<'a> {
+    pub sources: &'a [Source],
+    pub sla: &'a Sla,
+    /// Ranked: those that meet first (fewest services, then lowest
+    /// lateness), then those not shown (fewest conditions unmeasured),
+    /// then those that fail (fewest terms failed).
+    pub evals: Vec<Eval>,
+}
+
+impl<'a> Study<'a> {
+    pub fn new(sources: &'a [Source], sla: &'a Sla) -> Result<Study<'a>> {
+        let names = option_names(sources);
+        if names.is_empty() {
+            bail!("the run folders hold no strategy that is not a teaching variant or the ceiling");
+        }
+        let mut evals: Vec<Eval> = names
+            .into_iter()
+            .map(|name| {
+                let variant = Variant::parse(&name).expect("listed names parse");
+                let mut needs = vec!["database"];
+                needs.extend(variant.info.requires.iter().map(|s| s.name()));
+                let conditions = sla
+                    .judged()
+                    .into_iter()
+                    .map(|c| {
+                        let terms = sla
+                            .terms(c)
+                            .iter()
+                            .map(|t| (t.clone(), judge::judge(sources, &name, c, t)))
+                            .collect();
+                        CondEval::new(c, terms)
+                    })
+                    .collect();
+                Eval {
+                    name,
+                    variant,
+                    needs,
+                    conditions,
+                }
+            })
+            .collect();
+        // A stable sort keeps the registry's order among equals.
+        evals.sort_by(|a, b| {
+            (a.standing(), a.distance(), a.needs.len())
+                .cmp(&(b.standing(), b.distance(), b.needs.len()))
+                .then(a.lateness().total_cmp(&b.lateness()))
+        });
+        Ok(Study {
+            sources,
+            sla,
+            evals,
+        })
+    }
+
+    /// The best options that meet the SLA (else those closest to it, not
+    /// shown to), up to three, and the best one that fails.
+    pub fn shortlist(&self) -> Vec<&Eval> {
+        let best = self.evals[0].standing();
+        let mut list: Vec<&Eval> = self
+            .evals
+            .iter()
+            .filter(|e| e.standing() == best)
+            .take(3)
+            .collect();
+        if let Some(failed) = self
+            .evals
+            .iter()
+            .find(|e| e.standing() == Standing::Fails && !list.iter().any(|l| l.name == e.name))
+        {
+            list.push(failed);
+        }
+        list
+    }
+}
+
+/// Every strategy and variant the folders ran, teaching variants and the
+/// ceiling left out, in the registry's order (each strategy before its
+/// variants).
+pub(super) fn option_names(sources: &[Source]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for source in sources {
+        let listed: Vec<String> = match &source.body {
+            evidence::Body::Run(summaries) => {
+                summaries.iter().map(|s| s.strategy.clone()).collect()
+            }
+            evidence::Body::Sweep(result) => result
+                .strategies
+                .iter()
+                .map(|s| s.strategy.clone())
+                .collect(),
+        };
+        for name in listed {
+            let Ok(variant) = Variant::parse(&name) else {
+                continue;
+            };
+            if variant.info.role != Role::Strategy || names.contains(&name) {
+                continue;
+            }
+            names.push(name);
+        }
+    }
+    let rank = |n: &String| {
+        let v = Variant::parse(n).expect("parsed above");
+        let at = registry::STRATEGIES
+            .iter()
+            .position(|s| s.name == v.info.name)
+            .unwrap_or(usize::MAX);
+        (at, v.outbox, v.fallback)
+    };
+    names.sort_by_key(rank);
+    names
+}

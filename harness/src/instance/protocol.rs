@@ -1,0 +1,63 @@
+//! What the harness and a worker process say to each other: the spec in
+//! the environment, the flush lines on stdout and their cadence.
+
+use crate::model::WorkerReport;
+use crate::scenario::{Measure, ScheduleRetry};
+use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+use std::time::Duration;
+use strategies::{DbLocation, Micros, OrderId, StrategyOptions};
+
+pub(super) const SPEC_ENV: &str = "DELAYBENCH_WORKER_SPEC";
+pub(super) const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often a worker sends its counters and timings to the harness: the
+/// most a worker's death can lose.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Schedules a worker keeps in flight at once (publisher confirms, Redis
+/// round trips), so one slow confirm does not hold up the orders behind it.
+pub const SCHEDULES_IN_FLIGHT: usize = 64;
+
+/// What a worker process runs. Passed in the environment, not argv, so the
+/// database password never shows in `ps`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerSpec {
+    /// The strategy as `--strategies` names it, remedies included
+    /// (`redis-zset+outbox+fallback`, see [`registry::Variant`]).
+    pub strategy: String,
+    pub instance: u32,
+    /// Where the database is, as this worker reaches it (through the
+    /// harness's fault proxy when the scenario has network faults).
+    pub location: DbLocation,
+    pub options: StrategyOptions,
+    /// The label of its database sessions, shared by every instance of the
+    /// strategy, so `kill-db-connections` finds them.
+    pub session: String,
+    pub retry: ScheduleRetry,
+    /// The probes and recorders on its path.
+    pub measure: Measure,
+}
+
+/// One line a worker sends after `ready`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(super) struct Flush {
+    /// Counters since the process started (and since the warm-up ended).
+    pub(super) report: WorkerReport,
+    /// `(order id, when its cancel's COMMIT returned)`, since the previous flush.
+    pub(super) cancel_commits: Vec<(OrderId, Micros)>,
+    /// `(order id, us from the order's commit to schedule() returning)`,
+    /// since the previous flush.
+    pub(super) schedules: Vec<(OrderId, u64)>,
+    /// `(order id, when)` of the attempts absorbed since the previous flush.
+    #[serde(default)]
+    pub(super) absorbed: Vec<(OrderId, Micros)>,
+    /// The worker is stopping cleanly; nothing follows.
+    pub(super) last: bool,
+    /// Sent for a `b` command: every schedule before it has returned.
+    #[serde(default)]
+    pub(super) barrier: bool,
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock leaves the data usable.
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

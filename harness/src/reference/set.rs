@@ -1,0 +1,231 @@
+//! The reference set: what it runs ([`MATRIX`], [`CLUSTERS`]), the SLA its
+//! decision record is judged against ([`SLA`]), and the manifest
+//! (`reference.json`) of what ran where.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The manifest's file name in the reference folder.
+pub const MANIFEST: &str = "reference.json";
+
+/// The strategies every comparison runs.
+const MAIN: &str = "db-scan,db-timer,timing-wheel,rabbit-ttl,rabbit-delayed,redis-zset";
+
+/// [`MAIN`] and the remedies, where the decision record needs each
+/// option's own figures: without them a `+fallback` or `+outbox` option is
+/// "not measured" there, never borrowed from its base.
+const WITH_REMEDIES: &str = "db-scan,db-timer,timing-wheel,timing-wheel+fallback,rabbit-ttl,\
+                             rabbit-ttl+fallback,rabbit-ttl+outbox,rabbit-ttl+outbox+fallback,\
+                             rabbit-delayed,rabbit-delayed+fallback,rabbit-delayed+outbox,\
+                             rabbit-delayed+outbox+fallback,redis-zset,redis-zset+fallback,\
+                             redis-zset+outbox,redis-zset+outbox+fallback";
+
+/// [`MAIN`] and the `+fallback` remedies: the sweeps, where every option
+/// costs minutes.
+const WITH_FALLBACKS: &str = "db-scan,db-timer,timing-wheel,timing-wheel+fallback,rabbit-ttl,\
+                              rabbit-ttl+fallback,rabbit-delayed,rabbit-delayed+fallback,\
+                              redis-zset,redis-zset+fallback";
+
+/// One run of the reference set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// Its name in the manifest and the READMEs.
+    pub name: &'static str,
+    /// What it shows, in a few words.
+    pub what: &'static str,
+    /// `delaybench` arguments, without the service URLs and `--out`.
+    pub args: &'static [&'static str],
+}
+
+/// The reference matrix, in the order it runs.
+pub const MATRIX: &[Entry] = &[
+    Entry {
+        name: "quick",
+        what: "the bundled quick scenario: lateness of every strategy at a light load",
+        args: &["run", "--repeat", "3", "--strategies", MAIN],
+    },
+    Entry {
+        name: "busy",
+        what: "200 orders/s: lateness and database cost per cancel, remedies included",
+        args: &["run", "--scenario", "busy", "--repeat", "3", "--strategies", WITH_REMEDIES],
+    },
+    Entry {
+        name: "probe-cost",
+        what: "600 orders/s, each strategy also run with every probe off: what the measurement costs",
+        args: &["run", "--scenario", "probe-cost", "--repeat", "3", "--strategies", MAIN],
+    },
+    Entry {
+        name: "mixed-timeouts",
+        what: "1 s and 3 s timeouts interleaved: head-of-line blocking",
+        args: &[
+            "run",
+            "--scenario",
+            "mixed-timeouts",
+            "--repeat",
+            "3",
+            "--strategies",
+            "db-scan,db-timer,timing-wheel,rabbit-ttl,rabbit-delayed,redis-zset,rabbit-ttl-single-queue",
+        ],
+    },
+    Entry {
+        name: "chaos",
+        what: "nine faults at the same times for every strategy, remedy and teaching variant",
+        args: &[
+            "run",
+            "--scenario",
+            "chaos",
+            "--allow-anomalies",
+            "--strategies",
+            "db-scan,db-timer,timing-wheel,timing-wheel+fallback,rabbit-ttl,rabbit-ttl+fallback,\
+             rabbit-ttl+outbox,rabbit-ttl+outbox+fallback,rabbit-delayed,rabbit-delayed+fallback,\
+             rabbit-delayed+outbox,rabbit-delayed+outbox+fallback,redis-zset,redis-zset+fallback,\
+             redis-zset+outbox,redis-zset+outbox+fallback,db-scan-noindex,timing-wheel-unconditional,\
+             timing-wheel-release-first,rabbit-ttl-single-queue,redis-keyspace-expiry,\
+             redis-zset-nonatomic,redis-zset-publish-first",
+        ],
+    },
+    Entry {
+        name: "sweep",
+        what: "rising offered rates until a step no longer holds: each strategy's maximum",
+        args: &["sweep", "--repeat", "2", "--strategies", WITH_FALLBACKS],
+    },
+    Entry {
+        name: "backlog",
+        what: "holding a million far-future pending orders, and recovering with it",
+        args: &[
+            "sweep",
+            "--scenario",
+            "backlog-1m",
+            "--strategies",
+            "db-scan,db-scan-noindex,db-timer,timing-wheel,timing-wheel+fallback,rabbit-ttl,\
+             rabbit-ttl+fallback,rabbit-delayed,rabbit-delayed+fallback,redis-zset,\
+             redis-zset+fallback",
+        ],
+    },
+];
+
+/// The cluster presets, run with `--clusters` after [`CLUSTERS_UP`].
+pub const CLUSTERS: &[Entry] = &[
+    Entry {
+        name: "redis-cluster",
+        what: "a Redis Cluster master killed mid-run",
+        args: &[
+            "run",
+            "--scenario",
+            "redis-cluster",
+            "--allow-anomalies",
+            "--strategies",
+            "redis-zset,redis-zset+fallback",
+        ],
+    },
+    Entry {
+        name: "rabbitmq-cluster",
+        what: "a RabbitMQ cluster node stopped mid-run, quorum queues",
+        args: &[
+            "run",
+            "--scenario",
+            "rabbitmq-cluster",
+            "--allow-anomalies",
+            "--strategies",
+            "rabbit-ttl,rabbit-ttl+fallback,rabbit-delayed,rabbit-delayed+fallback",
+        ],
+    },
+    Entry {
+        name: "rabbitmq-cluster-classic",
+        what: "the same node stop, classic queues",
+        args: &[
+            "run",
+            "--scenario",
+            "rabbitmq-cluster-classic",
+            "--allow-anomalies",
+            "--strategies",
+            "rabbit-ttl,rabbit-ttl+fallback",
+        ],
+    },
+];
+
+/// Starts the local clusters the [`CLUSTERS`] entries need (run from the
+/// repository root, as the presets' own commands are).
+pub(super) const CLUSTERS_UP: &str = "scripts/services.sh redis-cluster rabbitmq-cluster";
+
+/// The objective the reference's decision-record draft is written against.
+pub const SLA: &str = "p99<=2s,missed=0,paid-after-deadline<=1%,max-rate>=500,recovery<=30s; \
+                       faults: p99<=10s,missed=0; cluster: p99<=10s,missed=0";
+
+/// `reference.json`: the set's commit and build, and each entry's folder.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    pub commit: String,
+    pub build_profile: String,
+    /// The database the set ran against (password removed).
+    pub database_url: String,
+    pub started_at: String,
+    /// When the last entry finished and the READMEs were written.
+    pub finished_at: Option<String>,
+    pub entries: Vec<ManifestEntry>,
+    /// The folders of the finished set this one replaces, removed once it
+    /// is complete (never anything a manifest did not name).
+    #[serde(default)]
+    pub replaces: Vec<String>,
+}
+
+/// One entry as it ran.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ManifestEntry {
+    pub name: String,
+    pub what: String,
+    /// The `delaybench` arguments it ran with (service URLs redacted).
+    pub command: Vec<String>,
+    /// Its run folder, relative to the reference folder.
+    pub folder: Option<String>,
+    /// Folders an attempt that did not finish left (removed before the
+    /// entry runs again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partial: Vec<String>,
+    pub status: EntryStatus,
+    /// Why it failed, when it did.
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryStatus {
+    Pending,
+    Running,
+    Done,
+    Failed,
+}
+
+impl Manifest {
+    pub fn read(dir: &Path) -> Result<Manifest> {
+        let path = dir.join(MANIFEST);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "reading {} (made by `delaybench reference`)",
+                path.display()
+            )
+        })?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+
+    pub(super) fn write(&self, dir: &Path) -> Result<()> {
+        let path = dir.join(MANIFEST);
+        std::fs::write(&path, serde_json::to_string_pretty(self)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// The folders of the entries that are done, in matrix order.
+    pub fn folders(&self, dir: &Path) -> Vec<PathBuf> {
+        self.entries
+            .iter()
+            .filter(|e| e.status == EntryStatus::Done)
+            .filter_map(|e| e.folder.as_ref().map(|f| dir.join(f)))
+            .collect()
+    }
+}
+
+/// A commit's first seven characters.
+pub fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(7)]
+}
