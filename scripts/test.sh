@@ -1,30 +1,14 @@
 #!/usr/bin/env bash
 # The project's test command (see README): starts the services the tests
 # talk to if they are down, builds and enables the project's RabbitMQ
-# x-delayed-message plugin, then runs every test of the workspace against
-# the real PostgreSQL, MariaDB, SQLite, Redis and RabbitMQ. Tests never skip
-# a backend: an unreachable one fails naming its URL and how to start it.
+# x-delayed-message plugin, then runs the tests of the workspace against
+# the real PostgreSQL, MariaDB, SQLite, Redis and RabbitMQ (about 15
+# minutes on two cores). Tests never skip a backend: an unreachable one
+# fails naming its URL and how to start it. The longer suites (the full
+# chaos preset, the clusters, restarts of the shared Redis) are
+# scripts/test-long.sh; CI runs both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/services.sh postgres mariadb redis rabbitmq
-if command -v rabbitmqctl >/dev/null 2>&1; then
-  bash rabbitmq-plugin/install.sh
-  # Durable queues and exchanges that earlier, interrupted test runs left
-  # on this broker (test namespaces start with `t_`): hundreds of them make
-  # every broker restart recover slowly, and the restart tests then lose
-  # messages for reasons of their own. One call deletes them all.
-  rabbitmqctl eval '
-    Qs = [Q || Q <- rabbit_amqqueue:list(),
-               binary:match(element(4, amqqueue:get_name(Q)), <<"dlb.t_">>) =/= nomatch],
-    [rabbit_amqqueue:delete(Q, false, false, <<"delaybench-tests">>) || Q <- Qs],
-    Xs = [element(2, X) || X <- rabbit_exchange:list(),
-               binary:match(element(4, element(2, X)), <<"dlb.t_">>) =/= nomatch],
-    [rabbit_exchange:delete(X, false, <<"delaybench-tests">>) || X <- Xs],
-    {deleted_leftover_queues, length(Qs), exchanges, length(Xs)}.' ||
-    echo "test.sh: could not delete leftover test queues (continuing)" >&2
-else
-  echo "test.sh: rabbitmqctl not found: the x-delayed-message plugin must already be enabled on the broker" >&2
-  echo "  (docker compose up -d --wait rabbitmq builds a broker with it)" >&2
-fi
+bash scripts/test-prepare.sh
 # --no-fail-fast: one failing test binary must not hide the others' results.
 cargo test --workspace --no-fail-fast "$@"

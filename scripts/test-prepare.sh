@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# What both test commands need first (scripts/test.sh, scripts/test-long.sh):
+# starts the services the tests talk to if they are down, builds and
+# enables the project's x-delayed-message plugin, and deletes the queues
+# that interrupted test runs left on the broker.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/services.sh postgres mariadb redis rabbitmq
+if command -v rabbitmqctl >/dev/null 2>&1; then
+  bash rabbitmq-plugin/install.sh
+  # Durable queues and exchanges that earlier, interrupted test runs left
+  # on this broker (test namespaces start with `t_`): hundreds of them make
+  # every broker restart recover slowly, and the restart tests then lose
+  # messages for reasons of their own. One call deletes them all.
+  rabbitmqctl eval '
+    Qs = [Q || Q <- rabbit_amqqueue:list(),
+               binary:match(element(4, amqqueue:get_name(Q)), <<"dlb.t_">>) =/= nomatch],
+    [rabbit_amqqueue:delete(Q, false, false, <<"delaybench-tests">>) || Q <- Qs],
+    Xs = [element(2, X) || X <- rabbit_exchange:list(),
+               binary:match(element(4, element(2, X)), <<"dlb.t_">>) =/= nomatch],
+    [rabbit_exchange:delete(X, false, <<"delaybench-tests">>) || X <- Xs],
+    {deleted_leftover_queues, length(Qs), exchanges, length(Xs)}.' ||
+    echo "test.sh: could not delete leftover test queues (continuing)" >&2
+else
+  echo "test.sh: rabbitmqctl not found: the x-delayed-message plugin must already be enabled on the broker" >&2
+  echo "  (docker compose up -d --wait rabbitmq builds a broker with it)" >&2
+fi
