@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use strategies::leftovers::TeardownGuard;
-use strategies::registry::{self, STRATEGIES};
+use strategies::registry::{self, Deployment, Variant, STRATEGIES};
 use strategies::{
     checker, now_us, Canceller, DbKind, DbLocation, DbServer, OrderId, OrderStore, Service,
     StoreStats,
@@ -284,7 +284,7 @@ pub fn problems(summaries: &[Summary], allow_anomalies: bool) -> Vec<String> {
                 problems.push(format!("{} {failed}", s.strategy));
             }
         }
-        let teaching = registry::info(&s.strategy).is_ok_and(|i| i.is_teaching());
+        let teaching = Variant::parse(&s.strategy).is_ok_and(|v| v.info.is_teaching());
         if !allow_anomalies && !teaching && s.anomalies.total() > 0 {
             problems.push(format!(
                 "{} has {} anomalies (pass --allow-anomalies if the scenario is meant to break it)",
@@ -360,7 +360,7 @@ pub(crate) fn select(list: Option<&str>) -> Result<Vec<String>> {
     }
     let mut names = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let name = registry::Variant::parse(name)?.name();
+        let name = Variant::parse(name)?.name();
         if !names.contains(&name) {
             names.push(name);
         }
@@ -376,7 +376,7 @@ pub(crate) fn select(list: Option<&str>) -> Result<Vec<String>> {
 /// Why `name` will not run, if it will not. With no `--strategies` the
 /// embedded default runs only what needs no service besides the database.
 fn skip_reason(name: &str, explicitly_selected: bool) -> Result<Option<String>> {
-    let info = registry::info(name)?;
+    let info = Variant::parse(name)?.info;
     if !explicitly_selected && !info.requires.is_empty() {
         let needs: Vec<&str> = info.requires.iter().map(|s| s.name()).collect();
         return Ok(Some(format!(
@@ -399,7 +399,7 @@ async fn services_of(
     let uses = |service| {
         names
             .iter()
-            .any(|n| registry::info(n).is_ok_and(|i| i.requires.contains(&service)))
+            .any(|n| Variant::parse(n).is_ok_and(|v| v.info.requires.contains(&service)))
     };
     if uses(strategies::Service::RabbitMq) {
         services.insert(
@@ -599,6 +599,7 @@ async fn measure_set_up(
         });
     }
     let options = scenario.strategy_options();
+    let deployment = Deployment::new(Variant::parse(name)?, &options);
     // Setup runs on a connection of its own whose row counts are flushed
     // before the reading that starts the whole-run count: PostgreSQL
     // publishes a backend's counts up to 10 s late otherwise, and an index
@@ -606,15 +607,14 @@ async fn measure_set_up(
     // backlog) read as 700 rows per cancel of run cost.
     let setup_store = OrderStore::connect(location, 1).await?;
     set_up
-        .insert(registry::build(name, &options, setup_store.clone())?)
+        .insert(deployment.instance(setup_store.clone())?)
         .setup()
         .await
         .context("strategy setup")?;
     setup_store.flush_statistics().await;
     setup_store.close().await;
-    let control = registry::build(name, &options, OrderStore::connect(location, 2).await?)?;
+    let control = deployment.instance(OrderStore::connect(location, 2).await?)?;
     let mut capabilities = control.capabilities();
-    let variant = registry::Variant::parse(name)?;
     let points: Vec<&str> = control.crash_points().iter().map(|p| p.as_str()).collect();
     capabilities.notes.push(format!(
         "crash points its path has (crash-at, pause-instance): {}",
@@ -624,22 +624,10 @@ async fn measure_set_up(
             points.join(", ")
         }
     ));
-    if variant.outbox {
-        capabilities.notes.push(
-            "runs with a transactional outbox: the order's transaction writes its schedule \
-             request, and each instance's relay publishes it, retrying until it goes through"
-                .into(),
-        );
-    }
+    capabilities.notes.extend(deployment.notes());
     // The order service writes the outbox row in the creating transaction
-    // (+outbox); otherwise it calls `schedule` after the commit.
-    let store = if variant.outbox {
-        store.with_outbox()
-    } else {
-        store
-    };
-    // db-timer: the creating transaction also notifies the deadline.
-    let store = registry::order_service_store(name, store);
+    // (+outbox), and announces the deadline where the strategy listens.
+    let store = deployment.order_service_store(store);
 
     let rows_before = db_stats::rows_read(&store).await?;
     let (proxies, worker_location, worker_options) =
@@ -647,7 +635,7 @@ async fn measure_set_up(
     let session = strategies::store::identifier(&format!("{}_w", location.resource_prefix()));
     let specs: Vec<WorkerSpec> = (0..scenario.instances)
         .map(|instance| WorkerSpec {
-            strategy: name.to_string(),
+            strategy: deployment.variant(),
             instance,
             location: worker_location.clone(),
             options: worker_options.clone(),
@@ -716,8 +704,8 @@ async fn measure_set_up(
         },
     ));
     let stop_sampling = tokio_util::sync::CancellationToken::new();
-    let outbox_samples = variant
-        .outbox
+    let outbox_samples = deployment
+        .relays_outbox()
         .then(|| tokio::spawn(sample_outbox(store.clone(), t0, stop_sampling.clone())));
     let generator = driver::drive(plan, &store, &pool, t0, &progress, connections).await;
 

@@ -61,7 +61,10 @@ async fn clean_lists_then_removes_what_runs_left() {
     let store = OrderStore::connect(sqlite, 2).await.unwrap();
     store.install_schema(1, 10).await.unwrap();
     for strategy in ["rabbit-ttl", "rabbit-delayed", "redis-zset"] {
-        let instance = registry::build(strategy, &options, store.clone()).unwrap();
+        let instance =
+            registry::Deployment::new(registry::Variant::parse(strategy).unwrap(), &options)
+                .instance(store.clone())
+                .unwrap();
         instance.setup().await.unwrap_or_else(|e| panic!("{e}"));
         instance
             .schedule(1, now_us() + 3_600_000_000)

@@ -253,3 +253,12 @@ impl Canceller for Ceiling {
         &[]
     }
 }
+
+/// The ceiling, as the registry lists it.
+pub const CEILING: crate::strategy_info::StrategyInfo = crate::strategy_info::StrategyInfo {
+    name: "ceiling",
+    summary: "BASELINE: each order cancelled at its exact deadline from an in-process \
+              list, no delay mechanism: what the database and harness allow",
+    role: crate::strategy_info::Role::Baseline,
+    ..crate::strategy_info::StrategyInfo::BASE
+};

@@ -17,7 +17,7 @@
 use crate::canceller::{Canceller, Service};
 use crate::error::{Error, Result};
 use crate::redact;
-use crate::registry::{self, StrategyOptions};
+use crate::registry::{Deployment, StrategyOptions, Variant};
 use crate::store::{DbLocation, DbServer, OrderStore};
 use std::future::Future;
 use std::time::Duration;
@@ -499,7 +499,7 @@ async fn teardown_fresh(
     location: &DbLocation,
 ) -> Result<()> {
     let store = OrderStore::connect(location, 1).await?;
-    let instance = registry::build(strategy, options, store.clone())?;
+    let instance = Deployment::new(Variant::parse(strategy)?, options).instance(store.clone())?;
     let result = instance.teardown().await;
     store.close().await;
     result
@@ -610,8 +610,8 @@ struct Scope {
 impl Scope {
     /// Tests have no log subscriber: what could not be removed is printed.
     async fn clean(self, thorough: bool) {
-        let requires = registry::info(&self.strategy)
-            .map(|i| i.requires.to_vec())
+        let requires = Variant::parse(&self.strategy)
+            .map(|v| v.info.requires.to_vec())
             .unwrap_or_default();
         let prefix = self.location.resource_prefix();
         let (strategy, options, location) = (&self.strategy, &self.options, &self.location);

@@ -23,8 +23,10 @@ pub mod redact;
 pub mod redis_cluster;
 pub mod redis_zset;
 pub mod registry;
+pub mod remedy;
 pub mod signal;
 pub mod store;
+pub mod strategy_info;
 pub mod timing_wheel;
 
 pub use canceller::{Canceller, Capabilities, InstanceRole, Service, StrategyCounters};

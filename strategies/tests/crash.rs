@@ -108,7 +108,7 @@ async fn declared_points_reached(strategy: &str) {
         assert_eq!(crash::hits(point), want, "{strategy}: hits of {point}");
     }
     assert_eq!(f.status(1).await, OrderStatus::Cancelled, "{strategy}");
-    if registry::info(strategy).unwrap().role != Role::Teaching {
+    if registry::Variant::parse(strategy).unwrap().info.role != Role::Teaching {
         f.assert_clean().await;
     }
     crash::reset();

@@ -80,7 +80,7 @@ fn a_test_that_panics_leaves_no_queue_and_no_key() {
 #[test]
 fn a_run_dropped_after_setup_still_tears_down() {
     use strategies::leftovers::TeardownGuard;
-    use strategies::{registry, DbServer, OrderStore};
+    use strategies::{DbServer, OrderStore};
     let options = common::test_options();
     let dir = std::env::temp_dir().join(format!("delaybench-guard-{}", std::process::id()));
     let rt = runtime();
@@ -94,7 +94,9 @@ fn a_run_dropped_after_setup_still_tears_down() {
         let location = server.create_namespace(&namespace, &dir).await.unwrap();
         let guard = TeardownGuard::new("rabbit-ttl", &options, &location);
         let store = OrderStore::connect(&location, 1).await.unwrap();
-        let instance = registry::build("rabbit-ttl", &options, store).unwrap();
+        let instance = common::deploy("rabbit-ttl", &options)
+            .instance(store)
+            .unwrap();
         instance.setup().await.expect("setup");
         let before = left(&options, &location.resource_prefix()).await.0;
         // An error midway: the guard goes out of scope unfinished.

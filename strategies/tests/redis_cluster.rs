@@ -202,14 +202,11 @@ async fn cleanup_scans_every_master() {
 async fn keyspace_expiry_refuses_a_cluster_naming_why() {
     let options = cluster_options();
     let fixture = Fixture::new(&common::sqlite_url(), "redis-zset", options.clone()).await;
-    let err = match strategies::registry::build(
-        "redis-keyspace-expiry",
-        &options,
-        fixture.orders.clone(),
-    ) {
-        Ok(_) => panic!("redis-keyspace-expiry accepted a Redis Cluster URL"),
-        Err(e) => e.to_string(),
-    };
+    let err =
+        match common::deploy("redis-keyspace-expiry", &options).instance(fixture.orders.clone()) {
+            Ok(_) => panic!("redis-keyspace-expiry accepted a Redis Cluster URL"),
+            Err(e) => e.to_string(),
+        };
     assert!(
         err.contains("Redis Cluster") && err.contains("redis-keyspace-expiry"),
         "{err}"

@@ -413,7 +413,9 @@ async fn unreachable_redis_names_url_and_hint() {
         StrategyOptions::default(),
     )
     .await;
-    let instance = strategies::registry::build("redis-zset", &options, f.orders.clone()).unwrap();
+    let instance = common::deploy("redis-zset", &options)
+        .instance(f.orders.clone())
+        .unwrap();
     let err = instance.setup().await.unwrap_err();
     let msg = err.to_string();
     assert!(

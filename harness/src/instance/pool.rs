@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
-use strategies::{registry, Micros, OrderId, StrategyCounters};
+use strategies::{Micros, OrderId, StrategyCounters};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::sync::mpsc;
@@ -408,7 +408,7 @@ impl Pool {
     pub fn publishes_before_commit(&self) -> bool {
         self.specs
             .first()
-            .is_some_and(|spec| registry::publishes_before_commit(&spec.strategy))
+            .is_some_and(|spec| spec.strategy.info.schedules_before_commit)
     }
 
     /// Whether instance `index` has a process the pool counts as running

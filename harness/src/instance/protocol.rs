@@ -6,6 +6,7 @@ use crate::scenario::{Measure, ScheduleRetry};
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 use std::time::Duration;
+use strategies::registry::Variant;
 use strategies::{DbLocation, Micros, OrderId, StrategyOptions};
 
 pub(super) const SPEC_ENV: &str = "DELAYBENCH_WORKER_SPEC";
@@ -21,9 +22,9 @@ pub const SCHEDULES_IN_FLIGHT: usize = 64;
 /// database password never shows in `ps`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerSpec {
-    /// The strategy as `--strategies` names it, remedies included
-    /// (`redis-zset+outbox+fallback`, see [`registry::Variant`]).
-    pub strategy: String,
+    /// The strategy, remedies included (written as its name,
+    /// `redis-zset+outbox+fallback`).
+    pub strategy: Variant,
     pub instance: u32,
     /// Where the database is, as this worker reaches it (through the
     /// harness's fault proxy when the scenario has network faults).

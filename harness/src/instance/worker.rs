@@ -7,9 +7,8 @@ use anyhow::{bail, Context, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use strategies::{
-    now_us, outbox, registry, Micros, OrderId, OrderStore, StoreStats, StrategyCounters,
-};
+use strategies::registry::Deployment;
+use strategies::{now_us, outbox, Micros, OrderId, OrderStore, StoreStats, StrategyCounters};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -139,9 +138,8 @@ pub async fn worker_main() -> Result<()> {
     // (PostgreSQL; a no-op elsewhere, and the report says so), sampled so
     // that every strategy pays the same reading per second.
     store.set_server_reads(spec.measure.server_reads());
-    let variant = registry::Variant::parse(&spec.strategy)?;
-    let canceller: Arc<dyn strategies::Canceller> =
-        registry::build(&spec.strategy, &spec.options, store.clone())?.into();
+    let deployment = Deployment::new(spec.strategy, &spec.options);
+    let canceller: Arc<dyn strategies::Canceller> = deployment.instance(store.clone())?.into();
     let shutdown = CancellationToken::new();
     let run = tokio::spawn({
         let (canceller, shutdown) = (canceller.clone(), shutdown.clone());
@@ -153,7 +151,7 @@ pub async fn worker_main() -> Result<()> {
     });
     // +outbox: the creating transactions wrote the schedule requests; this
     // instance's relay hands them to the strategy.
-    let relay = variant.outbox.then(|| {
+    let relay = deployment.relays_outbox().then(|| {
         let state = Arc::clone(&state);
         tokio::spawn(outbox::relay(
             store.clone(),

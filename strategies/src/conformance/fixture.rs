@@ -5,7 +5,7 @@ use crate::canceller::{Canceller, Capabilities};
 use crate::checker;
 use crate::domain::{now_us, Micros, NewOrder, OrderId, OrderStatus};
 use crate::leftovers::TestNamespace;
-use crate::registry::{self, StrategyOptions};
+use crate::registry::{Deployment, StrategyOptions, Variant};
 use crate::store::{DbLocation, DbServer, OrderStore};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -90,6 +90,8 @@ pub struct Fixture {
     /// The order service's store: creates and pays orders.
     pub orders: OrderStore,
     pub(super) strategy: String,
+    /// The strategy as the harness deploys it, parsed once from `strategy`.
+    deployment: Deployment,
     pub(super) options: StrategyOptions,
     /// Removes the namespace and the strategy's broker objects and Redis
     /// keys, also when the test panics before [`Fixture::cleanup`].
@@ -114,7 +116,11 @@ impl Fixture {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         // As the harness's order service does for this strategy.
-        let orders = registry::order_service_store(strategy, orders);
+        let deployment = Deployment::new(
+            Variant::parse(strategy).unwrap_or_else(|e| panic!("{e}")),
+            &options,
+        );
+        let orders = deployment.order_service_store(orders);
         orders
             .install_schema(4, STOCK)
             .await
@@ -125,6 +131,7 @@ impl Fixture {
             location,
             orders,
             strategy: strategy.to_string(),
+            deployment,
             options,
             stall: StallMeter::start(),
             _tempdir: Some(tempdir),
@@ -174,7 +181,8 @@ impl Fixture {
         options: &StrategyOptions,
         store: OrderStore,
     ) -> Arc<dyn Canceller> {
-        let instance: Arc<dyn Canceller> = registry::build(&self.strategy, options, store)
+        let instance: Arc<dyn Canceller> = Deployment::new(self.deployment.variant(), options)
+            .instance(store)
             .expect("build strategy")
             .into();
         instance.setup().await.expect("setup");

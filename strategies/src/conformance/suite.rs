@@ -16,7 +16,7 @@
 use super::checks;
 use super::fixture::{CheckResult, Fixture};
 use crate::canceller::Capabilities;
-use crate::registry;
+use crate::registry::Variant;
 use std::time::{Duration, Instant};
 
 /// One conformance check, by name.
@@ -246,7 +246,7 @@ pub fn capabilities_are_coherent(strategy: &str, caps: &Capabilities) -> CheckRe
         "{strategy}: instances own their orders but needs_fallback is false: a dead \
          instance's orders would wait for it forever"
     );
-    let info = registry::info(strategy).map_err(|e| e.to_string())?;
+    let info = Variant::parse(strategy).map_err(|e| e.to_string())?.info;
     super::fixture::ensure!(
         caps.requires == info.requires,
         "{strategy}: capabilities require {:?} but the registry says {:?}",

@@ -10,8 +10,10 @@
 //! work and survives an instance dying mid-scan without lock hand-over.
 
 mod config;
+mod info;
 
 pub use config::{DbScanConfig, FallbackScanConfig, ScanIndex};
+pub use info::{DB_SCAN, DB_SCAN_NOINDEX};
 
 use crate::canceller::{Canceller, Capabilities, StrategyCounters};
 use crate::crash::CrashPoint;

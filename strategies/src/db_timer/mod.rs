@@ -58,8 +58,10 @@
 //! comes from the database, not from the order service's call.
 
 mod config;
+mod info;
 
 pub use config::DbTimerConfig;
+pub use info::DB_TIMER;
 
 use crate::canceller::{counters, Canceller, Capabilities, InstanceRole, StrategyCounters};
 use crate::crash::CrashPoint;

@@ -16,11 +16,13 @@
 //! short pause, so the cancel is retried.
 
 mod config;
+mod info;
 mod message;
 pub mod nodes;
 mod topology;
 
 pub use config::{Mode, QueueType, RabbitConfig};
+pub use info::{RABBIT_DELAYED, RABBIT_TTL, RABBIT_TTL_SINGLE_QUEUE};
 pub use message::CancelMessage;
 pub use topology::{broker_facts, BrokerFacts, DELAYED_EXCHANGE_TYPE};
 

@@ -36,11 +36,13 @@
 
 mod config;
 mod conn;
+mod info;
 mod scripts;
 pub mod teaching;
 mod worker;
 
 pub use config::RedisZsetConfig;
+pub use info::{REDIS_KEYSPACE_EXPIRY, REDIS_ZSET, REDIS_ZSET_NONATOMIC, REDIS_ZSET_PUBLISH_FIRST};
 
 use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
 use crate::crash::CrashPoint;

@@ -14,9 +14,11 @@
 //! UPDATE absorbs the resulting duplicate attempts.
 
 mod config;
+mod info;
 pub mod wheel;
 
 pub use config::TimingWheelConfig;
+pub use info::{TIMING_WHEEL, TIMING_WHEEL_RELEASE_FIRST, TIMING_WHEEL_UNCONDITIONAL};
 
 use crate::canceller::{Canceller, Capabilities, StrategyCounters};
 use crate::crash::{self, CrashPoint};

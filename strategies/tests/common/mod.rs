@@ -88,3 +88,13 @@ pub fn url_for(name: &str) -> String {
         other => panic!("unknown database `{other}`"),
     }
 }
+
+/// `name` as the harness deploys it with `options` (a test names its
+/// strategy; a bad name is the test's own mistake).
+pub fn deploy(
+    name: &str,
+    options: &strategies::StrategyOptions,
+) -> strategies::registry::Deployment {
+    let variant = strategies::registry::Variant::parse(name).unwrap_or_else(|e| panic!("{e}"));
+    strategies::registry::Deployment::new(variant, options)
+}

@@ -1,0 +1,41 @@
+//! The RabbitMQ strategies and their teaching variant, as the registry
+//! lists them.
+
+use crate::canceller::Service;
+use crate::strategy_info::{Role, StrategyInfo};
+
+pub const RABBIT_TTL: StrategyInfo = StrategyInfo {
+    name: "rabbit-ttl",
+    summary: "RabbitMQ wait queue per timeout with TTL + dead-letter exchange",
+    requires: &[Service::RabbitMq],
+    good: &[
+        "the broker delivers each order at its timeout, and consumers scale out with manual acks and bounded prefetch",
+    ],
+    bad: &[
+        "one wait queue per distinct timeout: a delay between the declared TTLs waits for the next longer one",
+        "classic-queue dead-lettering is at-most-once, and a node's loss loses its classic queues' messages: quorum queues or `+fallback` are needed",
+        "the schedule is published after the order commits: a crash or broker outage in between loses it without `+outbox` or `+fallback`",
+    ],
+    ..StrategyInfo::BASE
+};
+
+pub const RABBIT_DELAYED: StrategyInfo = StrategyInfo {
+    name: "rabbit-delayed",
+    summary: "RabbitMQ x-delayed-message exchange with a per-message x-delay",
+    requires: &[Service::RabbitMq],
+    good: &["any per-order delay, without declaring the timeouts up front"],
+    bad: &[
+        "the broker needs a delayed-message exchange plugin (x-delayed-message), which RabbitMQ does not ship",
+        "delayed messages wait in one node's own store, neither replicated nor fsynced per write: losing that node loses them without `+fallback`",
+        "the schedule is published after the order commits: a crash or broker outage in between loses it without `+outbox` or `+fallback`",
+    ],
+    ..StrategyInfo::BASE
+};
+
+pub const RABBIT_TTL_SINGLE_QUEUE: StrategyInfo = StrategyInfo {
+    name: "rabbit-ttl-single-queue",
+    summary: "TEACHING: per-message expiration on one queue (head-of-line blocking)",
+    requires: &[Service::RabbitMq],
+    role: Role::Teaching,
+    ..StrategyInfo::BASE
+};

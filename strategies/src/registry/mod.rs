@@ -1,0 +1,49 @@
+//! Every strategy by name: what it is, what it needs, and how to build and
+//! deploy it. The one place to look a strategy up.
+//!
+//! - [`STRATEGIES`]: the table, one line per strategy (its module owns its
+//!   [`StrategyInfo`], config and constructor);
+//! - [`Variant`]: a strategy plus its remedies, parsed once where a name
+//!   enters (the command line, a summary) and carried typed from there;
+//! - [`Deployment`]: a variant with the scenario's options, which answers
+//!   what the order service, the workers and the report need of it;
+//! - [`StrategyOptions`]: `[strategies]`, every strategy's options.
+
+mod deployment;
+mod options;
+mod table;
+mod variant;
+
+pub use crate::remedy::{Remedy, FALLBACK, OUTBOX};
+pub use crate::strategy_info::{Role, StrategyInfo};
+pub use deployment::Deployment;
+pub use options::StrategyOptions;
+pub use table::{Entry, STRATEGIES};
+pub use variant::Variant;
+
+/// The entry of `name`, a strategy with or without remedies.
+// Only for the report and reference renderers that still hold names; they
+// read typed variants once summaries carry them (issue 21), and this goes.
+pub fn info(name: &str) -> crate::error::Result<&'static StrategyInfo> {
+    Ok(Variant::parse(name)?.info.info())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_strategy_says_what_choosing_it_means() {
+        for s in STRATEGIES.iter().filter(|s| s.role == Role::Strategy) {
+            assert!(!s.good.is_empty() && !s.bad.is_empty(), "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<&str> = STRATEGIES.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), STRATEGIES.len());
+    }
+}
