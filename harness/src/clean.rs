@@ -13,6 +13,7 @@
 //! - every queue and exchange named `dlb.*` and every Redis key `dlb:*`,
 //!   aged by the namespace in their name where it is a run's.
 
+use crate::service_args::ServiceArgs;
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -30,16 +31,10 @@ pub struct CleanArgs {
     /// Remove what is listed (without it, only list).
     #[arg(long)]
     pub yes: bool,
-    /// Database servers whose schemas (PostgreSQL) or databases (MariaDB) to look in;
-    /// repeat for several. SQLite files are looked for under --out.
-    #[arg(long, env = "DELAYBENCH_DB", hide_env_values = true)]
-    pub db: Vec<String>,
-    /// RabbitMQ URL (default amqp://guest:guest@127.0.0.1:5672/%2f).
-    #[arg(long, env = "DELAYBENCH_AMQP", hide_env_values = true)]
-    pub amqp: Option<String>,
-    /// Redis URL (default redis://127.0.0.1:6379).
-    #[arg(long, env = "DELAYBENCH_REDIS", hide_env_values = true)]
-    pub redis: Option<String>,
+    /// The services to look in: the schemas (PostgreSQL) or databases (MariaDB) of each
+    /// `--db` given (SQLite files are looked for under --out), the broker and Redis.
+    #[command(flatten)]
+    pub services: ServiceArgs,
     /// The results folder whose SQLite files to look at.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
@@ -78,12 +73,11 @@ struct Place {
 
 /// Lists (and with `--yes` removes) the leftovers; returns the text to print.
 pub async fn clean(args: &CleanArgs) -> Result<String> {
-    let defaults = strategies::StrategyOptions::default();
-    let amqp = args.amqp.clone().unwrap_or(defaults.rabbit.url);
-    let redis = args.redis.clone().unwrap_or(defaults.redis_zset.url);
+    let (amqp, redis) = args.services.urls_or_defaults();
     let mut places = Vec::new();
     let servers: Vec<&String> = args
-        .db
+        .services
+        .databases()
         .iter()
         .filter(|u| !u.starts_with("sqlite:"))
         .collect();

@@ -20,6 +20,7 @@ mod resources;
 mod run;
 mod scenario;
 mod scenario_reference;
+mod service_args;
 mod sweep;
 mod workload;
 
@@ -133,20 +134,8 @@ enum Command {
     },
     /// List the strategies, probe the services they need, and say which can run now.
     List {
-        /// Order database to probe.
-        #[arg(
-            long,
-            env = "DELAYBENCH_DB",
-            hide_env_values = true,
-            default_value = "sqlite://"
-        )]
-        db: String,
-        /// RabbitMQ URL to probe (default amqp://guest:guest@127.0.0.1:5672/%2f).
-        #[arg(long, env = "DELAYBENCH_AMQP", hide_env_values = true)]
-        amqp: Option<String>,
-        /// Redis URL to probe (default redis://127.0.0.1:6379).
-        #[arg(long, env = "DELAYBENCH_REDIS", hide_env_values = true)]
-        redis: Option<String>,
+        #[command(flatten)]
+        services: service_args::ServiceArgs,
     },
     /// List what earlier runs and tests left on the services (database namespaces,
     /// dlb.* queues and exchanges, dlb:* Redis keys); remove them with --yes.
@@ -282,11 +271,8 @@ fn main() -> ExitCode {
                 }
             }
             Command::Scenario { action } => scenario_command(action),
-            Command::List { db, amqp, redis } => {
-                print!(
-                    "{}",
-                    probe::list(&db, amqp.as_deref(), redis.as_deref()).await?
-                );
+            Command::List { services } => {
+                print!("{}", probe::list(&services).await?);
                 Ok(())
             }
             Command::Clean { args } => {

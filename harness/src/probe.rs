@@ -2,11 +2,12 @@
 //! those answer now, so a user knows what `--strategies` can run before
 //! starting a run.
 
+use crate::service_args::ServiceArgs;
 use anyhow::Result;
 use std::fmt::Write;
 use std::time::Duration;
 use strategies::registry::{self, STRATEGIES};
-use strategies::{DbServer, Service, StrategyOptions};
+use strategies::{DbServer, Service};
 
 /// How long one probe may take before the service counts as down.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -23,11 +24,10 @@ async fn within(what: impl std::future::Future<Output = Result<String>>) -> Prob
 }
 
 /// The listing `delaybench list` prints.
-pub async fn list(db: &str, amqp: Option<&str>, redis: Option<&str>) -> Result<String> {
-    let defaults = StrategyOptions::default();
-    let amqp = amqp.unwrap_or(&defaults.rabbit.url);
-    let redis = redis.unwrap_or(&defaults.redis_zset.url);
-    let server = DbServer::parse(db)?;
+pub async fn list(services: &ServiceArgs) -> Result<String> {
+    let (amqp, redis) = services.urls_or_defaults();
+    let (amqp, redis) = (amqp.as_str(), redis.as_str());
+    let server = DbServer::parse(services.database(crate::service_args::SQLITE)?)?;
     let (database, rabbit, redis_probe) = tokio::join!(
         within(async { Ok(server.server_version().await?) }),
         within(async {

@@ -16,6 +16,7 @@ use crate::redis_stats;
 use crate::report;
 use crate::resources;
 use crate::scenario::Scenario;
+use crate::service_args::{self, ServiceArgs};
 use crate::workload::{self, Plan};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -46,22 +47,8 @@ pub struct CommonArgs {
     /// database (the others are listed as skipped); for `sweep`: `all`.
     #[arg(long)]
     pub strategies: Option<String>,
-    /// Order database: sqlite:// (embedded, default), postgres://user@host/db or mysql://user@host/db.
-    #[arg(
-        long,
-        env = "DELAYBENCH_DB",
-        hide_env_values = true,
-        default_value = "sqlite://"
-    )]
-    pub db: String,
-    /// RabbitMQ URL for the rabbit strategies (default: the scenario's
-    /// `[strategies.rabbit] url`, amqp://guest:guest@127.0.0.1:5672/%2f).
-    #[arg(long, env = "DELAYBENCH_AMQP", hide_env_values = true)]
-    pub amqp: Option<String>,
-    /// Redis URL for the redis strategies (default: the scenario's
-    /// `[strategies.redis-zset] url`, redis://127.0.0.1:6379).
-    #[arg(long, env = "DELAYBENCH_REDIS", hide_env_values = true)]
-    pub redis: Option<String>,
+    #[command(flatten)]
+    pub services: ServiceArgs,
     /// Folder that receives <run-id>/.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
@@ -72,12 +59,7 @@ impl CommonArgs {
     /// service URLs of the flags and environment put in, and where it came from.
     pub fn scenario(&self, default_preset: &str) -> Result<(Scenario, String)> {
         let (mut scenario, origin) = Scenario::load(self.scenario.as_deref(), default_preset)?;
-        if let Some(url) = &self.amqp {
-            scenario.strategies.rabbit.url = url.clone();
-        }
-        if let Some(url) = &self.redis {
-            scenario.strategies.redis_zset.url = url.clone();
-        }
+        self.services.apply(&mut scenario.strategies);
         scenario.validate()?;
         Ok((scenario, origin))
     }
@@ -108,7 +90,7 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
             b.pending[0]
         );
     }
-    let server = DbServer::parse(&args.common.db)?;
+    let server = DbServer::parse(args.common.services.database(service_args::SQLITE)?)?;
     // Before the run folder exists: a database that is down leaves nothing behind.
     let database_version = server.server_version().await?;
     let (run_id, run_dir) = new_run_dir(&args.common.out, &scenario.name)?;

@@ -67,7 +67,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
     if scenario.backlog.is_none() {
         names.insert(0, "ceiling".to_string());
     }
-    let server = DbServer::parse(&args.common.db)?;
+    let server = DbServer::parse(args.common.services.database(crate::service_args::SQLITE)?)?;
     let database_version = server.server_version().await?;
     let (run_id, run_dir) = new_run_dir(&args.common.out, &scenario.name)?;
     start_run_info(

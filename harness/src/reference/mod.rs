@@ -21,9 +21,13 @@ mod set;
 use set::{short, Entry, EntryStatus, Manifest, ManifestEntry, CLUSTERS, CLUSTERS_UP, MATRIX};
 
 use crate::model::run_info;
+use crate::service_args::ServiceArgs;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// The reference set's database unless `--db` names another.
+pub const DEFAULT_DB: &str = "postgres://root@127.0.0.1/test";
 
 /// What `delaybench reference` was asked to do.
 #[derive(Debug, Clone, clap::Args)]
@@ -31,18 +35,9 @@ pub struct ReferenceArgs {
     /// The reference folder; the READMEs' generated sections read it.
     #[arg(long, default_value = "results/reference")]
     pub out: PathBuf,
-    /// Order database of every entry.
-    #[arg(
-        long,
-        env = "DELAYBENCH_DB",
-        hide_env_values = true,
-        default_value = "postgres://root@127.0.0.1/test"
-    )]
-    pub db: String,
-    #[arg(long, env = "DELAYBENCH_AMQP", hide_env_values = true)]
-    pub amqp: Option<String>,
-    #[arg(long, env = "DELAYBENCH_REDIS", hide_env_values = true)]
-    pub redis: Option<String>,
+    /// The services of every entry (the database defaults to [`DEFAULT_DB`]).
+    #[command(flatten)]
+    pub services: ServiceArgs,
     /// Also run the Redis and RabbitMQ cluster presets, last, starting the
     /// local clusters first (`scripts/services.sh redis-cluster
     /// rabbitmq-cluster`, from the repository root).
@@ -121,7 +116,8 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
-    let db_display = strategies::redact::url(&args.db);
+    let db = args.services.database(DEFAULT_DB)?;
+    let db_display = strategies::redact::url(db);
     let previous = Manifest::read(&args.out).ok();
     let wanted: Vec<&str> = matrix.iter().map(|e| e.name).collect();
     // Resumed only when it is the same set: the same commit, build,
@@ -223,7 +219,7 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
         manifest.entries[k].status = EntryStatus::Running;
         manifest.entries[k].folder = None;
         manifest.write(&args.out)?;
-        let (folder, outcome) = run_entry(&entry.command, args).await;
+        let (folder, outcome) = run_entry(&entry.command, args, db).await;
         let e = &mut manifest.entries[k];
         e.partial = folders_in(&args.out)
             .into_iter()
@@ -308,6 +304,7 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
 async fn run_entry(
     command: &[String],
     args: &ReferenceArgs,
+    db: &str,
 ) -> (Option<PathBuf>, std::result::Result<(), String>) {
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
@@ -315,19 +312,12 @@ async fn run_entry(
     };
     let mut cmd = tokio::process::Command::new(exe);
     cmd.args(command)
-        .arg("--db")
-        .arg(&args.db)
+        .args(args.services.child_flags(db))
         .arg("--out")
         .arg(&args.out)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
         .kill_on_drop(true);
-    if let Some(url) = &args.amqp {
-        cmd.arg("--amqp").arg(url);
-    }
-    if let Some(url) = &args.redis {
-        cmd.arg("--redis").arg(url);
-    }
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(e) => return (None, Err(format!("cannot start delaybench: {e}"))),
