@@ -1,10 +1,20 @@
 //! The checker: every business invariant, computed from the database itself.
 //!
-//! This is the product. Each anomaly below is one SQL query over the schema
-//! contract; each is a count plus up to [`MAX_EXAMPLES`] example ids, in the
-//! style of Jepsen's checkers. It lives in the library (not only in the
-//! harness) so the conformance suite and the harness judge with the very
-//! same queries.
+//! This is the product. Each anomaly is a row of one table ([`Anomaly`],
+//! in `anomaly.rs`): most are one SQL query over the schema contract (in
+//! [`queries`]), each a count plus up to [`MAX_EXAMPLES`] example ids, in
+//! the style of Jepsen's checkers; a row the database cannot see is counted
+//! by the harness from the instances' outcomes. It lives in the library
+//! (not only in the harness) so the conformance suite and the harness judge
+//! with the very same queries. `counts.rs` stores the counts and examples
+//! per row and writes them as `summary.json` has them.
+
+mod anomaly;
+mod counts;
+pub mod queries;
+
+pub use anomaly::{Anomaly, Binds, Source};
+pub use counts::{Anomalies, AnomalyExamples};
 
 use crate::domain::Micros;
 use crate::error::Result;
@@ -14,73 +24,6 @@ use std::collections::BTreeMap;
 
 /// How many example ids each anomaly keeps.
 pub const MAX_EXAMPLES: usize = 10;
-
-pub mod queries;
-
-/// Anomaly counts. Every field must be zero for a correct strategy.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Anomalies {
-    pub early_cancels: u64,
-    pub paid_then_cancelled: u64,
-    pub duplicate_releases: u64,
-    pub missed_cancels: u64,
-    pub refund_errors: u64,
-    pub stock_mismatches: u64,
-    /// Cancelled orders with no RELEASE move.
-    pub unreleased_cancels: u64,
-    /// RELEASE moves for orders that are not cancelled.
-    pub orphan_releases: u64,
-    /// Cancel attempts on orders that did not exist: scheduled by a
-    /// transaction that then rolled back, or delivered before its commit.
-    /// Not in the database, so the checker cannot see them: the harness
-    /// fills this in from the instances' `missing` outcomes.
-    #[serde(default)]
-    pub phantom_schedules: u64,
-}
-
-impl Anomalies {
-    /// Field by field, the larger of `self` and `other`: the worst of
-    /// several repetitions, so a repeated run never reads cleaner than its
-    /// worst repetition.
-    pub fn worst(&self, other: &Anomalies) -> Anomalies {
-        Anomalies {
-            early_cancels: self.early_cancels.max(other.early_cancels),
-            paid_then_cancelled: self.paid_then_cancelled.max(other.paid_then_cancelled),
-            duplicate_releases: self.duplicate_releases.max(other.duplicate_releases),
-            missed_cancels: self.missed_cancels.max(other.missed_cancels),
-            refund_errors: self.refund_errors.max(other.refund_errors),
-            stock_mismatches: self.stock_mismatches.max(other.stock_mismatches),
-            unreleased_cancels: self.unreleased_cancels.max(other.unreleased_cancels),
-            orphan_releases: self.orphan_releases.max(other.orphan_releases),
-            phantom_schedules: self.phantom_schedules.max(other.phantom_schedules),
-        }
-    }
-
-    pub fn total(&self) -> u64 {
-        self.early_cancels
-            + self.paid_then_cancelled
-            + self.duplicate_releases
-            + self.missed_cancels
-            + self.refund_errors
-            + self.stock_mismatches
-            + self.unreleased_cancels
-            + self.orphan_releases
-            + self.phantom_schedules
-    }
-}
-
-/// Up to [`MAX_EXAMPLES`] ids per anomaly (order ids; SKUs for stock).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AnomalyExamples {
-    pub early_cancels: Vec<i64>,
-    pub paid_then_cancelled: Vec<i64>,
-    pub duplicate_releases: Vec<i64>,
-    pub missed_cancels: Vec<i64>,
-    pub refund_errors: Vec<i64>,
-    pub stock_mismatches: Vec<i64>,
-    pub unreleased_cancels: Vec<i64>,
-    pub orphan_releases: Vec<i64>,
-}
 
 /// Orders by final state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,60 +59,24 @@ impl Verdict {
     }
 }
 
-fn find(ids: Vec<i64>, count: &mut u64, examples: &mut Vec<i64>) {
-    *count = ids.len() as u64;
-    *examples = ids.into_iter().take(MAX_EXAMPLES).collect();
-}
-
-/// Runs every invariant query against `store`'s namespace.
+/// Runs every invariant query against `store`'s namespace: each row of the
+/// table the checker counts (the instances' rows stay 0 for the harness).
 ///
 /// `drain_us`: how long after its deadline an order may still be PENDING
 /// before it counts as a missed cancel; `check_time_us`: now.
 pub async fn check(store: &OrderStore, drain_us: Micros, check_time_us: Micros) -> Result<Verdict> {
     let mut v = Verdict::default();
-    let (a, e) = (&mut v.anomalies, &mut v.anomaly_examples);
-    find(
-        store.query_i64s(queries::EARLY_CANCELS, &[]).await?,
-        &mut a.early_cancels,
-        &mut e.early_cancels,
-    );
-    find(
-        store.query_i64s(queries::PAID_THEN_CANCELLED, &[]).await?,
-        &mut a.paid_then_cancelled,
-        &mut e.paid_then_cancelled,
-    );
-    find(
-        store.query_i64s(queries::DUPLICATE_RELEASES, &[]).await?,
-        &mut a.duplicate_releases,
-        &mut e.duplicate_releases,
-    );
-    find(
-        store.query_i64s(queries::UNRELEASED_CANCELS, &[]).await?,
-        &mut a.unreleased_cancels,
-        &mut e.unreleased_cancels,
-    );
-    find(
-        store.query_i64s(queries::ORPHAN_RELEASES, &[]).await?,
-        &mut a.orphan_releases,
-        &mut e.orphan_releases,
-    );
-    find(
-        store
-            .query_i64s(queries::MISSED_CANCELS, &[drain_us, check_time_us])
-            .await?,
-        &mut a.missed_cancels,
-        &mut e.missed_cancels,
-    );
-    find(
-        store.query_i64s(queries::REFUND_ERRORS, &[]).await?,
-        &mut a.refund_errors,
-        &mut e.refund_errors,
-    );
-    find(
-        store.query_i64s(queries::STOCK_MISMATCHES, &[]).await?,
-        &mut a.stock_mismatches,
-        &mut e.stock_mismatches,
-    );
+    for anomaly in Anomaly::ALL {
+        let Source::Query { sql, binds } = anomaly.source() else {
+            continue;
+        };
+        let ids = store
+            .query_i64s(sql, &binds.values(drain_us, check_time_us))
+            .await?;
+        v.anomalies.set(anomaly, ids.len() as u64);
+        v.anomaly_examples
+            .set(anomaly, ids.into_iter().take(MAX_EXAMPLES).collect());
+    }
 
     for (status, n) in store
         .query_text_counts("SELECT status, COUNT(*) FROM orders GROUP BY status")

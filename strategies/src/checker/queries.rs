@@ -1,7 +1,7 @@
 //! The invariants, each as the query that finds its violations: one id
-//! column, `?` placeholders as noted. A query that is not an anomaly sits
-//! here too when the checker reads a figure with it
-//! ([`PAID_AFTER_DEADLINE`]).
+//! column, `?` placeholders as noted (the table of [`super::Anomaly`] says
+//! which binds each takes). A query that is not an anomaly sits here too
+//! when the checker reads a figure with it ([`PAID_AFTER_DEADLINE`]).
 
 /// A cancel that happened before the order's deadline.
 pub const EARLY_CANCELS: &str = "SELECT id FROM orders WHERE status = 'CANCELLED' \
