@@ -22,6 +22,11 @@ impl Default for Anomalies {
 }
 
 impl Anomalies {
+    /// One anomaly's count. Callers name it by its variant
+    /// (`get(Anomaly::MissedCancels)`), not by a method per row generated
+    /// from the table: the variant is the table's own name for it, which
+    /// grep and go-to-definition find (a generated method lands in the
+    /// macro), and one accessor keeps the macro down to the enum and rows.
     pub fn get(&self, anomaly: Anomaly) -> u64 {
         self.0[anomaly.index()]
     }
