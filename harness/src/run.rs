@@ -838,11 +838,11 @@ async fn measure_set_up(
         },
         orders: verdict.orders,
         lateness_us: lateness::stats(histogram),
-        anomalies: strategies::checker::Anomalies {
-            // Attempts on orders that never existed (see the field).
-            phantom_schedules: record.reports.iter().map(|r| r.total.missing).sum(),
-            ..verdict.anomalies
-        },
+        // Attempts on orders that never existed: a row the database cannot see.
+        anomalies: verdict.anomalies.with(
+            strategies::checker::Anomaly::PhantomSchedules,
+            record.reports.iter().map(|r| r.total.missing).sum(),
+        ),
         anomaly_examples: verdict.anomaly_examples,
         cancelled_by: verdict.cancelled_by,
         payments: verdict.payments,

@@ -30,6 +30,7 @@ use crate::workload;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use strategies::checker::Anomaly;
 use strategies::{DbLocation, DbServer, OrderStore};
 use tokio::time::Instant;
 
@@ -390,7 +391,7 @@ impl StepContext<'_> {
             overdue_first: summary.overdue.as_ref().map(|o| o.first_quarter),
             overdue_last: summary.overdue.as_ref().map(|o| o.last_quarter),
             anomalies: summary.anomalies.total(),
-            missed_cancels: summary.anomalies.missed_cancels,
+            missed_cancels: summary.anomalies.get(Anomaly::MissedCancels),
             server_rows_read_per_cancel: summary
                 .cost
                 .canceller_server_rows_read_per_cancel

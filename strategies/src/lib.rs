@@ -3,7 +3,7 @@
 //!
 //! Where to find things:
 //! - the domain rules and the one cancel function: [`store::OrderStore::cancel_if_due`]
-//! - each invariant: [`checker::queries`]
+//! - each invariant: [`checker::Anomaly`] (the table) and [`checker::queries`]
 //! - each strategy: [`registry::STRATEGIES`] and its module ([`db_scan`], ...)
 //! - the contract every strategy meets: [`Canceller`] and [`conformance`]
 

@@ -1,10 +1,12 @@
 //! The checker is itself tested: runs built to break each invariant must be
 //! caught with the exact counts, and correct runs must report zero. Every
-//! test runs on SQLite, PostgreSQL and MariaDB.
+//! test runs on SQLite, PostgreSQL and MariaDB. Between them the breaking
+//! runs exercise every row of the table the checker queries, which
+//! `every_row_the_checker_queries_is_broken_by_a_run` holds to.
 
 mod common;
 
-use strategies::checker::{self, Anomalies};
+use strategies::checker::{self, Anomalies, Anomaly, Source};
 use strategies::conformance::Fixture;
 use strategies::store::AntiPattern;
 use strategies::{now_us, CancelOutcome, OrderStatus, PaymentOutcome, StrategyOptions};
@@ -33,6 +35,59 @@ async fn fixture(url: &str) -> Fixture {
 
 async fn verdict(f: &Fixture) -> checker::Verdict {
     checker::check(&f.orders, 0, now_us()).await.unwrap()
+}
+
+/// What a breaking run must find: these counts, every other one 0.
+type Expected = &'static [(Anomaly, u64)];
+
+fn counts(expected: Expected) -> Anomalies {
+    expected
+        .iter()
+        .fold(Anomalies::default(), |a, &(anomaly, n)| a.with(anomaly, n))
+}
+
+const UNCONDITIONAL_UPDATE: Expected = &[
+    (Anomaly::PaidThenCancelled, 3),
+    (Anomaly::DuplicateReleases, 10),
+    (Anomaly::StockMismatches, 4),
+];
+const RELEASE_BEFORE_UPDATE: Expected = &[
+    (Anomaly::DuplicateReleases, 10),
+    (Anomaly::OrphanReleases, 3),
+    (Anomaly::StockMismatches, 4),
+];
+/// Orders 4..=10 are never cancelled at all: missed.
+const CANCEL_BEFORE_DEADLINE: Expected = &[(Anomaly::EarlyCancels, 5), (Anomaly::MissedCancels, 7)];
+const SECOND_REFUND: Expected = &[(Anomaly::RefundErrors, 1)];
+const UNRELEASED_CANCEL: Expected = &[
+    (Anomaly::UnreleasedCancels, 1),
+    (Anomaly::StockMismatches, 1),
+];
+
+/// Every breaking run below, by what it must find.
+const BREAKING_RUNS: &[Expected] = &[
+    UNCONDITIONAL_UPDATE,
+    RELEASE_BEFORE_UPDATE,
+    CANCEL_BEFORE_DEADLINE,
+    SECOND_REFUND,
+    UNRELEASED_CANCEL,
+];
+
+/// A new row of the table fails here until a run below breaks it. The rows
+/// the instances count (phantom schedules) are the harness's: the chaos
+/// suite (harness/tests/chaos.rs) makes them with a rolled-back checkout.
+#[test]
+fn every_row_the_checker_queries_is_broken_by_a_run() {
+    for anomaly in Anomaly::ALL {
+        if let Source::Query { .. } = anomaly.source() {
+            assert!(
+                BREAKING_RUNS
+                    .iter()
+                    .any(|run| run.iter().any(|&(a, n)| a == anomaly && n > 0)),
+                "no breaking run in this file finds {anomaly:?}: add one"
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,16 +129,10 @@ async fn unconditional_update_is_caught() {
         let f = fixture(&url).await;
         cancel_twice_over_the_fixture(&f, AntiPattern::UnconditionalUpdate).await;
         let v = verdict(&f).await;
-        let expected = Anomalies {
-            paid_then_cancelled: 3,
-            duplicate_releases: 10,
-            stock_mismatches: 4,
-            ..Anomalies::default()
-        };
-        assert_eq!(v.anomalies, expected, "{url}: {v:#?}");
+        assert_eq!(v.anomalies, counts(UNCONDITIONAL_UPDATE), "{url}: {v:#?}");
         assert_eq!(
-            v.anomaly_examples.paid_then_cancelled,
-            vec![1, 2, 3],
+            v.anomaly_examples.get(Anomaly::PaidThenCancelled),
+            [1, 2, 3],
             "{url}"
         );
         f.cleanup().await;
@@ -96,14 +145,12 @@ async fn release_before_update_is_caught() {
         let f = fixture(&url).await;
         cancel_twice_over_the_fixture(&f, AntiPattern::ReleaseBeforeUpdate).await;
         let v = verdict(&f).await;
-        let expected = Anomalies {
-            duplicate_releases: 10,
-            orphan_releases: 3,
-            stock_mismatches: 4,
-            ..Anomalies::default()
-        };
-        assert_eq!(v.anomalies, expected, "{url}: {v:#?}");
-        assert_eq!(v.anomaly_examples.orphan_releases, vec![1, 2, 3], "{url}");
+        assert_eq!(v.anomalies, counts(RELEASE_BEFORE_UPDATE), "{url}: {v:#?}");
+        assert_eq!(
+            v.anomaly_examples.get(Anomaly::OrphanReleases),
+            [1, 2, 3],
+            "{url}"
+        );
         // The paid orders stay paid: the damage is the stock, not the state.
         assert_eq!(f.status(1).await, OrderStatus::Paid);
         f.cleanup().await;
@@ -121,21 +168,15 @@ async fn cancel_before_deadline_is_caught() {
                 .unwrap();
         }
         let v = verdict(&f).await;
-        // Orders 4..=10 were never cancelled at all: missed.
-        let expected = Anomalies {
-            early_cancels: 5,
-            missed_cancels: 7,
-            ..Anomalies::default()
-        };
-        assert_eq!(v.anomalies, expected, "{url}: {v:#?}");
+        assert_eq!(v.anomalies, counts(CANCEL_BEFORE_DEADLINE), "{url}: {v:#?}");
         assert_eq!(
-            v.anomaly_examples.early_cancels,
-            vec![11, 12, 13, 14, 15],
+            v.anomaly_examples.get(Anomaly::EarlyCancels),
+            [11, 12, 13, 14, 15],
             "{url}"
         );
         assert_eq!(
-            v.anomaly_examples.missed_cancels,
-            vec![4, 5, 6, 7, 8, 9, 10],
+            v.anomaly_examples.get(Anomaly::MissedCancels),
+            [4, 5, 6, 7, 8, 9, 10],
             "{url}"
         );
         f.cleanup().await;
@@ -150,8 +191,12 @@ async fn missed_cancels_respect_the_drain() {
         let lenient = checker::check(&f.orders, 60_000_000, now_us())
             .await
             .unwrap();
-        assert_eq!(lenient.anomalies.missed_cancels, 0, "{url}");
-        assert_eq!(verdict(&f).await.anomalies.missed_cancels, 7, "{url}");
+        assert_eq!(lenient.anomalies.get(Anomaly::MissedCancels), 0, "{url}");
+        assert_eq!(
+            verdict(&f).await.anomalies.get(Anomaly::MissedCancels),
+            7,
+            "{url}"
+        );
         f.cleanup().await;
     }
 }
@@ -198,8 +243,8 @@ async fn refunds_are_exactly_once_even_under_concurrent_retries() {
         let v = checker::check(&f.orders, 60_000_000, now_us())
             .await
             .unwrap();
-        assert_eq!(v.anomalies.refund_errors, 1, "{url}: {v:#?}");
-        assert_eq!(v.anomaly_examples.refund_errors, vec![4], "{url}");
+        assert_eq!(v.anomalies, counts(SECOND_REFUND), "{url}: {v:#?}");
+        assert_eq!(v.anomaly_examples.get(Anomaly::RefundErrors), [4], "{url}");
         f.cleanup().await;
     }
 }
@@ -219,15 +264,10 @@ async fn unreleased_cancel_is_caught() {
         let v = checker::check(&f.orders, 60_000_000, now_us())
             .await
             .unwrap();
-        let expected = Anomalies {
-            unreleased_cancels: 1,
-            stock_mismatches: 1,
-            ..Anomalies::default()
-        };
-        assert_eq!(v.anomalies, expected, "{url}: {v:#?}");
+        assert_eq!(v.anomalies, counts(UNRELEASED_CANCEL), "{url}: {v:#?}");
         assert_eq!(
-            v.anomaly_examples.stock_mismatches,
-            vec![2],
+            v.anomaly_examples.get(Anomaly::StockMismatches),
+            [2],
             "{url}: SKU of order 5"
         );
         f.cleanup().await;

@@ -382,7 +382,11 @@ async fn keyspace_expiry_loses_cancels_without_a_subscriber() {
         assert_eq!(f.status(id).await, OrderStatus::Pending, "order {id}");
     }
     let verdict = checker::check(&f.orders, 0, now_us()).await.unwrap();
-    assert_eq!(verdict.anomalies.missed_cancels, 5, "{verdict:#?}");
+    assert_eq!(
+        verdict.anomalies.get(checker::Anomaly::MissedCancels),
+        5,
+        "{verdict:#?}"
+    );
     assert_eq!(
         verdict.anomalies.total(),
         5,

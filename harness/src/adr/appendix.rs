@@ -13,6 +13,7 @@ use crate::model::summary::Summary;
 use anyhow::Result;
 use std::fmt::Write;
 use std::path::Path;
+use strategies::checker::Anomaly;
 
 pub fn appendix(study: &Study, base: &Path, draft_file: &str) -> Result<String> {
     let mut out = String::new();
@@ -187,10 +188,10 @@ fn runs_table(out: &mut String, study: &Study, base: &Path) -> Result<()> {
                 };
                 let file = source.summary_file(&s.strategy);
                 let missed = Figure::new(
-                    format!("{} missed", s.anomalies.missed_cancels),
+                    format!("{} missed", s.anomalies.get(Anomaly::MissedCancels)),
                     file.clone(),
                     "anomalies.missed_cancels",
-                    s.anomalies.missed_cancels,
+                    s.anomalies.get(Anomaly::MissedCancels),
                 )
                 .render(base);
                 let anomalies = Figure::new(

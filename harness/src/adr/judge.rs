@@ -19,6 +19,7 @@ use crate::model::lateness::{LatenessStats, Pct, SAMPLES_BEYOND_A_PERCENTILE};
 use crate::model::summary::Summary;
 use crate::model::sweep::{StrategySweep, SweepStep};
 use std::path::PathBuf;
+use strategies::checker::Anomaly;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -345,7 +346,7 @@ fn read(sample: &Sample, term: &Term) -> Reading {
                 Metric::Missed | Metric::Anomalies => {
                     let (value, key, what) = if metric == Metric::Missed {
                         (
-                            s.anomalies.missed_cancels,
+                            s.anomalies.get(Anomaly::MissedCancels),
                             "anomalies.missed_cancels",
                             "missed",
                         )

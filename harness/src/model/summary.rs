@@ -672,7 +672,7 @@ pub fn warnings(s: &Summary) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::model::lateness::*;
-    use strategies::checker::CancelTiming;
+    use strategies::checker::{Anomaly, CancelTiming};
 
     fn timing(created: i64, expire: i64, cancelled: i64) -> CancelTiming {
         CancelTiming {
@@ -785,7 +785,7 @@ mod tests {
                 mean: 1.0,
                 histogram: None,
             };
-            s.anomalies.missed_cancels = missed;
+            s.anomalies.set(Anomaly::MissedCancels, missed);
             s
         };
         let failed = Summary::not_run(
@@ -809,7 +809,7 @@ mod tests {
             .iter()
             .any(|w| w.contains("no histograms to pool")));
         // The worst repetition's anomalies, never the median's clean ones.
-        assert_eq!(agg.anomalies.missed_cancels, 2);
+        assert_eq!(agg.anomalies.get(Anomaly::MissedCancels), 2);
         assert!(agg
             .warnings
             .iter()

@@ -380,6 +380,7 @@ mod tests {
     use super::*;
     use crate::model::lateness::{LatenessStats, OverdueTrend};
     use std::collections::BTreeMap;
+    use strategies::checker::Anomaly;
 
     fn held(rate: f64, holds: bool) -> SweepStep {
         SweepStep {
@@ -474,7 +475,10 @@ mod tests {
             "grew from 20 to 22",
         );
         fails(&|s| s.overdue = None, "not measured");
-        fails(&|s| s.anomalies.missed_cancels = 3, "3 anomalies");
+        fails(
+            &|s| s.anomalies.set(Anomaly::MissedCancels, 3),
+            "3 anomalies",
+        );
         fails(&|s| s.generator.lag_us_p99 = 150_000, "generator behind");
         fails(&|s| s.generator.create_errors = 1, "generator errors");
         fails(
@@ -531,7 +535,9 @@ mod tests {
             .as_mut()
             .unwrap()
             .growing = true));
-        assert!(!with(Some(0.12), &|s| s.anomalies.missed_cancels = 1));
+        assert!(!with(Some(0.12), &|s| s
+            .anomalies
+            .set(Anomaly::MissedCancels, 1)));
         assert!(!with(Some(0.12), &|s| s.generator.create_errors = 1));
         // A generator that kept up is no stall, whatever else failed.
         assert!(!with(Some(0.12), &|s| {

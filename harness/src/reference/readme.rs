@@ -17,6 +17,7 @@ use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use strategies::checker::Anomaly;
 
 /// The first line of README.md's generated section `name`.
 pub fn begin(name: &str) -> String {
@@ -299,7 +300,7 @@ fn chaos_cell(set: &Set, strategy: &str) -> String {
         .count();
     format!(
         "{} ({hit} of {} faults acted{})",
-        s.anomalies.missed_cancels,
+        s.anomalies.get(Anomaly::MissedCancels),
         s.faults.len(),
         if missed_target > 0 {
             format!(", {missed_target} missed their target")
@@ -549,8 +550,8 @@ fn cluster_rows(summaries: &[Summary], label: &str) -> Vec<Vec<String>> {
                 s.strategy.clone(),
                 label.to_string(),
                 s.orders.cancelled.to_string(),
-                s.anomalies.missed_cancels.to_string(),
-                (s.anomalies.total() - s.anomalies.missed_cancels).to_string(),
+                s.anomalies.get(Anomaly::MissedCancels).to_string(),
+                (s.anomalies.total() - s.anomalies.get(Anomaly::MissedCancels)).to_string(),
                 fig(s, "p90", as_ms),
                 fig(s, "max", as_ms),
             ]

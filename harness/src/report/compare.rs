@@ -444,6 +444,7 @@ mod tests {
     use crate::model::run_info::Machine;
     use crate::model::summary::DatabaseInfo;
     use crate::scenario::{Scenario, QUICK};
+    use strategies::checker::Anomaly;
 
     fn write_run(dir: &Path, seed: u64, runs: &[(&str, u64, u64)]) {
         let mut scenario = Scenario::parse(QUICK, "quick").unwrap();
@@ -472,7 +473,7 @@ mod tests {
             let mut s = Summary::not_run(name, Status::Ok, String::new(), DatabaseInfo::default());
             s.lateness_us.p99 = p99_us;
             s.lateness_us.count = 2_000;
-            s.anomalies.missed_cancels = missed;
+            s.anomalies.set(Anomaly::MissedCancels, missed);
             s.cost.statements_per_cancel = Some(5.0);
             s.write(&dir.join(name)).unwrap();
         }

@@ -255,6 +255,7 @@ mod tests {
     use crate::model::summary::DatabaseInfo;
     use crate::scenario::{Scenario, QUICK};
     use std::path::Path;
+    use strategies::checker::Anomaly;
 
     fn run_info(strategies: &[&str]) -> RunInfo {
         RunInfo {
@@ -305,8 +306,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let clean = ran(dir.path(), "db-scan", &[100, 200, 240]);
         let mut broken = ran(dir.path(), "redis-zset", &[1, 2, 3]);
-        broken.anomalies.duplicate_releases = 7;
-        broken.anomaly_examples.duplicate_releases = vec![11, 12];
+        broken.anomalies.set(Anomaly::DuplicateReleases, 7);
+        broken
+            .anomaly_examples
+            .set(Anomaly::DuplicateReleases, vec![11, 12]);
         let skipped = Summary::not_run(
             "rabbit-ttl",
             Status::Skipped,

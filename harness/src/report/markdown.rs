@@ -468,3 +468,30 @@ pub(crate) fn table(out: &mut String, rows: &[Vec<String>]) {
     }
     let _ = writeln!(out);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::GLOSSARY;
+    use strategies::checker::{Anomaly, Source};
+
+    /// The glossary is hand-wrapped prose, not rendered from the table
+    /// (committed reports must regenerate byte for byte), so it is checked
+    /// against the table instead: each row's column and meaning, in order.
+    #[test]
+    fn the_glossary_explains_every_anomaly_as_the_table_does() {
+        let prose = GLOSSARY.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut from = 0;
+        for anomaly in Anomaly::ALL {
+            let whence = if anomaly.source() == Source::Instances {
+                " (from the instances, not the database)"
+            } else {
+                ""
+            };
+            let entry = format!("`{}`{whence} {}", anomaly.column(), anomaly.means());
+            let at = prose[from..]
+                .find(&entry)
+                .unwrap_or_else(|| panic!("GLOSSARY lacks, after the anomaly before it: {entry}"));
+            from += at + entry.len();
+        }
+    }
+}

@@ -7,7 +7,7 @@
 use crate::model::records::FaultReach;
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{Status, Summary};
-use strategies::checker::Anomalies;
+use strategies::checker::{Anomalies, Anomaly};
 
 /// One run's tables; each `Vec<Vec<String>>` is a header row and then one
 /// row per strategy.
@@ -313,11 +313,11 @@ pub(crate) fn fault_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
             .iter()
             .filter_map(|f| f.duplicates_absorbed)
             .reduce(|a, b| a + b);
-        let others = s.anomalies.total() - s.anomalies.missed_cancels;
+        let others = s.anomalies.total() - s.anomalies.get(Anomaly::MissedCancels);
         row.extend([
             missed(None, true).to_string(),
             missed(None, false).to_string(),
-            s.anomalies.missed_cancels.to_string(),
+            s.anomalies.get(Anomaly::MissedCancels).to_string(),
             dropped.to_string(),
             duplicates.map_or("-".into(), |d| d.to_string()),
             others.to_string(),
@@ -358,20 +358,10 @@ pub(crate) fn warnings_cell(s: &Summary) -> String {
     }
 }
 
-/// Every anomaly the checker counts, with the name the reports use, in one
-/// order everywhere.
-pub(crate) fn anomaly_counts(a: &Anomalies) -> [(&'static str, u64); 9] {
-    [
-        ("early", a.early_cancels),
-        ("paid-then-cancelled", a.paid_then_cancelled),
-        ("duplicate-releases", a.duplicate_releases),
-        ("missed", a.missed_cancels),
-        ("refund-errors", a.refund_errors),
-        ("stock-mismatches", a.stock_mismatches),
-        ("unreleased", a.unreleased_cancels),
-        ("orphan-releases", a.orphan_releases),
-        ("phantom-schedules", a.phantom_schedules),
-    ]
+/// Every anomaly with its count, under the column name the reports use, in
+/// the table's order (see [`Anomaly`]).
+pub(crate) fn anomaly_counts(a: &Anomalies) -> Vec<(&'static str, u64)> {
+    a.iter().map(|(anomaly, n)| (anomaly.column(), n)).collect()
 }
 
 /// Anomalies as `name=count` for the non-zero ones, or `0`.

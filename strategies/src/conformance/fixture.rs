@@ -384,14 +384,14 @@ impl Fixture {
 /// The non-zero anomalies of `verdict` with their examples, e.g.
 /// `paid_then_cancelled = 10 (e.g. [1, 3])`.
 fn anomaly_summary(verdict: &checker::Verdict) -> String {
-    let counts = serde_json::to_value(&verdict.anomalies).expect("anomalies as JSON");
-    let examples = serde_json::to_value(&verdict.anomaly_examples).expect("examples as JSON");
-    counts
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(_, n)| n.as_u64() != Some(0))
-        .map(|(name, n)| format!("{name} = {n} (e.g. {})", examples[name.as_str()]))
+    verdict
+        .anomalies
+        .iter()
+        .filter(|(_, n)| *n != 0)
+        .map(|(anomaly, n)| {
+            let examples = verdict.anomaly_examples.get(anomaly);
+            format!("{} = {n} (e.g. {examples:?})", anomaly.key())
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
