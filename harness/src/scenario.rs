@@ -4,7 +4,7 @@
 //! is the bundled example and `delaybench scenario init` writes a commented
 //! starting file. Errors name the file, the field and the accepted values.
 
-use crate::proxy::Target;
+use crate::faults::Target;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;

@@ -12,7 +12,7 @@
 use crate::instance::Pool;
 use crate::model::records::FaultReach;
 use crate::model::FaultRecord;
-use crate::proxy::{route_through, upstream_of, FaultProxy, Target};
+use crate::proxy::{route_through, upstream_of, FaultProxy};
 use crate::scenario::{Fault, FaultKind};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,6 +22,10 @@ use strategies::{
     CrashPoint, DbKind, DbLocation, InstanceRole, OrderStore, Service, StrategyOptions,
 };
 use tokio::time::Instant;
+
+mod target;
+
+pub use target::Target;
 
 /// How long after a pause its duplicate attempts are still counted: the
 /// resumed process finishes what it held within this.
