@@ -9,8 +9,9 @@
 //!   spreads over repetitions and warnings;
 //! - [`lateness`]: the distributions a run measures and their histograms;
 //! - [`cpu`]: CPU used over a window, by the machine and by each service;
-//! - [`records`]: what happened during a run: generator health, faults,
-//!   worker reports and worker events;
+//! - [`records`]: what happened during a run: generator health, worker
+//!   reports and worker events (a fault's record is beside the fault
+//!   kinds, in `faults/record.rs`);
 //! - [`sweep`]: `sweep.json`, the steps of a `delaybench sweep`, and what
 //!   makes a step hold.
 
@@ -21,6 +22,4 @@ pub mod run_info;
 pub mod summary;
 pub mod sweep;
 
-pub use records::{
-    FaultRecord, GeneratorHealth, HookRecord, WorkerEvent, WorkerEventKind, WorkerReport,
-};
+pub use records::{GeneratorHealth, HookRecord, WorkerEvent, WorkerEventKind, WorkerReport};

@@ -29,6 +29,7 @@ mod state;
 mod url;
 
 pub use relay::FaultProxy;
+pub use state::ProxyStats;
 pub use url::{route_through, upstream_of};
 
 #[cfg(test)]

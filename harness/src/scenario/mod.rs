@@ -7,12 +7,11 @@
 //! The [`Scenario`] here, loaded and checked as a whole; each table of it
 //! in a file of its own: [`orders`] (`[[timeouts]]`, `[stock]`,
 //! `[payments]`, `[schedule-retry]`), [`measure`], [`sweep`], [`backlog`]
-//! and [`before_each`] (`[before-each-strategy]`).
-//! [`fault`] holds `[[faults]]`.
+//! and [`before_each`] (`[before-each-strategy]`). `[[faults]]` are read
+//! by the fault kinds, each from its own fields (`crate::faults`).
 
 mod backlog;
 mod before_each;
-mod fault;
 mod measure;
 mod orders;
 mod sweep;
@@ -21,11 +20,11 @@ mod tests;
 
 pub use backlog::Backlog;
 pub use before_each::BeforeEachStrategy;
-pub use fault::{Fault, FaultKind};
 pub use measure::Measure;
 pub use orders::ScheduleRetry;
 pub use sweep::Sweep;
 
+use crate::faults::{read_faults, Fault};
 use anyhow::{bail, Context, Result};
 use orders::{one, Payments, Stock, Timeout};
 use serde::{Deserialize, Serialize};
@@ -88,7 +87,7 @@ pub struct Scenario {
     pub strategies: StrategyOptions,
     /// Faults injected at the same times into every strategy's run
     /// (`[[faults]]`; default none).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "read_faults")]
     pub faults: Vec<Fault>,
     /// What a worker does when `schedule` fails without an outbox
     /// (`[schedule-retry]`).
@@ -279,25 +278,19 @@ impl Scenario {
                     arrivals
                 );
             }
-            if f.instance() >= self.instances {
+            if let Some(instance) = f.instance().filter(|i| *i >= self.instances) {
                 bail!(
-                    "field `faults[{i}].instance` = {} is out of range; accepted values: 0 to instances - 1 ({})",
-                    f.instance(),
+                    "field `faults[{i}].instance` = {instance} is out of range; accepted values: 0 to instances - 1 ({})",
                     self.instances - 1
                 );
             }
-            if f.restart_after.is_some_and(|d| d > day) {
-                bail!(
-                    "field `faults[{i}].restart-after` is out of range; accepted values: 0s to 24h"
-                );
-            }
-            f.validate(i)?;
+            f.check(i)?;
             // The run waits for every fault before it stops its instances.
-            if f.at + f.window() > arrivals + self.drain {
+            if f.at + f.lasts() > arrivals + self.drain {
                 bail!(
                     "field `faults[{i}].for` = {:?} runs past the run's end; accepted values: \
                      `at` + `for` up to warmup + duration + drain ({:?})",
-                    f.window(),
+                    f.lasts(),
                     arrivals + self.drain
                 );
             }

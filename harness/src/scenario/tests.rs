@@ -1,5 +1,6 @@
 use super::*;
-use crate::faults::Target;
+use crate::faults::kill_instance::KillInstance;
+use crate::faults::{FaultAction, Target};
 
 #[test]
 fn every_preset_is_valid_and_survives_being_saved() {
@@ -105,23 +106,21 @@ fn faults_parse_and_out_of_range_ones_name_the_field() {
     assert_eq!(
         s.faults,
         vec![Fault {
-            kind: FaultKind::KillInstance,
             at: Duration::from_secs(8),
-            instance: Some(1),
-            restart_after: Some(Duration::from_secs(3)),
-            command: Vec::new(),
-            target: None,
-            node: None,
-            lasts: None,
-            add: None,
-            point: None,
-            times: 1,
+            action: FaultAction::KillInstance(KillInstance {
+                instance: Some(1),
+                restart_after: Some(Duration::from_secs(3)),
+            }),
         }]
     );
     let s = Scenario::parse(&with("kind = \"kill-instance\"\nat = \"8s\""), "f.toml").unwrap();
+    assert_eq!(s.faults[0].instance(), Some(0));
     assert_eq!(
-        (s.faults[0].instance(), s.faults[0].restart_after),
-        (0, None)
+        s.faults[0].action,
+        FaultAction::KillInstance(KillInstance {
+            instance: None,
+            restart_after: None
+        })
     );
     let err = |fault: &str| format!("{:#}", Scenario::parse(&with(fault), "f.toml").unwrap_err());
     let msg = err("kind = \"kill-instance\"\nat = \"8s\"\ninstance = 2");
@@ -212,7 +211,7 @@ fn faults_parse_and_out_of_range_ones_name_the_field() {
         s.faults_label().unwrap(),
         "+50ms latency to database for 2s at 1s"
     );
-    assert_eq!(s.faults[0].window(), Duration::from_secs(2));
+    assert_eq!(s.faults[0].lasts(), Duration::from_secs(2));
     let msg = err("kind = \"pull-the-plug\"\nat = \"1s\"");
     assert!(
         msg.contains("pull-the-plug") && msg.contains("kill-instance"),
@@ -269,8 +268,11 @@ fn a_run_command_may_name_the_service_and_node_it_acts_on() {
          target = \"redis\"\nnode = \"127.0.0.1:7001\"\n"
     );
     let s = Scenario::parse(&text, "f.toml").unwrap();
-    assert_eq!(s.faults[0].target, Some(Target::Redis));
-    assert_eq!(s.faults[0].node.as_deref(), Some("127.0.0.1:7001"));
+    let FaultAction::RunCommand(command) = &s.faults[0].action else {
+        panic!("{:?}", s.faults[0]);
+    };
+    assert_eq!(command.target, Some(Target::Redis));
+    assert_eq!(command.node.as_deref(), Some("127.0.0.1:7001"));
 }
 
 #[test]
