@@ -1,8 +1,10 @@
-//! The run's data model, in one place: what the runner writes to `run.json`
-//! and `<strategy>/summary.json` (with `lateness.hgrm`), and all that the
-//! reports read back. Nothing here drives a workload or talks to a
-//! service, so a report rendered from the JSON alone needs nothing else:
-//! `report` imports only this module and the scenario it embeds.
+//! The run's data model: what the runner writes to `run.json` and
+//! `<strategy>/summary.json` (with `lateness.hgrm`), and what the reports
+//! read back. Nothing here drives a workload or talks to a service, so a
+//! report rendered from the JSON alone needs nothing else: `report`
+//! imports only this module, the scenario it embeds and the faults'
+//! records (`crate::faults::FaultRecord`, kept beside the fault kinds
+//! whose rules read them).
 //!
 //! - [`run_info`]: `run.json` (scenario, seed, commit, machine, versions);
 //! - [`summary`]: one strategy's `summary.json`, its lateness statistics,
