@@ -818,7 +818,7 @@ async fn measure_set_up(
             .filter(|t| t.expire_at_us + drain_us <= checked_at_us)
             .map(|t| (ms(t.created_at_us), ms(t.expire_at_us)))
             .collect();
-        crate::model::records::missed_by_fault(&missed, &faults, ms(checked_at_us))
+        faults::missed_by_fault(&missed, &faults, ms(checked_at_us))
     };
     let cost = cost(
         &record.reports,

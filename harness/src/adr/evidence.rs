@@ -4,7 +4,7 @@
 //! runs of a condition ([`own`]). The verdicts: [`super::judge`].
 
 use super::sla::Condition;
-use crate::model::records::FaultReach;
+use crate::faults::FaultReach;
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{Status, Summary};
 use crate::model::sweep::{StrategySweep, SweepResult, SweepStep};

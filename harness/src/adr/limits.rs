@@ -4,8 +4,8 @@
 
 use super::evidence::{clustered, Body, Source};
 use super::sla::{trim, Condition};
+use crate::faults::FaultKind;
 use crate::model::lateness::Pct;
-use crate::scenario::FaultKind;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use strategies::Service;
@@ -50,9 +50,9 @@ pub fn run_words(source: &Source) -> String {
             if !s.faults.is_empty() {
                 let mut kinds: Vec<(FaultKind, usize)> = Vec::new();
                 for f in &s.faults {
-                    match kinds.iter_mut().find(|(k, _)| *k == f.kind) {
+                    match kinds.iter_mut().find(|(k, _)| *k == f.kind()) {
                         Some((_, n)) => *n += 1,
-                        None => kinds.push((f.kind, 1)),
+                        None => kinds.push((f.kind(), 1)),
                     }
                 }
                 let kinds: Vec<String> = kinds

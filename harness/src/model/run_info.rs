@@ -57,7 +57,7 @@ impl RunInfo {
         }
         options.redis_zset.url = strategies::redact::url(&options.redis_zset.url);
         for fault in &mut info.scenario.faults {
-            fault.command = super::records::redact_command(&fault.command);
+            fault.redact();
         }
         if let Some(hook) = &mut info.scenario.before_each_strategy {
             hook.command = super::records::redact_command(&hook.command);

@@ -7,7 +7,8 @@ use super::lateness::{
     bucket, pool, stats, timeout_class, LatenessBucket, LatenessStats, OverdueTrend, Pct,
     TimeoutLateness,
 };
-use super::records::{FaultRecord, GeneratorHealth, WorkerEvent, WorkerEventKind, WorkerReport};
+use super::records::{GeneratorHealth, WorkerEvent, WorkerEventKind, WorkerReport};
+use crate::faults::{FaultLoss, FaultRecord};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -191,7 +192,7 @@ pub struct Summary {
     /// With faults: the missed cancels, by the fault in effect during each
     /// lost order's life (a last row for losses no fault explains).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub missed_by_fault: Vec<super::records::FaultLoss>,
+    pub missed_by_fault: Vec<FaultLoss>,
     /// `+outbox`: the outbox's length over the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbox: Option<super::records::OutboxRecord>,

@@ -291,12 +291,7 @@ fn chaos_cell(set: &Set, strategy: &str) -> String {
     let missed_target = s
         .faults
         .iter()
-        .filter(|f| {
-            matches!(
-                f.reach(),
-                crate::model::records::FaultReach::MissedTarget(_)
-            )
-        })
+        .filter(|f| matches!(f.reach(), crate::faults::FaultReach::MissedTarget(_)))
         .count();
     format!(
         "{} ({hit} of {} faults acted{})",

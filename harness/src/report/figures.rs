@@ -6,11 +6,10 @@
 use super::palette::style;
 use super::plots::{self, Band, BandKind, Bar, Chart, ClassLateness, Figure, Line, Section};
 use super::table::{is_teaching, rows_read_figure, shown, Shown};
-use crate::model::records::FaultRecord;
+use crate::faults::FaultRecord;
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{Status, Summary};
 use crate::model::WorkerEventKind;
-use crate::scenario::FaultKind;
 use std::path::Path;
 
 /// The run's figures, in the order the page shows them. Each strategy is
@@ -157,7 +156,10 @@ fn fault_bands(ran: &[&Summary]) -> Vec<Band> {
             let records = ran.iter().filter_map(|s| s.faults.get(i));
             let (record, (from_ms, to_ms)) = records
                 .clone()
-                .find_map(|f| span_ms(f).map(|span| (f, span)))
+                .find_map(|f| {
+                    f.band()
+                        .map(|span| (f, (span.from, span.to.unwrap_or(u64::MAX))))
+                })
                 .unwrap_or_else(|| {
                     let f = &first.faults[i];
                     (f, (f.planned_at_ms, f.planned_at_ms))
@@ -177,19 +179,6 @@ fn fault_bands(ran: &[&Summary]) -> Vec<Band> {
             }
         })
         .collect()
-}
-
-/// When the fault was in effect, in ms since the run started: a killed
-/// instance until it was back (to the end without a restart), a command
-/// while it ran, any other fault over its window. `None` if it never acted.
-fn span_ms(f: &FaultRecord) -> Option<(u64, u64)> {
-    match f.kind {
-        FaultKind::KillInstance => f
-            .killed_at_ms
-            .map(|killed| (killed, f.restarted_at_ms.unwrap_or(u64::MAX))),
-        FaultKind::RunCommand => f.finished_at_ms.map(|end| (f.planned_at_ms, end)),
-        _ => f.window_ms,
-    }
 }
 
 /// The fault in a few words: the scenario's label; for a command, which.

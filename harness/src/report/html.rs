@@ -121,7 +121,7 @@ fn warnings(out: &mut String, ran: &[(usize, &Summary)]) {
             items.push(format!(
                 "<b>{}</b> fault failed: {}",
                 esc(&s.strategy),
-                esc(&crate::model::records::describe_fault(f))
+                esc(&f.describe())
             ));
         }
     }

@@ -81,11 +81,7 @@ pub fn markdown(
             let _ = writeln!(out, "- {}", hook.describe());
         }
         for fault in &s.faults {
-            let _ = writeln!(
-                out,
-                "- **fault**: {}",
-                crate::model::records::describe_fault(fault)
-            );
+            let _ = writeln!(out, "- **fault**: {}", fault.describe());
         }
         for event in &s.worker_events {
             let _ = writeln!(out, "- **worker**: {}", event.describe());

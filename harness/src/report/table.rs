@@ -4,7 +4,7 @@
 //! lay them out (as hyperfine's exporters render one table), so a figure
 //! reads the same in every format.
 
-use crate::model::records::FaultReach;
+use crate::faults::FaultReach;
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{Status, Summary};
 use strategies::checker::{Anomalies, Anomaly};
