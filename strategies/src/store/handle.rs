@@ -4,7 +4,7 @@
 use super::location::{
     admin_version, identifier, unreachable, DbKind, DbLocation, CONNECT_TIMEOUT,
 };
-use super::probe::{self, ServerReads};
+use super::probe::{self, ReadingSums, RowsEstimate, ServerReads};
 use super::sql::{self, Sql};
 use crate::domain::{CancelOutcome, Micros, OrderId};
 use crate::error::{DbContext, Error, Result};
@@ -87,8 +87,6 @@ pub(super) struct ProbeCell {
     /// The reading's statement, made at the first probe from the
     /// namespace's relations.
     pub(super) reading: tokio::sync::OnceCell<sqlx::SqlStr>,
-    /// The rows of the last transaction read, for the variance estimate.
-    last_rows: std::sync::Mutex<Option<u64>>,
 }
 
 #[derive(Debug, Default)]
@@ -155,16 +153,26 @@ store_counters! {
     rows_read,
     /// Rows the database server read inside this store's transactions, as
     /// the server counted them between BEGIN and COMMIT (PostgreSQL, once
-    /// [`OrderStore::set_server_reads`] is on; 0 otherwise). Sampled: the
-    /// estimate, each reading counted for the transactions it stands for.
+    /// [`OrderStore::set_server_reads`] is on; 0 otherwise), each reading
+    /// times the `k` transactions it stands for: exact when every
+    /// transaction is read; sampled, the numerator of the estimate
+    /// ([`StoreStats::server_rows_read_estimate`]).
     server_rows_read,
     /// Transactions whose server-side reads were read (two readings each).
     server_reads_probes,
     /// Time those readings took, µs (the probe's own cost, on the path).
     server_reads_probe_us,
-    /// The estimate's variance (successive differences of the readings,
-    /// see `probe::block_variance`): 0 when every transaction was read.
-    server_rows_read_variance,
+    /// Transactions that could have been read, read or not: those that
+    /// reached COMMIT while the probe was on and knew the namespace's
+    /// relations (the estimate's `N`).
+    server_reads_eligible,
+    /// The transactions the readings stand for, `Σ k` (the estimate's `N̂`).
+    server_reads_weight,
+    /// `Σ k(k - 1)`, `Σ k(k - 1)·rows` and `Σ k(k - 1)·rows²` over the
+    /// readings: the estimate's variance, expanded into sums.
+    server_reads_spread_weight,
+    server_rows_read_spread,
+    server_rows_read_spread_squares,
     /// `cancel_if_due` calls, one per order id.
     cancel_attempts,
     /// Attempts that cancelled the order; the rest were absorbed.
@@ -173,6 +181,28 @@ store_counters! {
     already_cancelled,
     not_due,
     missing,
+}
+
+impl StoreStats {
+    /// The rows the server read inside the counted transactions, and the
+    /// estimate's variance (0 when every transaction was read): a ratio
+    /// estimate from the sampled readings (see `probe::ReadingSums`).
+    /// `None` where nothing was read.
+    pub fn server_rows_read_estimate(&self) -> Option<RowsEstimate> {
+        self.reading_sums().estimate()
+    }
+
+    fn reading_sums(&self) -> ReadingSums {
+        ReadingSums {
+            eligible: self.server_reads_eligible,
+            readings: self.server_reads_probes,
+            weight: self.server_reads_weight,
+            weighted_rows: self.server_rows_read,
+            spread_weight: self.server_reads_spread_weight,
+            spread_rows: self.server_rows_read_spread,
+            spread_squares: self.server_rows_read_spread_squares,
+        }
+    }
 }
 
 /// The index db-scan's query reads (`SELECT id FROM orders WHERE status =
@@ -378,30 +408,56 @@ impl OrderStore {
 
     /// Whether the transaction starting now is read, and for how many
     /// transactions its reading stands.
-    pub(super) fn probe_weight(&self) -> Option<u64> {
+    pub(super) fn probe_draw(&self) -> probe::Draw {
         match &*self.probe.mode.lock().unwrap_or_else(|p| p.into_inner()) {
-            ProbeMode::Off => None,
-            ProbeMode::Every => Some(1),
-            ProbeMode::Sampled(sampler) => sampler.decide(std::time::Instant::now()),
+            ProbeMode::Off => probe::Draw::Off,
+            ProbeMode::Every => probe::Draw::Read { weight: 1 },
+            ProbeMode::Sampled(sampler) => match sampler.decide(std::time::Instant::now()) {
+                Some(weight) => probe::Draw::Read { weight },
+                None => probe::Draw::Unread,
+            },
         }
     }
 
     /// Adds one transaction's reading, standing for `weight` transactions.
     pub(super) fn count_probe(&self, weight: u64, rows: u64, spent: Duration) {
-        let c = &self.counters;
-        self.count(&c.server_rows_read, weight.saturating_mul(rows));
-        let previous = self
-            .probe
-            .last_rows
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .replace(rows);
+        self.count_reading_sums(&ReadingSums::reading(weight, rows));
         self.count(
-            &c.server_rows_read_variance,
-            probe::block_variance(weight, rows, previous),
+            &self.counters.server_reads_probe_us,
+            spent.as_micros() as u64,
         );
-        self.count(&c.server_reads_probes, 1);
-        self.count(&c.server_reads_probe_us, spent.as_micros() as u64);
+    }
+
+    /// Counts a transaction the sampler passed over, once the probe could
+    /// have read it: before the namespace's relations are known a reading
+    /// gives nothing, so neither does the transaction it would have read.
+    pub(super) fn count_unread(&self) {
+        if self.probe.reading.initialized() {
+            self.count_reading_sums(&ReadingSums::UNREAD);
+        }
+    }
+
+    fn count_reading_sums(&self, sums: &ReadingSums) {
+        let c = &self.counters;
+        for (counter, n) in [
+            (&c.server_reads_eligible, sums.eligible),
+            (&c.server_reads_probes, sums.readings),
+            (&c.server_reads_weight, sums.weight),
+            (&c.server_rows_read, sums.weighted_rows),
+            (&c.server_reads_spread_weight, sums.spread_weight),
+            (&c.server_rows_read_spread, sums.spread_rows),
+            (&c.server_rows_read_spread_squares, sums.spread_squares),
+        ] {
+            if n == 0 {
+                continue;
+            }
+            // Squares of rows times k² can grow large: a sum that would
+            // wrap stays at its ceiling instead (at most one reading a
+            // second per store takes this path).
+            let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_add(n))
+            });
+        }
     }
 
     /// The `(order id, when)` of every attempt noted since the last call

@@ -19,4 +19,4 @@ pub use handle::{OrderStore, ScanIndex, StoreStats};
 pub use location::{identifier, DbKind, DbLocation, DbServer};
 pub use orders::{OrderRow, ScanBatch};
 pub use outbox::OutboxRow;
-pub use probe::ServerReads;
+pub use probe::{RowsEstimate, ServerReads};
