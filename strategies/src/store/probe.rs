@@ -518,36 +518,27 @@ mod tests {
         );
     }
 
+    /// `sums` with `n` more transactions that were not read.
+    fn and_unread(mut sums: ReadingSums, n: u64) -> ReadingSums {
+        for _ in 0..n {
+            sums.add(&ReadingSums::UNREAD);
+        }
+        sums
+    }
+
     #[test]
     fn the_variance_weighs_each_residual_by_k_times_k_minus_one() {
         // Readings of 1 row standing for 2 and of 4 rows standing for 4,
         // out of 6 eligible: R̂ = (2 + 16) / 6 = 3, total 18; residuals
         // -2 and 1, weighted 2·1 and 4·3: 8 + 12 = 20, times n/(n-1) = 2.
-        let mut sums = ReadingSums::reading(2, 1);
-        sums.add(&ReadingSums::reading(4, 4));
-        for _ in 0..4 {
-            sums.add(&ReadingSums::UNREAD);
-        }
-        assert_eq!(
-            sums.estimate(),
-            Some(RowsEstimate {
-                total: 18.0,
-                variance: 40.0
-            })
-        );
+        let mut read = ReadingSums::reading(2, 1);
+        read.add(&ReadingSums::reading(4, 4));
+        let estimate = |sums| ReadingSums::estimate(&sums).map(|e| (e.total, e.variance));
+        assert_eq!(estimate(and_unread(read, 4)), Some((18.0, 40.0)));
         // Twice the eligible transactions: twice the total, four times
         // the variance.
-        for _ in 0..6 {
-            sums.add(&ReadingSums::UNREAD);
-        }
-        assert_eq!(
-            sums.estimate(),
-            Some(RowsEstimate {
-                total: 36.0,
-                variance: 160.0
-            })
-        );
-        assert_eq!(ReadingSums::UNREAD.estimate(), None);
+        assert_eq!(estimate(and_unread(read, 10)), Some((36.0, 160.0)));
+        assert_eq!(estimate(and_unread(ReadingSums::default(), 3)), None);
     }
 
     #[test]
@@ -556,13 +547,8 @@ mod tests {
         for rows in [1, 9, 4, 0, 30] {
             sums.add(&ReadingSums::reading(1, rows));
         }
-        assert_eq!(
-            sums.estimate(),
-            Some(RowsEstimate {
-                total: 44.0,
-                variance: 0.0
-            })
-        );
+        let estimate = sums.estimate().unwrap();
+        assert_eq!((estimate.total, estimate.variance), (44.0, 0.0));
     }
 
     #[test]
