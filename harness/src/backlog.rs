@@ -454,12 +454,7 @@ mod tests {
         assert_eq!(rss.len(), 1, "{rss:?}");
         assert!(rss[0] > 1024, "{rss:?}");
         // Linux's own figure agrees (the test's threads may move it a little).
-        if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
-            let vm_rss: u64 = status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-                .unwrap();
+        if let Some(vm_rss) = crate::resources::own_status_kib("VmRSS") {
             assert!(
                 rss[0].abs_diff(vm_rss) <= vm_rss / 5,
                 "{} KiB vs VmRSS {vm_rss} KiB",

@@ -944,13 +944,14 @@ fn cost(
     let per_cancel = |n: u64| (store.cancelled > 0).then(|| n as f64 / store.cancelled as f64);
     let cpu_ms = reports.iter().map(|r| r.cpu_ms).sum();
     // Workers measure their own server reads where the database can tell,
-    // and where the probe ran.
+    // and where the probe ran. The instances' sums are added first and
+    // divided here, once: a ratio of sums, not a sum of ratios.
     let probed = kind == DbKind::Postgres && store.server_reads_probes > 0;
-    let canceller_rows = probed.then_some(store.server_rows_read);
-    let ci95 = probed
-        .then(|| per_cancel(1))
-        .flatten()
-        .map(|one| 1.96 * (store.server_rows_read_variance as f64).sqrt() * one);
+    let estimate = probed.then(|| store.server_rows_read_estimate()).flatten();
+    let canceller_rows = estimate.map(|e| e.total.round() as u64);
+    let ci95 = estimate
+        .zip(per_cancel(1))
+        .map(|(e, one)| 1.96 * e.variance.sqrt() * one);
     let probe_us = store.server_reads_probe_us;
     let flush_us: u64 = reports.iter().map(|r| r.flush_us).sum();
     let us_per_cancel = per_cancel(probe_us + flush_us);

@@ -114,15 +114,20 @@ impl Kind for PauseInstance {
     }
 }
 
-/// Whether process `pid` is stopped (state `T` in `/proc/<pid>/stat`).
+/// Whether process `pid` is stopped (SIGSTOP: state `T`).
 fn is_stopped(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next().map(|s| s == "T"))
-        })
-        .unwrap_or(false)
+    use sysinfo::{Pid, ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System};
+    // The state is read with every refresh, however little it asks for.
+    let pid = Pid::from_u32(pid);
+    let mut system = System::new();
+    system.refresh_processes_specifics(
+        ProcessesToUpdate::Some(&[pid]),
+        true,
+        ProcessRefreshKind::nothing(),
+    );
+    system
+        .process(pid)
+        .is_some_and(|p| p.status() == ProcessStatus::Stop)
 }
 
 /// How long after a pause its duplicate attempts are still counted: the

@@ -416,21 +416,15 @@ fn cpu_ms() -> u64 {
 }
 
 /// Peak RSS of this process in KiB. On Linux its own high-water mark
-/// (VmHWM in `/proc/self/status`): getrusage's `ru_maxrss` is not, as
-/// Linux folds into it the RSS of the address space the process replaced
-/// at exec (for a worker, the harness that spawned it). Elsewhere on Unix
-/// `ru_maxrss` (bytes on macOS). 0 where neither exists.
+/// (VmHWM in `/proc/self/status`, which `sysinfo` does not give):
+/// getrusage's `ru_maxrss` is not, as Linux folds into it the RSS of the
+/// address space the process replaced at exec (for a worker, the harness
+/// that spawned it). Elsewhere on Unix `ru_maxrss` (bytes on macOS). 0
+/// where neither exists.
 fn peak_rss_kib() -> u64 {
     #[cfg(target_os = "linux")]
     {
-        std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("VmHWM:"))
-                    .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-            })
-            .unwrap_or(0)
+        crate::resources::own_status_kib("VmHWM").unwrap_or(0)
     }
     #[cfg(all(unix, not(target_os = "linux")))]
     {
@@ -480,12 +474,7 @@ mod rusage_tests {
         // allocate between the reads, and VmHWM can even fall, as Linux
         // records the mark lazily (pages an allocator gives back with
         // madvise lower the figure it shows).
-        if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
-            let hwm: u64 = status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-                .unwrap();
+        if let Some(hwm) = crate::resources::own_status_kib("VmHWM") {
             assert!(
                 rss.abs_diff(hwm) <= hwm / 10 + 1024,
                 "{rss} KiB vs VmHWM {hwm} KiB"

@@ -131,32 +131,31 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// Reads what Linux tells in /proc and /etc; fields stay empty elsewhere.
+    /// Reads the machine's facts through `sysinfo`; a field stays empty
+    /// (or 0) where the system does not tell.
     pub fn detect() -> Machine {
-        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-        let field = |text: &str, key: &str| {
-            text.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| {
-                    l.split_once([':', '='])
-                        .map(|(_, v)| v.trim().trim_matches('"').to_string())
-                })
-                .unwrap_or_default()
-        };
+        use sysinfo::{CpuRefreshKind, MemoryRefreshKind, RefreshKind, System};
+        // The CPU list (with each CPU's brand) and the RAM, nothing more.
+        let system = System::new_with_specifics(
+            RefreshKind::nothing()
+                .with_cpu(CpuRefreshKind::nothing())
+                .with_memory(MemoryRefreshKind::nothing().with_ram()),
+        );
         Machine {
-            hostname: read("/proc/sys/kernel/hostname").trim().to_string(),
-            os: field(&read("/etc/os-release"), "PRETTY_NAME"),
-            kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
-            cpu_model: field(&read("/proc/cpuinfo"), "model name"),
+            hostname: System::host_name().unwrap_or_default(),
+            os: os_pretty_name(),
+            kernel: System::kernel_version().unwrap_or_default(),
+            cpu_model: system
+                .cpus()
+                .first()
+                .map(|cpu| cpu.brand().to_string())
+                .unwrap_or_default(),
+            // The CPUs this process may use (affinity, cgroup quota), as
+            // a run could use them: sysinfo counts every CPU the machine has.
             cpus: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(0),
-            memory_mib: field(&read("/proc/meminfo"), "MemTotal")
-                .split_whitespace()
-                .next()
-                .and_then(|kb| kb.parse::<u64>().ok())
-                .unwrap_or(0)
-                / 1024,
+            memory_mib: system.total_memory() / (1024 * 1024),
         }
     }
 
@@ -166,6 +165,19 @@ impl Machine {
             self.cpus, self.cpu_model, self.memory_mib, self.os
         )
     }
+}
+
+/// The distribution's own name for itself (`PRETTY_NAME` in
+/// /etc/os-release, "Debian GNU/Linux 12 (bookworm)"), or "". Read here:
+/// sysinfo gives `NAME` and `VERSION_ID` apart, and its long version
+/// ("Linux (Debian GNU/Linux 12)") is not what earlier runs recorded.
+fn os_pretty_name() -> String {
+    std::fs::read_to_string("/etc/os-release")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+        .map(|v| v.trim().trim_matches('"').to_string())
+        .unwrap_or_default()
 }
 
 /// How this binary was built: `release` or `debug`.
@@ -230,5 +242,37 @@ pub async fn rabbitmq_description(url: &str) -> String {
             }
         ),
         Err(e) => format!("unknown ({e})"),
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    /// What `sysinfo` reads is what run.json held when /proc was parsed
+    /// by hand.
+    #[test]
+    fn the_machine_is_what_linux_tells() {
+        let machine = super::Machine::detect();
+        let read = |path: &str| std::fs::read_to_string(path).unwrap();
+        assert_eq!(machine.hostname, read("/proc/sys/kernel/hostname").trim());
+        assert_eq!(machine.kernel, read("/proc/sys/kernel/osrelease").trim());
+        let cpuinfo = read("/proc/cpuinfo");
+        if let Some(model) = cpuinfo.lines().find_map(|l| l.strip_prefix("model name")) {
+            let model = model.trim_start().trim_start_matches(':').trim();
+            assert_eq!(machine.cpu_model, model);
+        }
+        let total_kib: u64 = read("/proc/meminfo")
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap();
+        assert_eq!(machine.memory_mib, total_kib / 1024);
+        if let Ok(release) = std::fs::read_to_string("/etc/os-release") {
+            let pretty = release
+                .lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"'));
+            assert_eq!(Some(machine.os.as_str()), pretty.or(Some("")));
+        }
+        assert!(machine.cpus > 0);
     }
 }

@@ -1,11 +1,12 @@
-//! The order store's handle: connecting, schema installation and the
-//! counters that make the canceller's database cost measurable.
+//! The order store's handle: connecting, schema installation, and
+//! counting what its owner does (the counters are in `stats`).
 
 use super::location::{
     admin_version, identifier, unreachable, DbKind, DbLocation, CONNECT_TIMEOUT,
 };
-use super::probe::{self, ServerReads};
+use super::probe::{self, ReadingSums, ServerReads};
 use super::sql::{self, Sql};
+use super::stats::{Counters, StoreStats};
 use crate::domain::{CancelOutcome, Micros, OrderId};
 use crate::error::{DbContext, Error, Result};
 use serde::{Deserialize, Serialize};
@@ -87,8 +88,6 @@ pub(super) struct ProbeCell {
     /// The reading's statement, made at the first probe from the
     /// namespace's relations.
     pub(super) reading: tokio::sync::OnceCell<sqlx::SqlStr>,
-    /// The rows of the last transaction read, for the variance estimate.
-    last_rows: std::sync::Mutex<Option<u64>>,
 }
 
 #[derive(Debug, Default)]
@@ -105,74 +104,6 @@ impl std::fmt::Debug for OrderStore {
             .field("location", &self.location)
             .finish_non_exhaustive()
     }
-}
-
-/// Declares the store's counters once: the atomic `Counters` a store
-/// updates, the serialisable [`StoreStats`] snapshot, and their arithmetic.
-macro_rules! store_counters {
-    ($($(#[$doc:meta])* $field:ident),* $(,)?) => {
-        /// Counts of what a store's owner did to the database, app-side.
-        #[derive(Debug, Default)]
-        pub(super) struct Counters {
-            $(pub(super) $field: AtomicU64,)*
-        }
-
-        impl Counters {
-            fn snapshot(&self) -> StoreStats {
-                StoreStats { $($field: self.$field.load(Ordering::Relaxed),)* }
-            }
-        }
-
-        /// A snapshot of a store's counters (see [`OrderStore::stats`]).
-        /// A counter missing from older JSON reads as 0.
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-        #[serde(default)]
-        pub struct StoreStats {
-            $($(#[$doc])* pub $field: u64,)*
-        }
-
-        impl StoreStats {
-            /// Adds another snapshot (several instances of one strategy).
-            pub fn add(&mut self, other: &StoreStats) {
-                $(self.$field += other.$field;)*
-            }
-
-            /// What happened since `earlier` (counters only grow).
-            pub fn since(&self, earlier: &StoreStats) -> StoreStats {
-                StoreStats { $($field: self.$field - earlier.$field,)* }
-            }
-        }
-    };
-}
-
-store_counters! {
-    /// SQL statements sent, including `BEGIN`/`COMMIT`.
-    statements,
-    transactions,
-    /// Transactions retried after a deadlock, serialization failure or busy database.
-    retries,
-    /// Rows returned by scans (`db-scan`'s cost on the read side).
-    rows_read,
-    /// Rows the database server read inside this store's transactions, as
-    /// the server counted them between BEGIN and COMMIT (PostgreSQL, once
-    /// [`OrderStore::set_server_reads`] is on; 0 otherwise). Sampled: the
-    /// estimate, each reading counted for the transactions it stands for.
-    server_rows_read,
-    /// Transactions whose server-side reads were read (two readings each).
-    server_reads_probes,
-    /// Time those readings took, µs (the probe's own cost, on the path).
-    server_reads_probe_us,
-    /// The estimate's variance (successive differences of the readings,
-    /// see `probe::block_variance`): 0 when every transaction was read.
-    server_rows_read_variance,
-    /// `cancel_if_due` calls, one per order id.
-    cancel_attempts,
-    /// Attempts that cancelled the order; the rest were absorbed.
-    cancelled,
-    already_paid,
-    already_cancelled,
-    not_due,
-    missing,
 }
 
 /// The index db-scan's query reads (`SELECT id FROM orders WHERE status =
@@ -378,30 +309,56 @@ impl OrderStore {
 
     /// Whether the transaction starting now is read, and for how many
     /// transactions its reading stands.
-    pub(super) fn probe_weight(&self) -> Option<u64> {
+    pub(super) fn probe_draw(&self) -> probe::Draw {
         match &*self.probe.mode.lock().unwrap_or_else(|p| p.into_inner()) {
-            ProbeMode::Off => None,
-            ProbeMode::Every => Some(1),
-            ProbeMode::Sampled(sampler) => sampler.decide(std::time::Instant::now()),
+            ProbeMode::Off => probe::Draw::Off,
+            ProbeMode::Every => probe::Draw::Read { weight: 1 },
+            ProbeMode::Sampled(sampler) => match sampler.decide(std::time::Instant::now()) {
+                Some(weight) => probe::Draw::Read { weight },
+                None => probe::Draw::Unread,
+            },
         }
     }
 
     /// Adds one transaction's reading, standing for `weight` transactions.
     pub(super) fn count_probe(&self, weight: u64, rows: u64, spent: Duration) {
-        let c = &self.counters;
-        self.count(&c.server_rows_read, weight.saturating_mul(rows));
-        let previous = self
-            .probe
-            .last_rows
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .replace(rows);
+        self.count_reading_sums(&ReadingSums::reading(weight, rows));
         self.count(
-            &c.server_rows_read_variance,
-            probe::block_variance(weight, rows, previous),
+            &self.counters.server_reads_probe_us,
+            spent.as_micros() as u64,
         );
-        self.count(&c.server_reads_probes, 1);
-        self.count(&c.server_reads_probe_us, spent.as_micros() as u64);
+    }
+
+    /// Counts a transaction the sampler passed over, once the probe could
+    /// have read it: before the namespace's relations are known a reading
+    /// gives nothing, so neither does the transaction it would have read.
+    pub(super) fn count_unread(&self) {
+        if self.probe.reading.initialized() {
+            self.count_reading_sums(&ReadingSums::UNREAD);
+        }
+    }
+
+    fn count_reading_sums(&self, sums: &ReadingSums) {
+        let c = &self.counters;
+        for (counter, n) in [
+            (&c.server_reads_eligible, sums.eligible),
+            (&c.server_reads_probes, sums.readings),
+            (&c.server_reads_weight, sums.weight),
+            (&c.server_rows_read, sums.weighted_rows),
+            (&c.server_reads_spread_weight, sums.spread_weight),
+            (&c.server_rows_read_spread, sums.spread_rows),
+            (&c.server_rows_read_spread_squares, sums.spread_squares),
+        ] {
+            if n == 0 {
+                continue;
+            }
+            // Squares of rows times k² can grow large: a sum that would
+            // wrap stays at its ceiling instead (at most one reading a
+            // second per store takes this path).
+            let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_add(n))
+            });
+        }
     }
 
     /// The `(order id, when)` of every attempt noted since the last call

@@ -2,8 +2,9 @@
 //! PostgreSQL, MariaDB/MySQL and SQLite through one code path (sqlx `Any`).
 //!
 //! The transitions themselves live in [`orders`](self) (create, pay, the one
-//! cancel function); [`handle`](self) holds connecting, schema installation
-//! and the counters that make the canceller's database cost measurable.
+//! cancel function); [`handle`](self) holds connecting and schema
+//! installation; [`stats`](self) the counters that make the canceller's
+//! database cost measurable.
 
 mod anti_patterns;
 mod handle;
@@ -12,11 +13,13 @@ mod orders;
 mod outbox;
 mod probe;
 mod sql;
+mod stats;
 mod timer;
 
 pub use anti_patterns::AntiPattern;
-pub use handle::{OrderStore, ScanIndex, StoreStats};
+pub use handle::{OrderStore, ScanIndex};
 pub use location::{identifier, DbKind, DbLocation, DbServer};
 pub use orders::{OrderRow, ScanBatch};
 pub use outbox::OutboxRow;
-pub use probe::ServerReads;
+pub use probe::{RowsEstimate, ServerReads};
+pub use stats::StoreStats;

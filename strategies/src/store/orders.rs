@@ -7,6 +7,7 @@
 //! two cancellers cannot deadlock on them.
 
 use super::handle::OrderStore;
+use super::probe::Draw;
 use crate::domain::{
     CancelOutcome, CreateOutcome, Micros, NewOrder, OrderId, OrderStatus, PaymentOutcome,
 };
@@ -30,20 +31,28 @@ macro_rules! in_tx {
             let result: Result<_> = async {
                 // Decided before BEGIN, from the time only, so which
                 // transactions are read never depends on what they read.
-                let weight = $store.probe_weight();
+                let draw = $store.probe_draw();
                 let mut tx = $store.pool.begin().await.ctx($context)?;
-                let reads_before = match weight {
-                    Some(_) => $store.read_server_rows(&mut tx).await?,
-                    None => None,
+                let reads_before = match draw {
+                    Draw::Read { .. } => $store.read_server_rows(&mut tx).await?,
+                    Draw::Off | Draw::Unread => None,
                 };
                 let value = {
                     let $conn: &mut AnyConnection = &mut tx;
                     $body.await?
                 };
-                if let (Some(k), Some((before, spent))) = (weight, reads_before) {
-                    if let Some((after, spent_after)) = $store.read_server_rows(&mut tx).await? {
-                        $store.count_probe(k, after.saturating_sub(before), spent + spent_after);
+                // Read or not, a transaction that got this far counts
+                // among those the estimate stands for.
+                match (draw, reads_before) {
+                    (Draw::Read { weight }, Some((before, spent))) => {
+                        if let Some((after, spent_after)) = $store.read_server_rows(&mut tx).await?
+                        {
+                            let rows = after.saturating_sub(before);
+                            $store.count_probe(weight, rows, spent + spent_after);
+                        }
                     }
+                    (Draw::Unread, _) => $store.count_unread(),
+                    (Draw::Off, _) | (Draw::Read { .. }, None) => {}
                 }
                 tx.commit().await.ctx($context)?;
                 Ok(value)

@@ -22,10 +22,13 @@
 //!   measurement cost per window; a strategy with fewer transactions than
 //!   that has every one read, exactly.
 //!
-//! The sampled transactions stand for the others (Horvitz–Thompson): one
-//! transaction read out of each block of `k` stands for `k`, so the total
-//! is an unbiased estimate. Its variance is estimated from successive
-//! readings ([`block_variance`]), for the report's interval.
+//! The sampled transactions stand for the others through a ratio (Hájek)
+//! estimate ([`ReadingSums::estimate`]): the rows per transaction of the
+//! readings, each weighted by the `k` transactions of its block, times the
+//! transactions that could have been read. Scaling a mean by an exact
+//! count makes it exact when every transaction reads the same rows,
+//! whatever blocks were cut short or left unfinished; the sum of `k` times
+//! the rows (Horvitz–Thompson) moved by a whole `k` with each of them.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -48,14 +51,29 @@ pub enum ServerReads {
     Sampled { per_second: u32 },
 }
 
+/// What the probe does with one transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Draw {
+    /// The probe is off.
+    Off,
+    /// Counted among those that could have been read, not read.
+    Unread,
+    /// Read; the reading stands for `weight` transactions.
+    Read { weight: u64 },
+}
+
 /// Decides which transactions a store reads: one at random out of each
 /// block of `k` consecutive transactions, `k` set from the transaction
 /// rate over the last second (counted in [`RATE_WINDOW`]s, so a burst
 /// moves it only by its share) so that about `per_second` are read each
 /// second. When the rate falls, the current block ends at once (its
 /// unread positions simply go unused: every transaction it held still had
-/// a chance of 1 in `k`, so the estimate stays unbiased). Pure over the
-/// times it is given, so the tests can drive it.
+/// a chance of 1 in `k`), so that the slower transactions are read soon
+/// rather than after a block sized for the burst (at 20 a second, a block
+/// of 150 left from 600 a second would last 7 s). A block cut short gives
+/// its reading or none; the ratio estimate turns that into a reading more
+/// or less for the mean, not `k` transactions more or less for the total.
+/// Pure over the times it is given, so the tests can drive it.
 #[derive(Debug)]
 pub(crate) struct Sampler {
     per_second: u64,
@@ -131,12 +149,13 @@ impl Sampler {
             // when the last second's rate is 0) would otherwise be read
             // whole for a window (150 readings at 600 orders/s where the
             // budget is a few). The pace only sizes the next block, never
-            // ends the current one early: blocks ended early add variance
-            // that the successive-difference estimate does not see (issue
-            // 20's note). Each block's size follows from the transactions
-            // before it, never from their rows, so the estimate stays
-            // unbiased; the window reads about `b (1 + ln(n / b))` of its
-            // `n`, with `b` its share of the budget (at least 1).
+            // ends the current one early: a pace that grows with each
+            // transaction of a burst would cut nearly every block, each
+            // giving its reading or none. Each block's size follows
+            // from the transactions before it, never from their rows, so
+            // every transaction's chance is 1 in its block's `k`; the window
+            // reads about `b (1 + ln(n / b))` of its `n`, with `b` its share
+            // of the budget (at least 1).
             let budget = self.per_second.max(WINDOWS_PER_SECOND as u64);
             let pace_k = s.in_window * WINDOWS_PER_SECOND as u64 / budget;
             s.k = s.next_k.max(pace_k).max(1);
@@ -149,20 +168,118 @@ impl Sampler {
     }
 }
 
-/// One block's share of the estimate's variance: reading one transaction
-/// of `k` at random, `k` times its rows has variance `(k² - k) S²`, with
-/// `S²` the rows' variance within the block (divisor `k - 1`), estimated
-/// from the difference to the previous reading as `(r - previous)² / 2`
-/// (the successive-difference estimator of systematic sampling). Where the
-/// rows drift from block to block it overestimates; where neighbouring
-/// blocks differ less than a block's own transactions do, it can
-/// underestimate. 0 for a block read whole (`k` = 1).
-pub(crate) fn block_variance(k: u64, rows: u64, previous: Option<u64>) -> u64 {
-    let Some(previous) = previous else {
-        return 0;
+/// What a store sums of its readings to estimate the rows its
+/// transactions read. Each field is a [`StoreStats`](super::StoreStats)
+/// counter, so sums add across instances and subtract over a window; the
+/// estimate divides only at the end ([`ReadingSums::estimate`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ReadingSums {
+    /// Transactions that could have been read (the population, `N`).
+    pub(crate) eligible: u64,
+    /// Readings (`n`).
+    pub(crate) readings: u64,
+    /// `Σ k`: the transactions the readings stand for (`N̂`).
+    pub(crate) weight: u64,
+    /// `Σ k·rows`.
+    pub(crate) weighted_rows: u64,
+    /// `Σ k(k - 1)`, `Σ k(k - 1)·rows` and `Σ k(k - 1)·rows²`: the
+    /// variance's sum of squared residuals, expanded so that it can be
+    /// summed before the ratio is known.
+    pub(crate) spread_weight: u64,
+    pub(crate) spread_rows: u64,
+    pub(crate) spread_squares: u64,
+}
+
+/// A ratio estimate of the rows read, and its variance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowsEstimate {
+    pub total: f64,
+    pub variance: f64,
+}
+
+impl ReadingSums {
+    /// One reading of `rows`, standing for `k` transactions (itself
+    /// included). Saturating: a sum that overflows stays at its ceiling.
+    pub(crate) fn reading(k: u64, rows: u64) -> ReadingSums {
+        let spread = k.saturating_mul(k.saturating_sub(1));
+        ReadingSums {
+            eligible: 1,
+            readings: 1,
+            weight: k,
+            weighted_rows: k.saturating_mul(rows),
+            spread_weight: spread,
+            spread_rows: spread.saturating_mul(rows),
+            spread_squares: spread.saturating_mul(rows).saturating_mul(rows),
+        }
+    }
+
+    /// One transaction that could have been read and was not.
+    pub(crate) const UNREAD: ReadingSums = ReadingSums {
+        eligible: 1,
+        readings: 0,
+        weight: 0,
+        weighted_rows: 0,
+        spread_weight: 0,
+        spread_rows: 0,
+        spread_squares: 0,
     };
-    let d = rows.abs_diff(previous);
-    (k.saturating_mul(k) - k).saturating_mul(d.saturating_mul(d)) / 2
+
+    #[cfg(test)]
+    fn add(&mut self, other: &ReadingSums) {
+        self.eligible += other.eligible;
+        self.readings += other.readings;
+        self.weight += other.weight;
+        self.weighted_rows += other.weighted_rows;
+        self.spread_weight += other.spread_weight;
+        self.spread_rows += other.spread_rows;
+        self.spread_squares += other.spread_squares;
+    }
+
+    /// The rows the eligible transactions read: `N · R̂`, with the ratio
+    /// `R̂ = Σ k·rows / Σ k`; `None` without a reading.
+    ///
+    /// The variance is the linearised (Taylor) variance of that ratio
+    /// estimate over the readings, each reading's residual `e = rows - R̂`
+    /// weighted as Poisson sampling at probability `1/k` weights it,
+    /// `(1 - π)/π² = k(k - 1)`:
+    ///
+    /// `V̂ = (N / N̂)² · n/(n - 1) · Σ k(k - 1)(rows - R̂)²`
+    ///
+    /// Why this form rather than successive differences of the readings
+    /// (the Horvitz–Thompson estimate's): residuals are 0 when every
+    /// transaction reads the same rows, and so is the variance, as the
+    /// estimate is then exact; a reading of a block of 1 (read whole)
+    /// adds nothing; and a reading far from the run's mean counts in full,
+    /// so drift and a rate that changes with the rows (a burst of cheap
+    /// cancels in a run of dear ones, whose blocks are then cut short) are
+    /// counted rather than differenced away between neighbours, which
+    /// made successive differences too narrow in such runs. It shrinks
+    /// with the number of readings, not with the blocks' sizes. `(N/N̂)²`
+    /// rescales the residuals' total to the eligible count, and
+    /// `n/(n - 1)` makes up for residuals taken from a ratio fitted to the
+    /// same readings.
+    pub(crate) fn estimate(&self) -> Option<RowsEstimate> {
+        if self.weight == 0 {
+            return None;
+        }
+        let (eligible, weight) = (self.eligible as f64, self.weight as f64);
+        let ratio = self.weighted_rows as f64 / weight;
+        // Σ k(k-1)(rows - R̂)², from the three sums: exactly 0 in floating
+        // point when every reading has the same rows (integers below 2⁵³).
+        let squares = self.spread_squares as f64 - 2.0 * ratio * self.spread_rows as f64
+            + ratio * ratio * self.spread_weight as f64;
+        let n = self.readings as f64;
+        let small_sample = if self.readings > 1 {
+            n / (n - 1.0)
+        } else {
+            1.0
+        };
+        let scale = eligible / weight;
+        Some(RowsEstimate {
+            total: eligible * ratio,
+            variance: (scale * scale * small_sample * squares).max(0.0),
+        })
+    }
 }
 
 /// SplitMix64: small, fast, and good enough to pick a position in a block.
@@ -287,33 +404,44 @@ mod tests {
         assert!(weight.abs_diff(3000) <= 900, "weight {weight}");
     }
 
+    /// Runs transactions `(when, rows)` through `sampler` as a store does:
+    /// the rows they read, and the sums the store keeps of its readings.
+    fn sample(
+        sampler: &Sampler,
+        transactions: impl IntoIterator<Item = (Instant, u64)>,
+    ) -> (u64, ReadingSums) {
+        let (mut exact, mut sums) = (0, ReadingSums::default());
+        for (at, rows) in transactions {
+            exact += rows;
+            match sampler.decide(at) {
+                Some(k) => sums.add(&ReadingSums::reading(k, rows)),
+                None => sums.add(&ReadingSums::UNREAD),
+            }
+        }
+        (exact, sums)
+    }
+
     #[test]
     fn the_interval_covers_the_truth_after_a_quiet_start() {
         // What the growing blocks must not do: narrow the reported
         // interval below the estimate's real spread. Over 1 000 runs of a
         // burst after a quiet start (random rows of 1 to 9), the 95 %
-        // interval from the summed block variances holds the true total
-        // in most of them.
+        // interval from the ratio's variance holds the true total in most
+        // of them (about 910).
         let start = Instant::now();
         let mut covered = 0;
         let runs = 1000u64;
         for run in 0..runs {
             let sampler = Sampler::seeded(4, start, 1000 + run);
             let mut rows_rng = run | 1;
-            let (mut exact, mut estimate, mut variance) = (0u64, 0u64, 0u64);
-            let mut previous = None;
-            for i in 0..900u64 {
-                let rows = splitmix(&mut rows_rng) % 9 + 1;
-                exact += rows;
+            let transactions = (0..900u64).map(|i| {
                 let at = start + Duration::from_secs(2) + Duration::from_micros(i * 3333);
-                if let Some(k) = sampler.decide(at) {
-                    estimate += k * rows;
-                    variance += block_variance(k, rows, previous);
-                    previous = Some(rows);
-                }
-            }
-            let half = 1.96 * (variance as f64).sqrt();
-            if (estimate as f64 - exact as f64).abs() <= half {
+                (at, splitmix(&mut rows_rng) % 9 + 1)
+            });
+            let (exact, sums) = sample(&sampler, transactions);
+            let estimate = sums.estimate().unwrap();
+            let half = 1.96 * estimate.variance.sqrt();
+            if (estimate.total - exact as f64).abs() <= half {
                 covered += 1;
             }
         }
@@ -336,31 +464,91 @@ mod tests {
         // Transactions alternate between 1 and 9 rows: a sampler that read
         // the first of each block (or any fixed position) would be biased.
         let start = Instant::now();
-        // Each 2 s round has 7 blocks of 250 whose estimate is 250 or 2 250
-        // against 1 250: over 2 000 rounds the error's deviation is 0.6 %.
-        let (mut estimate, mut exact) = (0u64, 0u64);
+        // Each 2 s round has 7 blocks of 250 and about 8 readings of 1 or
+        // 9 rows: over 2 000 rounds the error's deviation is about 0.5 %.
+        let (mut estimate, mut exact) = (0.0, 0u64);
         for round in 0..2000u64 {
-            let sampler = Sampler::seeded(4, start + Duration::from_secs(round), round);
             let t0 = start + Duration::from_secs(round);
-            for i in 0..2000u64 {
-                let rows = if i % 2 == 0 { 1 } else { 9 };
-                exact += rows;
-                if let Some(k) = sampler.decide(t0 + Duration::from_millis(i)) {
-                    estimate += k * rows;
-                }
-            }
+            let sampler = Sampler::seeded(4, t0, round);
+            let transactions = (0..2000u64).map(|i| {
+                (
+                    t0 + Duration::from_millis(i),
+                    if i % 2 == 0 { 1 } else { 9 },
+                )
+            });
+            let (rows, sums) = sample(&sampler, transactions);
+            exact += rows;
+            estimate += sums.estimate().unwrap().total;
         }
-        let error = (estimate as f64 - exact as f64).abs() / exact as f64;
+        let error = (estimate - exact as f64).abs() / exact as f64;
         assert!(error < 0.02, "estimate {estimate} against {exact}");
     }
 
     #[test]
-    fn a_block_read_whole_or_alike_adds_no_variance() {
-        assert_eq!(block_variance(1, 9, Some(1)), 0);
-        assert_eq!(block_variance(10, 4, Some(4)), 0);
-        assert_eq!(block_variance(10, 4, None), 0);
-        // (100 - 10) * 4^2 / 2
-        assert_eq!(block_variance(10, 6, Some(2)), 720);
+    fn constant_rows_are_estimated_exactly_whatever_the_blocks() {
+        // 2 rows each, at a rate that rises and falls (blocks cut short
+        // when it falls) and stops mid-block: the readings stand for more
+        // or fewer transactions than were made, but not for other rows.
+        let start = Instant::now();
+        let mut stood_for_other_counts = 0;
+        for seed in 0..200u64 {
+            let sampler = Sampler::seeded(4, start, seed);
+            let mut gaps = seed | 1;
+            let mut at = start;
+            let transactions: Vec<(Instant, u64)> = (0..3000u64)
+                .map(|i| {
+                    let fast = (i / 500) % 2 == 0;
+                    let gap_us = if fast { 500 } else { 20_000 } + splitmix(&mut gaps) % 1000;
+                    at += Duration::from_micros(gap_us);
+                    (at, 2)
+                })
+                .collect();
+            let (exact, sums) = sample(&sampler, transactions);
+            if sums.weight != sums.eligible {
+                stood_for_other_counts += 1;
+            }
+            let estimate = sums.estimate().unwrap();
+            assert_eq!(estimate.total, exact as f64, "seed {seed}");
+            assert_eq!(estimate.variance, 0.0, "seed {seed}");
+        }
+        // Where a sum of k times the rows would have been off.
+        assert!(
+            stood_for_other_counts > 150,
+            "{stood_for_other_counts} of 200 runs whose readings stood for a count other than the made"
+        );
+    }
+
+    /// `sums` with `n` more transactions that were not read.
+    fn and_unread(mut sums: ReadingSums, n: u64) -> ReadingSums {
+        for _ in 0..n {
+            sums.add(&ReadingSums::UNREAD);
+        }
+        sums
+    }
+
+    #[test]
+    fn the_variance_weighs_each_residual_by_k_times_k_minus_one() {
+        // Readings of 1 row standing for 2 and of 4 rows standing for 4,
+        // out of 6 eligible: R̂ = (2 + 16) / 6 = 3, total 18; residuals
+        // -2 and 1, weighted 2·1 and 4·3: 8 + 12 = 20, times n/(n-1) = 2.
+        let mut read = ReadingSums::reading(2, 1);
+        read.add(&ReadingSums::reading(4, 4));
+        let estimate = |sums| ReadingSums::estimate(&sums).map(|e| (e.total, e.variance));
+        assert_eq!(estimate(and_unread(read, 4)), Some((18.0, 40.0)));
+        // Twice the eligible transactions: twice the total, four times
+        // the variance.
+        assert_eq!(estimate(and_unread(read, 10)), Some((36.0, 160.0)));
+        assert_eq!(estimate(and_unread(ReadingSums::default(), 3)), None);
+    }
+
+    #[test]
+    fn transactions_read_one_by_one_add_no_variance() {
+        let mut sums = ReadingSums::default();
+        for rows in [1, 9, 4, 0, 30] {
+            sums.add(&ReadingSums::reading(1, rows));
+        }
+        let estimate = sums.estimate().unwrap();
+        assert_eq!((estimate.total, estimate.variance), (44.0, 0.0));
     }
 
     #[test]
