@@ -26,6 +26,7 @@ pub mod registry;
 pub mod signal;
 pub mod store;
 pub mod timing_wheel;
+mod wake;
 
 pub use canceller::{Canceller, Capabilities, InstanceRole, Service, StrategyCounters};
 pub use crash::CrashPoint;
