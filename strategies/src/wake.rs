@@ -310,7 +310,11 @@ mod tests {
             assert!(poll_once(sleep.as_mut()).is_pending());
             assert_eq!(waker.wake_before.load(SeqCst), soon, "sleeps until it");
         }
-        assert_eq!(waker.wake_before.load(SeqCst), WORKING, "dropped: not asleep");
+        assert_eq!(
+            waker.wake_before.load(SeqCst),
+            WORKING,
+            "dropped: not asleep"
+        );
 
         waker.take();
         waker.wake_for(now_us() - 1);
