@@ -230,6 +230,18 @@ mod tests {
         future.poll(&mut Context::from_waker(Waker::noop()))
     }
 
+    /// A sleep begun (polled once, and still asleep), to poll on.
+    fn asleep<'a>(
+        waker: &'a DeadlineWaker,
+        until: Micros,
+        heed: Heed,
+        shutdown: &'a CancellationToken,
+    ) -> std::pin::Pin<Box<impl Future<Output = Slept> + 'a>> {
+        let mut sleep = Box::pin(waker.sleep_until(until, heed, shutdown));
+        assert!(poll_once(sleep.as_mut()).is_pending(), "asleep");
+        sleep
+    }
+
     /// Whether a permit is stored (a wake that would end the next sleep's
     /// wait at once); consumes it.
     fn permit_stored(waker: &DeadlineWaker) -> bool {
@@ -305,11 +317,9 @@ mod tests {
         let soon = now_us() + HOUR_US;
         waker.wake_for(soon);
         assert!(!permit_stored(&waker), "a worker is not notified");
-        {
-            let mut sleep = pin!(waker.sleep_until(soon + HOUR_US, Heed::Deadlines, &shutdown));
-            assert!(poll_once(sleep.as_mut()).is_pending());
-            assert_eq!(waker.wake_before.load(SeqCst), soon, "sleeps until it");
-        }
+        let sleep = asleep(&waker, soon + HOUR_US, Heed::Deadlines, &shutdown);
+        assert_eq!(waker.wake_before.load(SeqCst), soon, "sleeps until it");
+        drop(sleep);
         assert_eq!(
             waker.wake_before.load(SeqCst),
             WORKING,
@@ -337,8 +347,7 @@ mod tests {
     async fn only_a_nearer_deadline_wakes_a_sleeper() {
         let (waker, shutdown) = (DeadlineWaker::default(), CancellationToken::new());
         let until = now_us() + HOUR_US;
-        let mut sleep = pin!(waker.sleep_until(until, Heed::Deadlines, &shutdown));
-        assert!(poll_once(sleep.as_mut()).is_pending());
+        let mut sleep = asleep(&waker, until, Heed::Deadlines, &shutdown);
         waker.wake_for(until + 1);
         assert!(poll_once(sleep.as_mut()).is_pending());
         assert!(!permit_stored(&waker));
@@ -362,8 +371,7 @@ mod tests {
             waker.wake_for(base + k);
         }
         assert!(!permit_stored(&waker));
-        let mut sleep = pin!(waker.sleep_until(base + HOUR_US, Heed::Deadlines, &shutdown));
-        assert!(poll_once(sleep.as_mut()).is_pending());
+        let _sleep = asleep(&waker, base + HOUR_US, Heed::Deadlines, &shutdown);
         assert_eq!(waker.wake_before.load(SeqCst), base);
     }
 
@@ -375,8 +383,7 @@ mod tests {
         let (waker, shutdown) = (DeadlineWaker::default(), CancellationToken::new());
         let until = now_us() + HOUR_US;
         waker.notify.notify_one();
-        let mut sleep = pin!(waker.sleep_until(until, Heed::Deadlines, &shutdown));
-        assert!(poll_once(sleep.as_mut()).is_pending());
+        let mut sleep = asleep(&waker, until, Heed::Deadlines, &shutdown);
         assert!(!permit_stored(&waker), "the permit was consumed");
         assert_eq!(waker.wake_before.load(SeqCst), until);
         shutdown.cancel();
@@ -389,8 +396,7 @@ mod tests {
     async fn look_now_ends_any_sleep_and_deadlines_not_a_standbys() {
         let (waker, shutdown) = (DeadlineWaker::default(), CancellationToken::new());
         let until = now_us() + HOUR_US;
-        let mut standby = pin!(waker.sleep_until(until, Heed::LookNowOnly, &shutdown));
-        assert!(poll_once(standby.as_mut()).is_pending());
+        let mut standby = asleep(&waker, until, Heed::LookNowOnly, &shutdown);
         waker.wake_for(now_us() - 1);
         assert!(poll_once(standby.as_mut()).is_pending());
         waker.look_now();
