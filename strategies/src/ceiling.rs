@@ -28,17 +28,21 @@ use crate::crash::CrashPoint;
 use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
 use crate::error::Result;
 use crate::store::{OrderStore, StoreStats};
+use crate::wake::{DeadlineWaker, Heed};
 use async_trait::async_trait;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 /// How long to wait before retrying an order whose cancel failed.
 const RETRY_AFTER: Duration = Duration::from_millis(100);
+
+/// How long the driver sleeps with an empty list (a schedule wakes it).
+const IDLE_SLEEP: Duration = Duration::from_secs(3600);
 
 /// The most orders one cancel transaction takes.
 pub const MAX_BATCH: usize = 200;
@@ -54,7 +58,7 @@ pub struct Ceiling {
 struct Inner {
     state: Mutex<State>,
     /// Wakes the driver when a deadline earlier than its sleep arrives.
-    wake: Notify,
+    waker: DeadlineWaker,
     counters: Counters,
 }
 
@@ -84,7 +88,7 @@ impl Ceiling {
             store,
             inner: Arc::new(Inner {
                 state: Mutex::new(State::default()),
-                wake: Notify::new(),
+                waker: DeadlineWaker::default(),
                 counters: Counters::default(),
             }),
         }
@@ -92,13 +96,15 @@ impl Ceiling {
 }
 
 impl Inner {
-    /// Puts `order_id` in the list to be tried at `at_us`; returns whether
-    /// it is now the earliest (the driver must look again).
-    fn push(&self, order_id: OrderId, at_us: Micros) -> bool {
-        let mut state = self.state.lock().expect("ceiling lock");
-        let earliest = state.due.peek().map(|Reverse((at, _))| *at);
-        state.due.push(Reverse((at_us, order_id)));
-        earliest.is_none_or(|e| at_us < e)
+    /// Puts `order_id` in the list to be tried at `at_us`, and wakes the
+    /// driver if it sleeps past that.
+    fn push(&self, order_id: OrderId, at_us: Micros) {
+        self.state
+            .lock()
+            .expect("ceiling lock")
+            .due
+            .push(Reverse((at_us, order_id)));
+        self.waker.wake_for(at_us);
     }
 
     /// Up to `limit` orders due by `now`, earliest first, and the next
@@ -170,9 +176,7 @@ impl Canceller for Ceiling {
             return Ok(());
         }
         inner.counters.scheduled.fetch_add(1, Ordering::Relaxed);
-        if inner.push(order_id, expire_at_us) {
-            inner.wake.notify_one();
-        }
+        inner.push(order_id, expire_at_us);
         Ok(())
     }
 
@@ -184,17 +188,17 @@ impl Canceller for Ceiling {
                 p = Arc::clone(&connections).acquire_owned() => p.expect("never closed"),
                 _ = shutdown.cancelled() => return Ok(()),
             };
+            // What was pushed before is in the list read next; later pushes
+            // stay heard for the sleep.
+            self.inner.waker.take();
             let (due, next) = self.inner.take_due(now_us(), MAX_BATCH);
             if due.is_empty() {
                 drop(permit);
-                let sleep = match next {
-                    Some(at) => Duration::from_micros((at - now_us()).max(0) as u64),
-                    None => Duration::from_secs(3600),
-                };
-                tokio::select! {
-                    _ = tokio::time::sleep(sleep) => {}
-                    _ = self.inner.wake.notified() => {}
-                    _ = shutdown.cancelled() => return Ok(()),
+                let until = next.unwrap_or_else(|| now_us() + IDLE_SLEEP.as_micros() as i64);
+                let waker = &self.inner.waker;
+                waker.sleep_until(until, Heed::Deadlines, &shutdown).await;
+                if shutdown.is_cancelled() {
+                    return Ok(());
                 }
                 continue;
             }
@@ -228,7 +232,6 @@ impl Canceller for Ceiling {
                         }
                     }
                 }
-                inner.wake.notify_one();
                 drop(permit);
             });
         }

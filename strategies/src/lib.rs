@@ -28,6 +28,7 @@ pub mod signal;
 pub mod store;
 pub mod strategy_info;
 pub mod timing_wheel;
+mod wake;
 
 pub use canceller::{Canceller, Capabilities, InstanceRole, Service, StrategyCounters};
 pub use crash::CrashPoint;

@@ -69,11 +69,11 @@ use crate::db_scan::{cancel_until_short, claiming_capabilities, Claim};
 use crate::domain::{Micros, OrderId};
 use crate::error::Result;
 use crate::store::{DbKind, OrderStore, StoreStats};
+use crate::wake::{DeadlineWaker, Heed};
 use async_trait::async_trait;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// Written to `orders.cancelled_by`.
@@ -111,32 +111,18 @@ counters! {
     }
 }
 
-/// The sleeper and its listener meet here.
+/// What the sleeper and its listener share.
 #[derive(Debug)]
-struct Wake {
-    /// The earliest deadline notified since the sleeper last read the
-    /// database (`i64::MAX`: none; `i64::MIN`: read it again now).
-    heard: AtomicI64,
-    /// When the sleeper means to wake; `i64::MIN` while it is working
-    /// (it reads `heard` before it sleeps again).
-    sleeping_until: AtomicI64,
-    notify: Notify,
+struct Listening {
+    /// Notified deadlines wake the sleeper through it; a look-now asks it
+    /// to read the database again (the lead was taken, or notifications
+    /// may have been lost).
+    waker: DeadlineWaker,
+    /// The listener listens now (else every instance polls).
     listening: AtomicBool,
     /// This instance holds the lead (on its listening session); shared
     /// with [`DbTimer::role`].
     leading: Arc<AtomicBool>,
-}
-
-impl Wake {
-    /// Notes a deadline; wakes the sleeper if it comes before its planned
-    /// wake. Sequentially consistent with the sleeper's store-then-read of
-    /// the same two atomics, so one of the two always sees the other.
-    fn hear(&self, deadline: Micros) {
-        self.heard.fetch_min(deadline, Ordering::SeqCst);
-        if deadline < self.sleeping_until.load(Ordering::SeqCst) {
-            self.notify.notify_one();
-        }
-    }
 }
 
 /// The db-timer strategy.
@@ -147,7 +133,7 @@ pub struct DbTimer {
     poll_max_sleep: Duration,
     batch_size: u32,
     counters: Arc<TimerCounters>,
-    /// Whether this instance leads now (see [`Wake::leading`]).
+    /// Whether this instance leads now (see [`Listening::leading`]).
     leading: Arc<AtomicBool>,
 }
 
@@ -214,14 +200,14 @@ fn micros(d: Duration) -> Micros {
 }
 
 /// Keeps a `LISTEN` connection open until `shutdown`, passing each
-/// notified deadline to `wake`; while not leading, tries to take the lead
+/// notified deadline to the sleeper; while not leading, tries to take the lead
 /// on that connection every `lead_retry`. On loss, tells the sleeper to
 /// re-read and poll, and listens again.
 async fn listen(
     store: OrderStore,
     name: String,
     lead_retry: Duration,
-    wake: Arc<Wake>,
+    shared: Arc<Listening>,
     counters: Arc<TimerCounters>,
     shutdown: CancellationToken,
 ) {
@@ -230,13 +216,13 @@ async fn listen(
         match store.deadline_listener(&name).await {
             Ok(mut listener) => {
                 count(&counters.listens);
-                wake.listening.store(true, Ordering::SeqCst);
+                shared.listening.store(true, Ordering::SeqCst);
                 // Whatever was notified while nobody listened is lost:
                 // read the database again now that nothing more can be.
-                wake.hear(i64::MIN);
+                shared.waker.look_now();
                 let mut next_try = tokio::time::Instant::now();
                 loop {
-                    let leading = wake.leading.load(Ordering::SeqCst);
+                    let leading = shared.leading.load(Ordering::SeqCst);
                     let received = tokio::select! {
                         _ = shutdown.cancelled() => {
                             if leading {
@@ -250,7 +236,7 @@ async fn listen(
                                 )
                                 .await;
                             }
-                            wake.leading.store(false, Ordering::SeqCst);
+                            shared.leading.store(false, Ordering::SeqCst);
                             return;
                         }
                         _ = tokio::time::sleep_until(next_try), if !leading => {
@@ -258,9 +244,9 @@ async fn listen(
                             match store.try_take_timer_lead(&mut listener).await {
                                 Ok(true) => {
                                     count(&counters.leads);
-                                    wake.leading.store(true, Ordering::SeqCst);
+                                    shared.leading.store(true, Ordering::SeqCst);
                                     // Lead from the database's state, now.
-                                    wake.hear(i64::MIN);
+                                    shared.waker.look_now();
                                 }
                                 Ok(false) => {}
                                 Err(e) => {
@@ -275,8 +261,11 @@ async fn listen(
                     match received {
                         Ok(Some(notification)) => {
                             count(&counters.notifications);
-                            // An unreadable payload: re-read rather than guess.
-                            wake.hear(notification.payload().parse().unwrap_or(i64::MIN));
+                            match notification.payload().parse() {
+                                Ok(deadline) => shared.waker.wake_for(deadline),
+                                // Unreadable: re-read rather than guess.
+                                Err(_) => shared.waker.look_now(),
+                            }
                         }
                         Ok(None) | Err(_) => {
                             if let Err(e) = received {
@@ -294,9 +283,9 @@ async fn listen(
         count(&counters.listener_losses);
         // The lead lived on the lost session (or is given up with it: a
         // connection that cannot run a query is dropped below).
-        wake.leading.store(false, Ordering::SeqCst);
-        wake.listening.store(false, Ordering::SeqCst);
-        wake.hear(i64::MIN);
+        shared.leading.store(false, Ordering::SeqCst);
+        shared.listening.store(false, Ordering::SeqCst);
+        shared.waker.look_now();
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(LISTEN_RETRY) => {}
@@ -346,10 +335,8 @@ impl Canceller for DbTimer {
     }
 
     async fn run(&self, shutdown: CancellationToken) -> Result<()> {
-        let wake = Arc::new(Wake {
-            heard: AtomicI64::new(i64::MAX),
-            sleeping_until: AtomicI64::new(i64::MIN),
-            notify: Notify::new(),
+        let shared = Arc::new(Listening {
+            waker: DeadlineWaker::default(),
             listening: AtomicBool::new(false),
             leading: Arc::clone(&self.leading),
         });
@@ -362,7 +349,7 @@ impl Canceller for DbTimer {
                 self.store.clone(),
                 Self::listener_name(&self.store),
                 self.poll_max_sleep,
-                Arc::clone(&wake),
+                Arc::clone(&shared),
                 Arc::clone(&self.counters),
                 listen_token.clone(),
             ))
@@ -373,11 +360,12 @@ impl Canceller for DbTimer {
         // The earliest PENDING order the last round read, `(deadline, id)`.
         let mut next: Option<(Micros, OrderId)> = None;
         while !shutdown.is_cancelled() {
-            // From here on every notified deadline is kept in `heard`; those
-            // committed before are in the database the round reads.
-            wake.heard.store(i64::MAX, Ordering::SeqCst);
-            let listening = wake.listening.load(Ordering::SeqCst);
-            let standby = listening && !wake.leading.load(Ordering::SeqCst);
+            // Deadlines notified from here on stay heard for the sleep
+            // below; those committed before are in the database the round
+            // reads.
+            shared.waker.take();
+            let listening = shared.listening.load(Ordering::SeqCst);
+            let standby = listening && !shared.leading.load(Ordering::SeqCst);
             let round = if standby {
                 count(&c.standby_rounds);
                 next = None;
@@ -410,7 +398,7 @@ impl Canceller for DbTimer {
                         .min(crate::now_us().saturating_add(micros(cap)))
                 })
             };
-            let mut target = round.unwrap_or_else(|e| {
+            let target = round.unwrap_or_else(|e| {
                 // A transient failure must not stop cancelling: count it,
                 // report it, and try again after a poll interval.
                 count(&c.errors);
@@ -418,31 +406,17 @@ impl Canceller for DbTimer {
                 tracing::warn!(strategy = BY, error = %e, "round failed; retrying");
                 crate::now_us() + micros(self.poll_max_sleep)
             });
-            loop {
-                wake.sleeping_until.store(target, Ordering::SeqCst);
-                let heard = wake.heard.load(Ordering::SeqCst);
-                // `i64::MIN` asks for a re-read (the lead was taken or the
-                // listener lost) and wakes everyone; a new order's deadline
-                // wakes only an instance that sleeps until deadlines.
-                if heard < target && (heard == i64::MIN || !standby) {
-                    if heard != i64::MIN {
-                        count(&c.woken_by_notify);
-                    }
-                    target = heard;
-                    continue;
-                }
-                let left = target.saturating_sub(crate::now_us());
-                if left <= 0 {
-                    break;
-                }
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(Duration::from_micros(left as u64)) => break,
-                    // Back to the top, which reads what was heard.
-                    _ = wake.notify.notified() => {}
-                }
-            }
-            wake.sleeping_until.store(i64::MIN, Ordering::SeqCst);
+            // A look-now (the lead was taken, the listener lost) wakes
+            // everyone; a new order's deadline only an instance that
+            // sleeps until deadlines.
+            let heed = if standby {
+                Heed::LookNowOnly
+            } else {
+                Heed::Deadlines
+            };
+            let slept = shared.waker.sleep_until(target, heed, &shutdown).await;
+            c.woken_by_notify
+                .fetch_add(slept.shortened, Ordering::Relaxed);
         }
         if let Some(listener) = listener {
             let _ = listener.await;

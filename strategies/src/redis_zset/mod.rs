@@ -49,13 +49,13 @@ use crate::crash::CrashPoint;
 use crate::domain::{Micros, OrderId};
 use crate::error::Result;
 use crate::store::{OrderStore, StoreStats};
+use crate::wake::DeadlineWaker;
 use async_trait::async_trait;
 use conn::{shard_of, Event, Persistence, Redis};
 use scripts::Scripts;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// How long an order the database says is not due yet (clock skew between
@@ -94,22 +94,16 @@ pub enum ClaimMode {
     Nonatomic,
 }
 
-/// The keys of one shard and what this worker knows of its next deadline.
+/// The keys of one shard, and where its loop hears of new deadlines.
 #[derive(Debug)]
 struct Shard {
     index: usize,
     delay: String,
     processing: String,
     dead: String,
-    /// The earliest deadline this worker knows of in the delay set
-    /// (`i64::MAX`: none; `i64::MIN`: unknown, look). Only shards due by
-    /// this are claimed between full passes, so a wake costs one script call.
-    next_due: AtomicI64,
-    /// Wall-clock time this shard's loop sleeps until; `i64::MAX` while it
-    /// works, so every wake message during a claim leads to one more look.
-    sleeping_until: AtomicI64,
-    /// Wakes this shard's loop.
-    wake: Notify,
+    /// Deadlines that became the shard's earliest (wake messages, this
+    /// process's schedules and requeues) wake its loop through it.
+    waker: DeadlineWaker,
 }
 
 /// The redis-zset strategy (one instance), or its non-atomic teaching variant.
@@ -151,9 +145,7 @@ impl RedisZset {
                 let tag = shard_tag(&prefix, k, config.shards, redis.is_cluster());
                 Shard {
                     index: k as usize,
-                    next_due: AtomicI64::new(i64::MIN),
-                    sleeping_until: AtomicI64::new(i64::MIN),
-                    wake: Notify::new(),
+                    waker: DeadlineWaker::default(),
                     delay: format!("dlb:{{{tag}}}:delay"),
                     processing: format!("dlb:{{{tag}}}:processing"),
                     dead: format!("dlb:{{{tag}}}:dead"),
@@ -194,22 +186,18 @@ impl RedisZset {
     }
 
     /// Records that shard `index` holds a member due at `deadline_us`, and
-    /// wakes the worker if that is before the end of its sleep.
+    /// wakes its loop if that is before the end of its sleep.
     fn note_due(&self, index: usize, deadline_us: Micros) {
-        let Some(shard) = self.shards.get(index) else {
-            return self.forget_next_due();
-        };
-        shard.next_due.fetch_min(deadline_us, Ordering::SeqCst);
-        if deadline_us < shard.sleeping_until.load(Ordering::SeqCst) {
-            shard.wake.notify_one();
+        match self.shards.get(index) {
+            Some(shard) => shard.waker.wake_for(deadline_us),
+            None => self.forget_next_due(),
         }
     }
 
     /// Makes every shard's loop look at its shard (wake messages may be lost).
     fn forget_next_due(&self) {
         for shard in &self.shards {
-            shard.next_due.store(i64::MIN, Ordering::SeqCst);
-            shard.wake.notify_one();
+            shard.waker.look_now();
         }
     }
 

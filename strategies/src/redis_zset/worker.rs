@@ -8,34 +8,19 @@ use crate::canceller::Canceller;
 use crate::crash::{self, CrashPoint};
 use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
 use crate::error::Result;
+use crate::wake::Heed;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 impl RedisZset {
-    /// Claims, cancels and acks `shard`'s due members; returns whether
-    /// the batch came back full (look again at once). On failure the shard
-    /// is tried again `retry_in` later.
-    async fn claim_shard(&self, shard: &Shard, retry_in: Duration) -> Result<bool> {
-        // A wake message during the claim lowers it again.
-        shard.next_due.store(i64::MAX, Ordering::SeqCst);
-        let claimed = match self.mode {
+    /// Claims, cancels and acks `shard`'s due members; returns how many
+    /// were claimed and the shard's next deadline.
+    async fn claim_shard(&self, shard: &Shard) -> Result<(usize, Option<Micros>)> {
+        match self.mode {
             ClaimMode::Atomic => self.claim_and_cancel(shard).await,
             ClaimMode::Nonatomic => self.read_and_cancel(shard).await,
-        };
-        match claimed {
-            Ok((members, next)) => {
-                shard
-                    .next_due
-                    .fetch_min(next.unwrap_or(i64::MAX), Ordering::SeqCst);
-                Ok(members >= self.config.claim_batch as usize)
-            }
-            Err(e) => {
-                let retry_at = now_us() + retry_in.as_micros() as i64;
-                shard.next_due.store(retry_at, Ordering::SeqCst);
-                Err(e)
-            }
         }
     }
 
@@ -263,18 +248,18 @@ impl RedisZset {
     }
 
     /// One shard's loop: reclaim when due, claim when due, sleep until the
-    /// shard's next deadline (or a wake message, or `max-sleep` since the
-    /// last unconditional claim, which bounds what a lost wake message
+    /// shard's next deadline (or an earlier one heard, or `max-sleep` since
+    /// the last unconditional claim, which bounds what a lost wake message
     /// costs).
     async fn work_shard(&self, shard: &Shard, shutdown: &CancellationToken) {
         let mut backoff = MIN_BACKOFF;
         let mut next_reclaim = Instant::now();
         let mut next_full = Instant::now();
+        // The earliest deadline this loop knows of in the delay set
+        // (`i64::MAX`: none; `i64::MIN`: unknown, look). Only a shard due by
+        // this is claimed between full claims, so a wake costs one script call.
+        let mut next_due = i64::MIN;
         while !shutdown.is_cancelled() {
-            // While it works every wake message notifies, and the permit
-            // that leaves makes the sleep below return at once: a message
-            // that came after the claim read the shard is not lost.
-            shard.sleeping_until.store(i64::MAX, Ordering::SeqCst);
             if self.mode == ClaimMode::Atomic && Instant::now() >= next_reclaim {
                 if let Err(e) = self.reclaim_shard(shard).await {
                     self.failed("reclaiming", &e);
@@ -285,27 +270,32 @@ impl RedisZset {
             if full {
                 next_full = Instant::now() + self.config.max_sleep;
             }
-            if full || shard.next_due.load(Ordering::SeqCst) <= now_us() {
-                // A failing shard waits `backoff` (its next_due says so);
-                // the pause doubles while it keeps failing.
-                match self.claim_shard(shard, backoff).await {
-                    Ok(busy) => {
+            // What was heard (a reclaim's return included) is in the delay
+            // set a claim now reads; what comes later stays heard for the
+            // sleep below.
+            next_due = next_due.min(shard.waker.take());
+            if full || next_due <= now_us() {
+                match self.claim_shard(shard).await {
+                    Ok((members, next)) => {
                         backoff = MIN_BACKOFF;
-                        if busy {
+                        next_due = next.unwrap_or(i64::MAX);
+                        if members >= self.config.claim_batch as usize {
                             continue;
                         }
                     }
                     Err(e) => {
+                        // A failing shard waits `backoff`; the pause
+                        // doubles while it keeps failing.
+                        next_due = now_us() + backoff.as_micros() as i64;
                         self.failed("a claim", &e);
                         backoff = (backoff * 2).min(MAX_BACKOFF);
                     }
                 }
             }
-            let next = shard.next_due.load(Ordering::SeqCst);
             let mut sleep = next_full.saturating_duration_since(Instant::now());
-            if next != i64::MAX {
+            if next_due != i64::MAX {
                 sleep = sleep.min(Duration::from_micros(
-                    next.saturating_sub(now_us()).max(0) as u64
+                    next_due.saturating_sub(now_us()).max(0) as u64,
                 ));
             }
             if self.mode == ClaimMode::Atomic {
@@ -314,17 +304,13 @@ impl RedisZset {
             if sleep.is_zero() {
                 continue;
             }
-            shard
-                .sleeping_until
-                .store(now_us() + sleep.as_micros() as i64, Ordering::SeqCst);
-            // A wake message before this store saw `i64::MAX` and notified:
-            // its permit ends the sleep at once.
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = shard.wake.notified() => {
-                    self.counters.wakeups.fetch_add(1, Ordering::Relaxed);
-                }
-                _ = tokio::time::sleep(sleep) => {}
+            let until = now_us() + sleep.as_micros() as i64;
+            let slept = shard
+                .waker
+                .sleep_until(until, Heed::Deadlines, shutdown)
+                .await;
+            if slept.woken() {
+                self.counters.wakeups.fetch_add(1, Ordering::Relaxed);
             }
         }
     }

@@ -25,17 +25,19 @@ use crate::crash::{self, CrashPoint};
 use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
 use crate::error::Result;
 use crate::store::{AntiPattern, OrderStore, StoreStats};
+use crate::wake::{DeadlineWaker, Heed};
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use wheel::{ticks_ceil, TimerKey, TimingWheel, WheelConfig};
 
 /// How long to wait before retrying a batch whose cancel failed.
 const RETRY_AFTER: Duration = Duration::from_millis(100);
+/// How long the driver sleeps with an empty wheel (a schedule wakes it).
+const IDLE_SLEEP: Duration = Duration::from_secs(3600);
 
 /// The timing-wheel strategy (one instance).
 #[derive(Debug)]
@@ -51,7 +53,7 @@ pub struct TimingWheelStrategy {
     tick_us: u64,
     state: Mutex<State>,
     /// Wakes the driver when a deadline earlier than its sleep arrives.
-    wake: Notify,
+    waker: DeadlineWaker,
     counters: Counters,
 }
 
@@ -114,7 +116,7 @@ impl TimingWheelStrategy {
                 keys: HashMap::new(),
                 due_now: Vec::new(),
             }),
-            wake: Notify::new(),
+            waker: DeadlineWaker::default(),
             counters: Counters::default(),
         }
     }
@@ -125,33 +127,37 @@ impl TimingWheelStrategy {
         ticks_ceil((deadline_us - self.origin_us).max(0) as u64, self.tick_us)
     }
 
+    /// Wall-clock microseconds at which `tick` starts (and its timers fire).
+    fn tick_start_us(&self, tick: u64) -> Micros {
+        self.origin_us + (tick * self.tick_us) as i64
+    }
+
     /// The current tick (rounded down).
     fn now_tick(&self) -> u64 {
         (now_us() - self.origin_us).max(0) as u64 / self.tick_us
     }
 
-    /// Puts one order in the wheel (or in `due_now`); returns whether the
-    /// driver should wake up to look at it.
-    fn insert(&self, order_id: OrderId, expire_at_us: Micros) -> bool {
-        let mut state = self.state.lock().expect("wheel lock");
-        if state.keys.contains_key(&order_id) {
-            self.counters
-                .duplicate_schedules
-                .fetch_add(1, Ordering::Relaxed);
-            return false;
-        }
-        let earliest_before = state.wheel.next_deadline();
+    /// Puts one order in the wheel (or in `due_now`), then wakes the
+    /// driver if it sleeps past the start of the order's tick (a tick that
+    /// has begun is in the past: it wakes a sleeping driver at once).
+    fn insert(&self, order_id: OrderId, expire_at_us: Micros) {
         let tick = self.deadline_tick(expire_at_us);
-        match state.wheel.insert(tick, (order_id, expire_at_us)) {
-            Ok(key) => {
-                state.keys.insert(order_id, key);
-                earliest_before.is_none_or(|t| tick < t)
+        {
+            let mut state = self.state.lock().expect("wheel lock");
+            if state.keys.contains_key(&order_id) {
+                self.counters
+                    .duplicate_schedules
+                    .fetch_add(1, Ordering::Relaxed);
+                return;
             }
-            Err(value) => {
-                state.due_now.push(value);
-                true
+            match state.wheel.insert(tick, (order_id, expire_at_us)) {
+                Ok(key) => {
+                    state.keys.insert(order_id, key);
+                }
+                Err(value) => state.due_now.push(value),
             }
         }
+        self.waker.wake_for(self.tick_start_us(tick));
     }
 
     /// Advances the wheel to now and takes everything due.
@@ -279,9 +285,7 @@ impl Canceller for TimingWheelStrategy {
 
     async fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> Result<()> {
         self.counters.scheduled.fetch_add(1, Ordering::Relaxed);
-        if self.insert(order_id, expire_at_us) {
-            self.wake.notify_one();
-        }
+        self.insert(order_id, expire_at_us);
         Ok(())
     }
 
@@ -290,6 +294,9 @@ impl Canceller for TimingWheelStrategy {
             return Ok(());
         }
         loop {
+            // What was inserted before is in the wheel read next; later
+            // inserts stay heard for the sleep.
+            self.waker.take();
             let (due, next_tick) = self.take_due();
             if !due.is_empty() {
                 // Popped off the wheel (only this process held them), not cancelled yet.
@@ -299,17 +306,15 @@ impl Canceller for TimingWheelStrategy {
             }
             // Sleep until the next deadline's tick starts (or a long while
             // when the wheel is empty); an earlier schedule wakes us.
-            let sleep = match next_tick {
-                Some(tick) => {
-                    let at_us = self.origin_us + (tick * self.tick_us) as i64;
-                    Duration::from_micros((at_us - now_us()).max(0) as u64)
-                }
-                None => Duration::from_secs(3600),
+            let until = match next_tick {
+                Some(tick) => self.tick_start_us(tick),
+                None => now_us() + IDLE_SLEEP.as_micros() as i64,
             };
-            tokio::select! {
-                _ = shutdown.cancelled() => return Ok(()),
-                _ = self.wake.notified() => {}
-                _ = tokio::time::sleep(sleep) => {}
+            self.waker
+                .sleep_until(until, Heed::Deadlines, &shutdown)
+                .await;
+            if shutdown.is_cancelled() {
+                return Ok(());
             }
             self.counters.wakeups.fetch_add(1, Ordering::Relaxed);
         }
