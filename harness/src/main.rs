@@ -21,6 +21,7 @@ mod run;
 mod scenario;
 mod scenario_reference;
 mod service_args;
+mod session;
 mod sweep;
 mod workload;
 

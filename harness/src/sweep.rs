@@ -16,28 +16,27 @@
 //! sweep makes dozens); any step with an anomaly or a failure keeps its
 //! namespace for inspection, named in its `summary.json`.
 
-use crate::driver;
 use crate::instance::Pool;
 use crate::model::summary::{Status, Summary};
 use crate::model::sweep::{
     self, GeneratorProbe, GeneratorStep, StrategySweep, SweepResult, SweepStep,
 };
 use crate::report;
-use crate::resources;
-use crate::run::{self, namespace_name, new_run_dir, start_run_info};
+use crate::run::args::CommonArgs;
+use crate::run::folder::{namespace_name, new_run_dir, start_run_info};
 use crate::scenario::Scenario;
+use crate::session::{self, Bench, Load};
 use crate::workload;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use strategies::checker::Anomaly;
-use strategies::{DbLocation, DbServer, OrderStore};
-use tokio::time::Instant;
+use strategies::registry::{Role, Variant, STRATEGIES};
+use strategies::{DbLocation, DbServer};
 
 /// What `delaybench sweep` was asked to do.
 #[derive(Debug, Clone)]
 pub struct SweepArgs {
-    pub common: run::CommonArgs,
+    pub common: CommonArgs,
     /// Run every step this many times, back to back; a step holds only if
     /// every repetition held.
     pub repeat: u32,
@@ -60,14 +59,16 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
         !scenario.measure.unmeasured_twin,
         "field `measure.unmeasured-twin` is for `delaybench run`; a sweep does not run twins"
     );
-    let mut names = run::select(args.common.strategies.as_deref())?;
+    let mut variants = args.common.selected()?;
     // The yardstick first, whatever was asked, in a rate sweep. A backlog
     // sweep leaves it out: it holds its schedule in memory and reloads
     // nothing, so it has no recovery to compare.
-    names.retain(|n| n != "ceiling");
+    variants.retain(|v| v.info.role != Role::Baseline);
     if scenario.backlog.is_none() {
-        names.insert(0, "ceiling".to_string());
+        let baselines = STRATEGIES.iter().filter(|s| s.role == Role::Baseline);
+        variants.splice(0..0, baselines.map(Variant::plain));
     }
+    let names: Vec<String> = variants.iter().map(Variant::name).collect();
     let server = DbServer::parse(args.common.services.database(crate::service_args::SQLITE)?)?;
     let database_version = server.server_version().await?;
     let (run_id, run_dir) = new_run_dir(&args.common.out, &scenario.name)?;
@@ -76,7 +77,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
         args.repeat,
         source,
         &scenario,
-        &names,
+        &variants,
         (&server, database_version),
         true,
     )
@@ -120,7 +121,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
         run_dir: &run_dir,
         repeat: args.repeat.max(1),
     };
-    for name in &names {
+    for (variant, name) in variants.iter().zip(&names) {
         result.strategies.push(StrategySweep {
             strategy: name.clone(),
             status: Status::Ok,
@@ -141,7 +142,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
             let pending = sizes
                 .as_ref()
                 .map(|s| s[result.strategies[index].steps.len()]);
-            let (step, summary) = ctx.repeated_step(name, rate, pending).await?;
+            let (step, summary) = ctx.repeated_step(*variant, rate, pending).await?;
             eprintln!("delaybench: {}", step_line(name, &step));
             let this = &mut result.strategies[index];
             if summary.status != Status::Ok && this.steps.is_empty() {
@@ -254,17 +255,17 @@ impl StepContext<'_> {
     /// first repetition's summary (for whether anything could run at all).
     async fn repeated_step(
         &self,
-        name: &str,
+        variant: Variant,
         rate: f64,
         pending: Option<u64>,
     ) -> Result<(SweepStep, Summary)> {
         if self.repeat == 1 {
-            return self.step(name, rate, pending, None).await;
+            return self.step(variant, rate, pending, None).await;
         }
         let mut steps = Vec::new();
         let mut first = None;
         for k in 1..=self.repeat {
-            let (step, summary) = self.step(name, rate, pending, Some(k)).await?;
+            let (step, summary) = self.step(variant, rate, pending, Some(k)).await?;
             let stop = summary.status != Status::Ok;
             first.get_or_insert(summary);
             steps.push(step);
@@ -285,7 +286,7 @@ impl StepContext<'_> {
     /// beside the step's as `<folder>-stalled-<k>` and named in `stalled`.
     async fn step(
         &self,
-        name: &str,
+        variant: Variant,
         rate: f64,
         pending: Option<u64>,
         repetition: Option<u32>,
@@ -294,7 +295,7 @@ impl StepContext<'_> {
         loop {
             let attempt = stalled.len() as u32;
             let (mut step, summary, dir) = self
-                .attempt(name, rate, pending, repetition, attempt)
+                .attempt(variant, rate, pending, repetition, attempt)
                 .await?;
             let keep_up = self.scenario.sweep.keep_up.as_micros() as u64;
             if attempt < sweep::HARNESS_STALL_RETRIES
@@ -316,7 +317,7 @@ impl StepContext<'_> {
                         Err(e) => format!("its folder could not be kept: {e}"),
                     }
                 );
-                eprintln!("delaybench: {name} at {rate} orders/s: harness stall, {what}");
+                eprintln!("delaybench: {variant} at {rate} orders/s: harness stall, {what}");
                 stalled.push(what);
                 continue;
             }
@@ -328,7 +329,7 @@ impl StepContext<'_> {
     /// One attempt of a step: a whole run in its own namespace, judged.
     async fn attempt(
         &self,
-        name: &str,
+        variant: Variant,
         rate: f64,
         pending: Option<u64>,
         repetition: Option<u32>,
@@ -344,6 +345,7 @@ impl StepContext<'_> {
             Some(n) => format!("pending-{n}"),
             None => format!("rate-{}", rate.to_string().replace('.', "_")),
         };
+        let name = variant.name();
         let mut folder = format!("{name}/{point}");
         if let Some(k) = repetition {
             point += &format!("_r{k}");
@@ -355,7 +357,7 @@ impl StepContext<'_> {
         }
         let namespace = namespace_name(self.run_id, &format!("{name}_{point}"));
         let summary =
-            run::run_one(name, true, &scenario, &plan, self.server, &namespace, &dir).await?;
+            session::measure(variant, &scenario, &plan, self.server, &namespace, &dir).await?;
         summary.write(&dir)?;
         let config = &self.scenario.sweep;
         let reasons = sweep::judge(
@@ -493,24 +495,13 @@ impl StepContext<'_> {
         let location = self.server.create_namespace(&namespace, &dir).await?;
         // The namespace is dropped whatever the step returns.
         let measured = async {
-            let connections = run::harness_connections(rate, location.kind);
-            let store = OrderStore::connect(&location, connections).await?;
-            store
-                .install_schema(scenario.stock.skus, scenario.stock.initial)
-                .await?;
+            let bench = Bench::open(&location, &scenario).await?;
             // No instances: every created order is "unscheduled", nothing cancels.
             let pool = Pool::spawn(Vec::new(), None).await?;
-            let progress = run::progress_bar("generator", plan.events.len() as u64);
-            let t0 = Instant::now();
-            pool.set_t0(t0);
-            let cpu = resources::measure_window(
-                t0 + Duration::from_micros(plan.measured_from_us as u64),
-                t0 + scenario.warmup + scenario.duration,
-            );
-            let health = driver::drive(&plan, &store, &pool, t0, &progress, connections).await;
-            progress.finish_and_clear();
-            let cpu = cpu.await.context("reading CPU use")?;
-            store.close().await;
+            let load = Load::start("generator", &plan, &scenario, &pool);
+            let health = load.drive(&plan, &bench, &pool).await;
+            let cpu = load.finish().await?;
+            bench.store.close().await;
             let _ = pool.stop().await;
             anyhow::Ok((health, cpu))
         }

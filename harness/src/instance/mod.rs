@@ -24,6 +24,6 @@ mod pool;
 mod protocol;
 mod worker;
 
-pub use pool::Pool;
+pub use pool::{Pool, PoolRecord};
 pub use protocol::WorkerSpec;
 pub use worker::worker_main;

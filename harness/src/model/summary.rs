@@ -46,6 +46,26 @@ pub struct DatabaseInfo {
     pub namespace: Option<String>,
 }
 
+impl DatabaseInfo {
+    /// `server`, before a namespace was made on it.
+    pub fn server(server: &strategies::DbServer) -> DatabaseInfo {
+        DatabaseInfo {
+            kind: server.kind().as_str().to_string(),
+            url: server.display_url(),
+            namespace: None,
+        }
+    }
+
+    /// The namespace at `location`.
+    pub fn namespace(location: &strategies::DbLocation) -> DatabaseInfo {
+        DatabaseInfo {
+            kind: location.kind.as_str().to_string(),
+            url: location.display_url(),
+            namespace: Some(location.namespace.clone()),
+        }
+    }
+}
+
 /// What the strategy cost. Every figure covers the measured window (after
 /// the warm-up) and is divided by the cancels the instances made in that
 /// same window (`store.cancelled`), except `server_rows_read`, which covers

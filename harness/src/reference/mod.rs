@@ -399,7 +399,7 @@ mod tests {
                 );
             }
             let list = value(entry, "--strategies").expect("every entry names its strategies");
-            let names = crate::run::select(Some(list))
+            let names = crate::run::args::select(Some(list))
                 .unwrap_or_else(|e| panic!("{}: {list}: {e:#}", entry.name));
             assert!(!names.is_empty(), "{}", entry.name);
         }

@@ -1,0 +1,128 @@
+//! What `run` and `sweep` are asked on the command line: the scenario, the
+//! strategies (parsed here, once, into [`Variant`]s), the services and
+//! where results go.
+
+use crate::scenario::Scenario;
+use crate::service_args::ServiceArgs;
+use anyhow::Result;
+use std::path::PathBuf;
+use strategies::registry::{Role, Variant, STRATEGIES};
+
+/// What `run` and `sweep` share on the command line. Each service URL
+/// comes from its flag, else its environment variable, else the scenario
+/// (whose defaults are this machine's services).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonArgs {
+    /// Scenario: a TOML file, or a bundled preset by name (quick, busy, chaos, ...;
+    /// `delaybench scenario list`). Default: quick for `run`, sweep for `sweep`.
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Comma-separated strategies, variants such as redis-zset+fallback, or `all` (every
+    /// strategy, teaching variants left out). Default for `run`: those needing only the
+    /// database (the others are listed as skipped); for `sweep`: `all`.
+    #[arg(long)]
+    pub strategies: Option<String>,
+    #[command(flatten)]
+    pub services: ServiceArgs,
+    /// Folder that receives <run-id>/.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+}
+
+impl CommonArgs {
+    /// The scenario named by `--scenario` (or `default_preset`), with the
+    /// service URLs of the flags and environment put in, and where it came from.
+    pub fn scenario(&self, default_preset: &str) -> Result<(Scenario, String)> {
+        let (mut scenario, origin) = Scenario::load(self.scenario.as_deref(), default_preset)?;
+        self.services.apply(&mut scenario.strategies);
+        scenario.validate()?;
+        Ok((scenario, origin))
+    }
+
+    /// Whether `--strategies` chose what runs (rather than the default).
+    pub fn strategies_named(&self) -> bool {
+        self.strategies.is_some()
+    }
+
+    /// The strategies `--strategies` names (see [`select`]).
+    pub fn selected(&self) -> Result<Vec<Variant>> {
+        select(self.strategies.as_deref())
+    }
+}
+
+/// What `delaybench run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RunArgs {
+    pub common: CommonArgs,
+    /// Run each strategy this many times, interleaved (A B C A B C).
+    pub repeat: u32,
+}
+
+/// Parses a `--strategies` list; every strategy (teaching variants and the
+/// baseline left out) when absent or `all`. Each variant once, in the
+/// order named.
+pub fn select(list: Option<&str>) -> Result<Vec<Variant>> {
+    let every_strategy = || {
+        STRATEGIES
+            .iter()
+            .filter(|s| s.role == Role::Strategy)
+            .map(Variant::plain)
+            .collect()
+    };
+    let Some(list) = list else {
+        return Ok(every_strategy());
+    };
+    if list.trim() == "all" {
+        return Ok(every_strategy());
+    }
+    let mut variants = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let variant = Variant::parse(name)?;
+        if !variants.contains(&variant) {
+            variants.push(variant);
+        }
+    }
+    anyhow::ensure!(
+        !variants.is_empty(),
+        "--strategies is empty; known strategies: {}",
+        STRATEGIES
+            .iter()
+            .map(|s| s.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(variants)
+}
+
+/// Why `variant` will not run, if it will not. With no `--strategies` the
+/// embedded default runs only what needs no service besides the database.
+pub fn skip_reason(variant: Variant, explicitly_selected: bool) -> Option<String> {
+    let requires = variant.info.requires;
+    if explicitly_selected || requires.is_empty() {
+        return None;
+    }
+    let needs: Vec<&str> = requires.iter().map(|s| s.name()).collect();
+    Some(format!(
+        "needs {}, which the embedded default does not use; run it with \
+         `delaybench run --strategies {variant}` once {} is up (`docker compose up -d --wait`)",
+        needs.join(" and "),
+        needs.join(" and ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_strategy_lists_known_ones() {
+        let msg = format!("{:#}", select(Some("db-scan,nope")).unwrap_err());
+        assert!(
+            msg.contains("nope") && msg.contains("db-scan") && msg.contains("redis-zset"),
+            "{msg}"
+        );
+        let once = select(Some("db-scan, db-scan")).unwrap();
+        assert_eq!(once.len(), 1);
+        assert_eq!(once[0].name(), "db-scan");
+    }
+}

@@ -1,0 +1,180 @@
+//! Everything a strategy's measured window starts from: the schema (and a
+//! backlog in it), the strategy set up once, what it declares, the order
+//! service's store, the links the faults act on, and its instances
+//! running, holding the backlog.
+
+use super::bench::Bench;
+use crate::backlog::{self, Backends};
+use crate::faults::{self, Target};
+use crate::instance::{Pool, WorkerSpec};
+use crate::model::records::BacklogRecord;
+use crate::proxy::FaultProxy;
+use crate::scenario::Scenario;
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use strategies::registry::Deployment;
+use strategies::{Canceller, Capabilities, CrashPoint, DbLocation, OrderStore};
+
+/// A strategy ready to measure.
+#[derive(Debug)]
+pub(super) struct SetUp {
+    pub(super) deployment: Deployment,
+    /// The order service's side: its store writes the outbox rows and
+    /// announces deadlines where the deployment asks it to.
+    pub(super) bench: Bench,
+    /// What the strategy declares, with the deployment's notes and its
+    /// crash points added for the report.
+    pub(super) capabilities: Capabilities,
+    pub(super) crash_points: &'static [CrashPoint],
+    pub(super) pool: Arc<Pool>,
+    /// What each instance was started with (the backlog's recovery starts
+    /// them again).
+    pub(super) specs: Vec<WorkerSpec>,
+    /// The proxy in front of each backend a network fault acts on.
+    pub(super) proxies: BTreeMap<Target, FaultProxy>,
+    /// The label of the instances' database sessions.
+    pub(super) session: String,
+    /// Where the strategy holds its schedule besides the database.
+    pub(super) backends: Backends,
+    /// The backlog held, once handed to the instances.
+    pub(super) backlog: Option<HeldBacklog>,
+    /// The server's rows read before the window (whole-run count).
+    pub(super) rows_before: Option<u64>,
+}
+
+/// A `[backlog]` in the database and in the instances.
+#[derive(Debug)]
+pub(super) struct HeldBacklog {
+    pub(super) record: BacklogRecord,
+    pub(super) size: u64,
+}
+
+impl SetUp {
+    /// Sets the strategy up on `location`; `set_up` receives the instance
+    /// that ran `setup`, for the caller to tear down with whatever happens.
+    pub(super) async fn build(
+        deployment: Deployment,
+        scenario: &Scenario,
+        location: &DbLocation,
+        set_up: &mut Option<Box<dyn Canceller>>,
+    ) -> Result<SetUp> {
+        let mut bench = Bench::open(location, scenario).await?;
+        // The backlog goes into the database before any instance starts (a
+        // wheel reloads it on start), then to the instances through `schedule`.
+        let backlog = match &scenario.backlog {
+            // A backlog of 0 is measured too: the baseline of every holding
+            // and recovery figure.
+            Some(b) => {
+                let size = b.pending.first().copied().unwrap_or(0);
+                let (expire, insert_s) =
+                    backlog::insert(&bench.store, size, b.after, scenario.stock.skus).await?;
+                Some((size, expire, insert_s))
+            }
+            None => None,
+        };
+        // Setup runs on a connection of its own whose row counts are flushed
+        // before the reading that starts the whole-run count: PostgreSQL
+        // publishes a backend's counts up to 10 s late otherwise, and an index
+        // built in setup (db-scan's `index` option: a heap scan of a 1M-order
+        // backlog) read as 700 rows per cancel of run cost.
+        let setup_store = OrderStore::connect(location, 1).await?;
+        set_up
+            .insert(deployment.instance(setup_store.clone())?)
+            .setup()
+            .await
+            .context("strategy setup")?;
+        setup_store.flush_statistics().await;
+        setup_store.close().await;
+        let control = deployment.instance(OrderStore::connect(location, 2).await?)?;
+        let mut capabilities = control.capabilities();
+        let points: Vec<&str> = control.crash_points().iter().map(|p| p.as_str()).collect();
+        capabilities.notes.push(format!(
+            "crash points its path has (crash-at, pause-instance): {}",
+            if points.is_empty() {
+                "none".to_string()
+            } else {
+                points.join(", ")
+            }
+        ));
+        capabilities.notes.extend(deployment.notes());
+        bench.store = deployment.order_service_store(bench.store);
+
+        let rows_before = crate::db_stats::rows_read(&bench.store).await?;
+        let options = deployment.options();
+        let (proxies, worker_location, worker_options) =
+            faults::route(&scenario.faults, &capabilities.requires, location, options).await?;
+        let session = strategies::store::identifier(&format!("{}_w", location.resource_prefix()));
+        let specs: Vec<WorkerSpec> = (0..scenario.instances)
+            .map(|instance| WorkerSpec {
+                strategy: deployment.variant(),
+                instance,
+                location: worker_location.clone(),
+                options: worker_options.clone(),
+                session: session.clone(),
+                retry: scenario.schedule_retry.clone(),
+                measure: scenario.measure.clone(),
+            })
+            .collect();
+        let pool = Pool::spawn(specs.clone(), scenario.restart_dead_instances).await?;
+        let backends = Backends::of(
+            &capabilities,
+            &options.redis_zset.url,
+            location.resource_prefix(),
+        );
+        let backlog = match backlog {
+            Some((size, expire, insert_s)) => Some(HeldBacklog {
+                record: BacklogRecord {
+                    pending: size,
+                    insert_s,
+                    handoff_s: backlog::hand_off(&pool, size, expire).await,
+                    handoff_errors: pool.schedule_errors(),
+                    held: backlog::holdings(&backends, &pool).await,
+                    ..BacklogRecord::default()
+                },
+                size,
+            }),
+            None => None,
+        };
+        Ok(SetUp {
+            crash_points: control.crash_points(),
+            deployment,
+            bench,
+            capabilities,
+            pool,
+            specs,
+            proxies,
+            session,
+            backends,
+            backlog,
+            rows_before,
+        })
+    }
+
+    /// After the run was checked: every instance started afresh, then each
+    /// service restarted, each timed until the strategy cancels again with
+    /// its backlog in place (see [`backlog::recover`]). `store` reads the
+    /// namespace on fresh connections.
+    pub(super) async fn recover_backlog(
+        &mut self,
+        scenario: &Scenario,
+        store: &OrderStore,
+    ) -> Result<()> {
+        let (Some(held), Some(b)) = (&mut self.backlog, &scenario.backlog) else {
+            return Ok(());
+        };
+        held.record.recovery = backlog::recover(backlog::RecoveryInput {
+            specs: self.specs.clone(),
+            backlog: b,
+            pending: held.size,
+            store,
+            backends: &self.backends,
+            before: &held.record.held,
+            probe_wait: (!self.capabilities.arbitrary_delay)
+                .then(|| self.deployment.options().rabbit.ttls.iter().min().copied())
+                .flatten(),
+        })
+        .await?;
+        Ok(())
+    }
+}
