@@ -18,6 +18,7 @@ mod judge;
 mod limits;
 mod sla;
 mod study;
+mod words;
 
 use anyhow::{Context, Result};
 use evidence::Source;
