@@ -16,6 +16,7 @@ mod draft;
 mod evidence;
 mod judge;
 mod limits;
+mod reading;
 mod sla;
 mod study;
 mod words;
