@@ -3,7 +3,7 @@
 //! the broker is on this host (AMQP cannot list queues), and deleted over
 //! AMQP.
 
-use super::management::list_over_http;
+use super::management::{api_root, list_over_http};
 use super::objects::{broker_prefix, BrokerKind, BrokerObject};
 use crate::error::{Error, Result};
 use crate::redact;
@@ -49,8 +49,9 @@ pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> 
                 .into(),
         });
     }
-    let api = format!("http://{host}:15672/api");
-    let http_error = match list_over_http(&uri).await {
+    let root = api_root(&host);
+    let api = format!("{root}/api");
+    let http_error = match list_over_http(&root, &uri).await {
         Ok(objects) => return Ok((objects, format!("management API {api}"))),
         Err(e) => e,
     };
