@@ -4,8 +4,9 @@
 
 use super::draft::table;
 use super::evidence::{self, FaultTally, Figure};
-use super::judge::{self, step_key, Kind};
+use super::judge::Kind;
 use super::limits;
+use super::reading::{paid_late_figure, step_key};
 use super::sla::{pct_name, trim, Condition};
 use super::study::Study;
 use crate::model::lateness::Pct;
@@ -201,7 +202,7 @@ fn runs_table(out: &mut String, study: &Study, base: &Path) -> Result<()> {
                     s.anomalies.total(),
                 )
                 .render(base);
-                let (late, _) = judge::paid_late_figure(s, file.clone(), &source.label);
+                let (late, _) = paid_late_figure(s, file.clone(), &source.label);
                 let faults = if c == Condition::Normal {
                     "none".to_string()
                 } else {

@@ -7,7 +7,8 @@ use super::evidence;
 use super::judge::Kind;
 use super::limits;
 use super::sla::Condition;
-use super::study::{CondEval, Eval, Standing, Study};
+use super::study::{Eval, Standing, Study};
+use super::words::{applied, cell, cost_line, failures, measured_line};
 use anyhow::Result;
 use std::fmt::Write;
 use std::path::Path;
@@ -176,6 +177,31 @@ fn considered(out: &mut String, study: &Study) -> Result<()> {
 fn outcome(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Path) -> Result<()> {
     writeln!(out, "## Decision Outcome\n")?;
     let lead = shortlist[0];
+    decision(out, study, lead, base)?;
+    writeln!(
+        out,
+        "The shortlist (every option: [Pros and Cons](#pros-and-cons-of-the-options)):\n"
+    )?;
+    shortlist_table(out, study, shortlist, base);
+
+    writeln!(out, "### Consequences\n")?;
+    for line in consequences(lead, study, base) {
+        writeln!(out, "- {line}")?;
+    }
+    writeln!(out)?;
+    writeln!(out, "### Confirmation\n")?;
+    writeln!(
+        out,
+        "Rerun the evidence on your own machines and services ([the commands](#rerun-the-evidence)) \
+         and compare (`delaybench compare`); once in production, watch the lateness p99 and the \
+         orders still PENDING past their deadline.\n"
+    )?;
+    Ok(())
+}
+
+/// The decision in one paragraph: the leading option chosen because it
+/// meets the objective, or why none is chosen yet.
+fn decision(out: &mut String, study: &Study, lead: &Eval, base: &Path) -> Result<()> {
     let meeting = study
         .evals
         .iter()
@@ -223,10 +249,11 @@ fn outcome(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Path) ->
             failures(lead, base).join("; ")
         )?,
     }
-    writeln!(
-        out,
-        "The shortlist (every option: [Pros and Cons](#pros-and-cons-of-the-options)):\n"
-    )?;
+    Ok(())
+}
+
+/// The shortlist as a table: each option's verdict per judged condition.
+fn shortlist_table(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Path) {
     let judged = study.sla.judged();
     let mut header = vec!["option".to_string(), "needs".into()];
     header.extend(judged.iter().map(|c| c.name().to_string()));
@@ -246,105 +273,6 @@ fn outcome(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Path) ->
         rows.push(row);
     }
     table(out, &rows);
-
-    writeln!(out, "### Consequences\n")?;
-    for line in consequences(lead, study, base) {
-        writeln!(out, "- {line}")?;
-    }
-    writeln!(out)?;
-    writeln!(out, "### Confirmation\n")?;
-    writeln!(
-        out,
-        "Rerun the evidence on your own machines and services ([the commands](#rerun-the-evidence)) \
-         and compare (`delaybench compare`); once in production, watch the lateness p99 and the \
-         orders still PENDING past their deadline.\n"
-    )?;
-    Ok(())
-}
-
-/// The conditions that apply to an option, by name (`normal, faults;
-/// cluster n/a`).
-fn applied(e: &Eval) -> String {
-    let met: Vec<&str> = e
-        .conditions
-        .iter()
-        .filter(|c| c.kind == Kind::Meets)
-        .map(|c| c.condition.name())
-        .collect();
-    let na: Vec<&str> = e
-        .conditions
-        .iter()
-        .filter(|c| c.kind == Kind::NotApplicable)
-        .map(|c| c.condition.name())
-        .collect();
-    let mut words = met.join(", ");
-    if !na.is_empty() {
-        let _ = write!(words, "; {} n/a to it", na.join(", "));
-    }
-    words
-}
-
-/// Each failed term in a few words with its deciding figure.
-fn failures(e: &Eval, base: &Path) -> Vec<String> {
-    e.conditions
-        .iter()
-        .flat_map(|c| c.terms.iter().map(move |t| (c.condition, t)))
-        .filter(|(_, (_, v))| v.kind == Kind::Fails)
-        .map(|(c, (t, v))| {
-            format!(
-                "{} `{}` with {}{}",
-                c.name(),
-                t.text,
-                v.shown.as_ref().map(|f| f.render(base)).unwrap_or_default(),
-                v.note
-            )
-        })
-        .collect()
-}
-
-/// One condition of one option for the shortlist: the deciding figure of
-/// each term (only the failing ones where one fails).
-pub fn cell(c: &CondEval, base: &Path) -> String {
-    let figs = |want: Kind| {
-        c.terms
-            .iter()
-            .filter(|(_, v)| v.kind == want)
-            .filter_map(|(t, v)| {
-                v.shown
-                    .as_ref()
-                    .map(|f| format!("`{}` {}{}", t.text, f.render(base), v.note))
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
-    match c.kind {
-        Kind::Meets => format!("meets: {}", figs(Kind::Meets)),
-        Kind::Fails => format!("**fails**: {}", figs(Kind::Fails)),
-        Kind::NotApplicable => "n/a".into(),
-        Kind::NotMeasured => {
-            let missing: Vec<String> = c
-                .terms
-                .iter()
-                .filter(|(_, v)| v.kind == Kind::NotMeasured)
-                .map(|(t, _)| format!("`{}`", t.text))
-                .collect();
-            let met = figs(Kind::Meets);
-            let all = missing.len() == c.terms.len();
-            format!(
-                "not measured{}{}",
-                if all {
-                    String::new()
-                } else {
-                    format!(": {}", missing.join(", "))
-                },
-                if met.is_empty() {
-                    String::new()
-                } else {
-                    format!("; meets {met}")
-                }
-            )
-        }
-    }
 }
 
 /// The good and the bad of choosing `e`: what was measured, then what the
@@ -404,42 +332,18 @@ fn consequences(e: &Eval, study: &Study, base: &Path) -> Vec<String> {
     lines
 }
 
-/// Cost per cancel from the option's own run with the most cancels
-/// without faults, else with faults (said).
-fn cost_line(e: &Eval, study: &Study, base: &Path) -> Option<String> {
-    for c in [Condition::Normal, Condition::Faults, Condition::Cluster] {
-        let best = study
-            .sources
-            .iter()
-            .filter(|s| s.condition == c)
-            .filter_map(|s| s.summary(&e.name).map(|sum| (s, sum)))
-            .max_by_key(|(_, sum)| sum.lateness_us.count);
-        if let Some((source, s)) = best {
-            let figs: Vec<String> = evidence::cost_figures(s, &source.summary_file(&s.strategy))
-                .iter()
-                .map(|f| f.render(base))
-                .collect();
-            if figs.is_empty() {
-                continue;
-            }
-            return Some(format!(
-                "{} per cancel ({}{})",
-                figs.join(", "),
-                source.label,
-                if c == Condition::Normal {
-                    String::new()
-                } else {
-                    format!(", {}: no run without faults ran it", c.words())
-                }
-            ));
-        }
-    }
-    None
-}
-
 fn pros_and_cons(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Path) -> Result<()> {
     writeln!(out, "## Pros and Cons of the Options\n")?;
-    // The shortlist grouped by strategy, in shortlist order.
+    for (info, evals) in &by_strategy(shortlist) {
+        strategy_pros_and_cons(out, study, info, evals, shortlist[0], base)?;
+    }
+    other_options(out, study, shortlist, base)
+}
+
+/// The shortlist grouped by strategy, in shortlist order.
+fn by_strategy<'a>(
+    shortlist: &[&'a Eval],
+) -> Vec<(&'static registry::StrategyInfo, Vec<&'a Eval>)> {
     let mut groups: Vec<(&'static registry::StrategyInfo, Vec<&Eval>)> = Vec::new();
     for e in shortlist {
         match groups
@@ -450,55 +354,72 @@ fn pros_and_cons(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Pa
             None => groups.push((e.variant.info, vec![e])),
         }
     }
-    for (info, evals) in &groups {
-        let names: Vec<&str> = evals.iter().map(|e| e.name.as_str()).collect();
-        writeln!(out, "### {}\n", names.join(", "))?;
-        writeln!(out, "{}.\n", capitalise(info.summary))?;
-        // The chosen (or leading) option's good and bad are its
-        // consequences, above: not repeated.
-        let brief = evals.len() == 1 && evals[0].name == shortlist[0].name;
-        if brief {
-            writeln!(out, "- Good and bad: as in [Consequences](#consequences).")?;
-        } else {
-            for g in info.good {
-                writeln!(out, "- Good, because {g}.")?;
-            }
-            if !info.requires.is_empty() {
-                let services: Vec<&str> = info.requires.iter().map(|s| s.name()).collect();
-                writeln!(
-                    out,
-                    "- Bad, because {} must be operated beside the database.",
-                    services.join(" and ")
-                )?;
-            }
-            for b in info.bad {
-                writeln!(out, "- Bad, because {b}.")?;
-            }
-            for e in evals {
-                for r in e.variant.remedies() {
-                    writeln!(out, "- **{}** adds {}:", e.name, r.summary)?;
-                    for g in r.good {
-                        writeln!(out, "  - Good, because {g}.")?;
-                    }
-                    for b in r.bad {
-                        writeln!(out, "  - Bad, because {b}.")?;
-                    }
+    groups
+}
+
+/// One strategy's shortlisted options: what the registry says of it and
+/// its remedies (or, for the leading option alone, a pointer to its
+/// consequences), then what was measured of each.
+fn strategy_pros_and_cons(
+    out: &mut String,
+    study: &Study,
+    info: &registry::StrategyInfo,
+    evals: &[&Eval],
+    lead: &Eval,
+    base: &Path,
+) -> Result<()> {
+    let names: Vec<&str> = evals.iter().map(|e| e.name.as_str()).collect();
+    writeln!(out, "### {}\n", names.join(", "))?;
+    writeln!(out, "{}.\n", capitalise(info.summary))?;
+    // The chosen (or leading) option's good and bad are its
+    // consequences, above: not repeated.
+    let brief = evals.len() == 1 && evals[0].name == lead.name;
+    if brief {
+        writeln!(out, "- Good and bad: as in [Consequences](#consequences).")?;
+    } else {
+        for g in info.good {
+            writeln!(out, "- Good, because {g}.")?;
+        }
+        if !info.requires.is_empty() {
+            let services: Vec<&str> = info.requires.iter().map(|s| s.name()).collect();
+            writeln!(
+                out,
+                "- Bad, because {} must be operated beside the database.",
+                services.join(" and ")
+            )?;
+        }
+        for b in info.bad {
+            writeln!(out, "- Bad, because {b}.")?;
+        }
+        for e in evals {
+            for r in e.variant.remedies() {
+                writeln!(out, "- **{}** adds {}:", e.name, r.summary)?;
+                for g in r.good {
+                    writeln!(out, "  - Good, because {g}.")?;
+                }
+                for b in r.bad {
+                    writeln!(out, "  - Bad, because {b}.")?;
                 }
             }
         }
-        for e in evals {
-            writeln!(
-                out,
-                "- Measured, **{}**: {}.",
-                e.name,
-                measured_line(e, base)
-            )?;
-            if let Some(cost) = cost_line(e, study, base).filter(|_| !brief) {
-                writeln!(out, "  Cost: {cost}.")?;
-            }
-        }
-        writeln!(out)?;
     }
+    for e in evals {
+        writeln!(
+            out,
+            "- Measured, **{}**: {}.",
+            e.name,
+            measured_line(e, base)
+        )?;
+        if let Some(cost) = cost_line(e, study, base).filter(|_| !brief) {
+            writeln!(out, "  Cost: {cost}.")?;
+        }
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The options left off the shortlist, one line each.
+fn other_options(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Path) -> Result<()> {
     let others: Vec<&Eval> = study
         .evals
         .iter()
@@ -518,53 +439,6 @@ fn pros_and_cons(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Pa
         writeln!(out)?;
     }
     Ok(())
-}
-
-/// What was measured of an option, condition by condition: failures with
-/// their figure, then what it meets, what is n/a, what was not measured.
-fn measured_line(e: &Eval, base: &Path) -> String {
-    let mut parts = Vec::new();
-    let fails = failures(e, base);
-    if !fails.is_empty() {
-        parts.push(format!("fails {}", fails.join("; ")));
-    }
-    let by = |k: Kind| -> Vec<&str> {
-        e.conditions
-            .iter()
-            .filter(|c| c.kind == k)
-            .map(|c| c.condition.name())
-            .collect()
-    };
-    let met = by(Kind::Meets);
-    if !met.is_empty() {
-        parts.push(format!("meets {}", met.join(", ")));
-    }
-    let na = by(Kind::NotApplicable);
-    if !na.is_empty() {
-        parts.push(format!("{} n/a", na.join(", ")));
-    }
-    let nm: Vec<String> = e
-        .conditions
-        .iter()
-        .filter(|c| c.kind == Kind::NotMeasured)
-        .map(|c| {
-            let partly: Vec<String> = c
-                .terms
-                .iter()
-                .filter(|(_, v)| v.kind == Kind::NotMeasured && v.note.starts_with("too few"))
-                .map(|(t, _)| format!("`{}` from too few samples", t.text))
-                .collect();
-            if partly.is_empty() {
-                c.condition.name().to_string()
-            } else {
-                format!("{} ({})", c.condition.name(), partly.join(", "))
-            }
-        })
-        .collect();
-    if !nm.is_empty() {
-        parts.push(format!("not measured: {}", nm.join(", ")));
-    }
-    parts.join("; ")
 }
 
 fn more_information(out: &mut String, study: &Study, evidence_file: &str) -> Result<()> {

@@ -12,14 +12,13 @@
 //!   bounded: the max bounds it from above, and a lower percentile that is
 //!   already over a `≤` bound fails the term;
 //! - a backlog restart that lost a probe order fails, however fast.
+//!
+//! How one run reads against a term is [`reading`](super::reading)'s;
+//! this file gathers the runs' readings into the verdict.
 
-use super::evidence::{measure_hint, ms_text, own, Figure, Own, Sample, SampleKind, Source};
-use super::sla::{pct_name, trim, Condition, Metric, Op, Term};
-use crate::model::lateness::{LatenessStats, Pct, SAMPLES_BEYOND_A_PERCENTILE};
-use crate::model::summary::Summary;
-use crate::model::sweep::{StrategySweep, SweepStep};
-use std::path::PathBuf;
-use strategies::checker::Anomaly;
+use super::evidence::{measure_hint, own, Figure, Own, Source};
+use super::reading::{read, Reading};
+use super::sla::{Condition, Op, Term};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -63,14 +62,6 @@ impl Verdict {
     }
 }
 
-/// One sample's reading of a term.
-enum Reading {
-    Holds(Figure, f64, String),
-    Fails(Figure, f64, String),
-    /// Too few samples to tell, and what is known.
-    Undecided(Figure, String),
-}
-
 /// Judges `term` for option `name` in `condition` from its own runs.
 pub fn judge(sources: &[Source], name: &str, condition: Condition, term: &Term) -> Verdict {
     let (samples, left_out) = match own(sources, name, condition) {
@@ -78,72 +69,116 @@ pub fn judge(sources: &[Source], name: &str, condition: Condition, term: &Term) 
         Own::Samples(s, l) => (s, l),
     };
     if samples.is_empty() {
-        let mut why = format!(
-            "no {} ran {name}: {}",
-            singular(condition),
-            measure_hint(name, condition)
-        );
-        if !left_out.is_empty() {
-            why = format!(
-                "no {} reached {name} ({}): {}",
-                singular(condition),
-                left_out.join("; "),
-                measure_hint(name, condition)
-            );
-        }
-        return Verdict::not_measured(why);
+        return Verdict::not_measured(no_run_reached(name, condition, &left_out));
     }
     let readings: Vec<Reading> = samples.iter().map(|s| read(s, term)).collect();
     let upper = term.op.is_upper() || term.op == Op::Eq;
-    let worst = |a: f64, b: f64| if upper { a > b } else { a < b };
-    let mut detail = Vec::new();
-    let (mut failing, mut holding, mut undecided): (Option<(Figure, f64, String)>, _, Vec<String>) =
-        (None, None::<(Figure, f64, String)>, Vec::new());
-    for r in readings {
-        match r {
-            Reading::Fails(f, v, note) => {
-                detail.push((f.clone(), format!("**fails**{note}")));
-                if failing.as_ref().is_none_or(|(_, w, _)| worst(v, *w)) {
-                    failing = Some((f, v, note));
-                }
-            }
-            Reading::Holds(f, v, note) => {
-                detail.push((f.clone(), note.trim_start().to_string()));
-                if holding.as_ref().is_none_or(|(_, w, _)| worst(v, *w)) {
-                    holding = Some((f, v, note));
-                }
-            }
-            Reading::Undecided(f, why) => {
-                detail.push((f.clone(), format!("undecided: {why}")));
-                undecided.push(format!("{} ({why})", f.text));
-            }
-        }
-    }
+    let mut tally = Tally::of(readings, upper);
     if !left_out.is_empty() {
         let note = format!(" (left out: {})", left_out.join("; "));
-        if let Some((_, _, n)) = failing.as_mut().or(holding.as_mut()) {
+        if let Some((_, _, n)) = tally.failing.as_mut().or(tally.holding.as_mut()) {
             n.push_str(&note);
         }
     }
-    let verdict = |kind, (f, v, note): (Figure, f64, String), detail| Verdict {
-        kind,
-        shown: Some(f),
-        value: Some(v),
-        note,
-        detail,
-    };
-    if let Some(f) = failing {
-        return verdict(Kind::Fails, f, detail);
+    tally.verdict()
+}
+
+/// Why nothing measured option `name` in `condition`: no run of it, or
+/// none that reached it (the `left_out` runs, each with its reason).
+fn no_run_reached(name: &str, condition: Condition, left_out: &[String]) -> String {
+    let mut why = format!(
+        "no {} ran {name}: {}",
+        singular(condition),
+        measure_hint(name, condition)
+    );
+    if !left_out.is_empty() {
+        why = format!(
+            "no {} reached {name} ({}): {}",
+            singular(condition),
+            left_out.join("; "),
+            measure_hint(name, condition)
+        );
     }
-    if !undecided.is_empty() {
-        let mut v = Verdict::not_measured(format!(
-            "too few samples to decide: {}",
-            undecided.join("; ")
-        ));
-        v.detail = detail;
-        return v;
+    why
+}
+
+/// Every run's reading of one term, gathered: the worst failing and the
+/// worst holding figure (worst: the highest for an upper bound or `=`,
+/// else the lowest), the undecided runs, and each run's line for the
+/// evidence file.
+struct Tally {
+    failing: Option<(Figure, f64, String)>,
+    holding: Option<(Figure, f64, String)>,
+    undecided: Vec<String>,
+    detail: Vec<(Figure, String)>,
+}
+
+impl Tally {
+    fn of(readings: Vec<Reading>, upper: bool) -> Tally {
+        let worst = |a: f64, b: f64| if upper { a > b } else { a < b };
+        let mut detail = Vec::new();
+        let (mut failing, mut holding, mut undecided): (
+            Option<(Figure, f64, String)>,
+            _,
+            Vec<String>,
+        ) = (None, None::<(Figure, f64, String)>, Vec::new());
+        for r in readings {
+            match r {
+                Reading::Fails(f, v, note) => {
+                    detail.push((f.clone(), format!("**fails**{note}")));
+                    if failing.as_ref().is_none_or(|(_, w, _)| worst(v, *w)) {
+                        failing = Some((f, v, note));
+                    }
+                }
+                Reading::Holds(f, v, note) => {
+                    detail.push((f.clone(), note.trim_start().to_string()));
+                    if holding.as_ref().is_none_or(|(_, w, _)| worst(v, *w)) {
+                        holding = Some((f, v, note));
+                    }
+                }
+                Reading::Undecided(f, why) => {
+                    detail.push((f.clone(), format!("undecided: {why}")));
+                    undecided.push(format!("{} ({why})", f.text));
+                }
+            }
+        }
+        Tally {
+            failing,
+            holding,
+            undecided,
+            detail,
+        }
     }
-    verdict(Kind::Meets, holding.expect("a sample read"), detail)
+
+    /// Fails where any run fails; else not measured while any run is
+    /// undecided; else meets, shown by the worst holding figure.
+    fn verdict(self) -> Verdict {
+        let Tally {
+            failing,
+            holding,
+            undecided,
+            detail,
+        } = self;
+        let verdict = |kind, (f, v, note): (Figure, f64, String), detail| Verdict {
+            kind,
+            shown: Some(f),
+            value: Some(v),
+            note,
+            detail,
+        };
+        if let Some(f) = failing {
+            return verdict(Kind::Fails, f, detail);
+        }
+        if !undecided.is_empty() {
+            let mut v = Verdict::not_measured(format!(
+                "too few samples to decide: {}",
+                undecided.join("; ")
+            ));
+            v.detail = detail;
+            return v;
+        }
+        verdict(Kind::Meets, holding.expect("a sample read"), detail)
+    }
 }
 
 fn singular(condition: Condition) -> &'static str {
@@ -153,462 +188,5 @@ fn singular(condition: Condition) -> &'static str {
         Condition::Cluster => "cluster run",
         Condition::Capacity => "rate sweep",
         Condition::Backlog => "backlog sweep",
-    }
-}
-
-/// A lateness distribution from a summary or a sweep step, with where
-/// each percentile's key is.
-struct Pcts {
-    count: u64,
-    values: [Option<u64>; 5],
-    file: PathBuf,
-    /// Key of percentile `name`.
-    key: Box<dyn Fn(&str) -> String>,
-    /// `quick`, `1000000 pending`: said in the figure.
-    label: String,
-}
-
-const ORDER: [Pct; 5] = [Pct::P50, Pct::P90, Pct::P99, Pct::P999, Pct::Max];
-
-fn quantile(p: Pct) -> f64 {
-    match p {
-        Pct::P50 => 0.5,
-        Pct::P90 => 0.9,
-        Pct::P99 => 0.99,
-        Pct::P999 => 0.999,
-        Pct::Max => 1.0,
-    }
-}
-
-/// Samples a percentile needs before it is shown (p99: 1 000).
-pub fn samples_needed(p: Pct) -> u64 {
-    (SAMPLES_BEYOND_A_PERCENTILE / (1.0 - quantile(p))).round() as u64
-}
-
-impl Pcts {
-    fn of_summary(s: &Summary, file: PathBuf, label: String) -> Pcts {
-        let l: &LatenessStats = &s.lateness_us;
-        Pcts {
-            count: l.count,
-            values: ORDER.map(|p| l.shown(p)),
-            file,
-            key: Box::new(|p| format!("lateness_us.{p}")),
-            label,
-        }
-    }
-
-    fn of_step(sweep: &StrategySweep, step: &SweepStep, file: PathBuf) -> Pcts {
-        let l = LatenessStats {
-            count: step.cancels,
-            p50: step.p50_us.unwrap_or(0),
-            p99: step.p99_us.unwrap_or(0),
-            max: step.max_us.unwrap_or(0),
-            ..LatenessStats::default()
-        };
-        let has = [
-            step.p50_us.is_some(),
-            false,
-            step.p99_us.is_some(),
-            false,
-            step.max_us.is_some(),
-        ];
-        let at = step_key(sweep, step);
-        Pcts {
-            count: step.cancels,
-            values: std::array::from_fn(|i| has[i].then(|| l.shown(ORDER[i])).flatten()),
-            file,
-            key: Box::new(move |p| format!("{at}.{p}_us")),
-            label: format!("{} pending", step.pending.unwrap_or(0)),
-        }
-    }
-
-    fn get(&self, p: Pct) -> Option<u64> {
-        self.values[ORDER.iter().position(|o| *o == p).expect("listed")]
-    }
-
-    fn figure(&self, p: Pct, v: u64) -> Figure {
-        Figure::new(
-            format!(
-                "{} {} ({}, n={})",
-                pct_name(p),
-                ms_text(v as f64),
-                self.label,
-                self.count
-            ),
-            self.file.clone(),
-            &(self.key)(pct_name(p)),
-            v,
-        )
-    }
-}
-
-pub fn step_key(sweep: &StrategySweep, step: &SweepStep) -> String {
-    match step.pending {
-        Some(pending) => format!(
-            "strategies[strategy={}].steps[pending={pending}]",
-            sweep.strategy
-        ),
-        None => format!(
-            "strategies[strategy={}].steps[rate={}]",
-            sweep.strategy,
-            trim(step.rate)
-        ),
-    }
-}
-
-/// A lateness percentile term on one distribution, with the lower
-/// percentiles and the max standing in where the percentile itself has
-/// too few samples.
-fn read_lateness(pcts: &Pcts, p: Pct, term: &Term) -> Reading {
-    let holds = |v: u64| term.op.holds(v as f64, term.bound);
-    if let Some(v) = pcts.get(p) {
-        let f = pcts.figure(p, v);
-        return if holds(v) {
-            Reading::Holds(f, v as f64, String::new())
-        } else {
-            Reading::Fails(f, v as f64, String::new())
-        };
-    }
-    let rank = ORDER.iter().position(|o| *o == p).expect("listed");
-    let few = format!("too few samples for a {}", pct_name(p));
-    // Lower percentiles shown, highest first: each is at most the one asked.
-    let lower: Vec<(Pct, u64)> = ORDER[..rank]
-        .iter()
-        .rev()
-        .filter_map(|&q| pcts.get(q).map(|v| (q, v)))
-        .collect();
-    let max = pcts.get(Pct::Max);
-    if term.op.is_upper() {
-        if let Some(&(q, v)) = lower.iter().find(|(_, v)| !holds(*v)) {
-            return Reading::Fails(
-                pcts.figure(q, v),
-                v as f64,
-                format!(
-                    " ({few}; the {} is already over the bound, so the {} is too)",
-                    pct_name(q),
-                    pct_name(p)
-                ),
-            );
-        }
-        if let Some(m) = max.filter(|m| holds(*m)) {
-            return Reading::Holds(
-                pcts.figure(Pct::Max, m),
-                m as f64,
-                format!(" ({few}: the max bounds it)"),
-            );
-        }
-    } else if matches!(term.op, Op::Ge | Op::Gt) {
-        if let Some(&(q, v)) = lower.iter().find(|(_, v)| holds(*v)) {
-            return Reading::Holds(
-                pcts.figure(q, v),
-                v as f64,
-                format!(" ({few}; the {} already reaches the bound)", pct_name(q)),
-            );
-        }
-        if let Some(m) = max.filter(|m| !holds(*m)) {
-            return Reading::Fails(
-                pcts.figure(Pct::Max, m),
-                m as f64,
-                format!(" ({few}; the max is below the bound)"),
-            );
-        }
-    }
-    let known = match (lower.first(), max) {
-        (_, None) => pcts.figure(Pct::Max, 0),
-        (Some(&(q, v)), Some(_)) => pcts.figure(q, v),
-        (None, Some(m)) => pcts.figure(Pct::Max, m),
-    };
-    Reading::Undecided(
-        known,
-        format!("{few} (n={}, needs {})", pcts.count, samples_needed(p)),
-    )
-}
-
-fn read(sample: &Sample, term: &Term) -> Reading {
-    let source = sample.source;
-    match (&sample.what, term.metric) {
-        (SampleKind::Run(s, tally), metric) => {
-            let file = source.summary_file(&s.strategy);
-            let faults = tally
-                .map(|t| format!(" ({})", t.words()))
-                .unwrap_or_default();
-            match metric {
-                Metric::Lateness(p) => {
-                    let pcts = Pcts::of_summary(s, file, source.label.clone());
-                    match read_lateness(&pcts, p, term) {
-                        Reading::Holds(f, v, n) => Reading::Holds(f, v, n + &faults),
-                        Reading::Fails(f, v, n) => Reading::Fails(f, v, n + &faults),
-                        Reading::Undecided(f, why) => {
-                            Reading::Undecided(f, why + &more_samples_hint(s, p))
-                        }
-                    }
-                }
-                Metric::Missed | Metric::Anomalies => {
-                    let (value, key, what) = if metric == Metric::Missed {
-                        (
-                            s.anomalies.get(Anomaly::MissedCancels),
-                            "anomalies.missed_cancels",
-                            "missed",
-                        )
-                    } else {
-                        (s.anomalies.total(), "anomalies.*", "anomalies")
-                    };
-                    let f = Figure::new(
-                        format!("{value} {what} ({})", source.label),
-                        file,
-                        key,
-                        value,
-                    );
-                    count_reading(f, value as f64, term, faults)
-                }
-                Metric::PaidAfterDeadline => {
-                    let (f, share) = paid_late_figure(s, file, &source.label);
-                    count_reading(f, share, term, faults)
-                }
-                Metric::MaxRate | Metric::Recovery => unreachable!("not a run's metric"),
-            }
-        }
-        (SampleKind::Step(sweep, step), metric) => {
-            let file = source.sweep_file();
-            let at = step_key(sweep, step);
-            match metric {
-                Metric::Lateness(p) => read_lateness(&Pcts::of_step(sweep, step, file), p, term),
-                Metric::Missed | Metric::Anomalies => {
-                    let (value, field, what) = if metric == Metric::Missed {
-                        (step.missed_cancels, "missed_cancels", "missed")
-                    } else {
-                        (step.anomalies, "anomalies", "anomalies")
-                    };
-                    let f = Figure::new(
-                        format!("{value} {what} ({} pending)", step.pending.unwrap_or(0)),
-                        file,
-                        &format!("{at}.{field}"),
-                        value,
-                    );
-                    count_reading(f, value as f64, term, String::new())
-                }
-                Metric::Recovery => read_recovery(step, &at, file, term),
-                _ => unreachable!("not a backlog step's metric"),
-            }
-        }
-        (SampleKind::Rate(sweep), _) => read_rate(sweep, source.sweep_file(), term),
-    }
-}
-
-fn count_reading(f: Figure, value: f64, term: &Term, note: String) -> Reading {
-    if term.op.holds(value, term.bound) {
-        Reading::Holds(f, value, note)
-    } else {
-        Reading::Fails(f, value, note)
-    }
-}
-
-/// What would give the percentile enough samples. Repetitions pool their
-/// samples for percentiles, so `--repeat K` multiplies them by K.
-fn more_samples_hint(s: &Summary, p: Pct) -> String {
-    let needed = samples_needed(p);
-    let per_run = s
-        .repeats
-        .as_ref()
-        .and_then(|r| r.figures.get("n"))
-        .map(|n| n.min)
-        .unwrap_or(s.lateness_us.count as f64)
-        .max(1.0);
-    let repeats = (needed as f64 / per_run).ceil() as u64;
-    if let Some(r) = s.repeats.as_ref().filter(|r| r.count as u64 >= repeats) {
-        // Enough repetitions ran, but this summary did not pool them.
-        return format!(
-            "; its {} repetitions hold about {:.0} samples together, which a rerun with this \
-             build pools",
-            r.count,
-            per_run * r.count as f64
-        );
-    }
-    format!(
-        "; run longer (`--scenario busy`) or `--repeat {repeats}`, whose repetitions pool their \
-         samples"
-    )
-}
-
-/// The share of orders paid after their deadline: over repetitions, the
-/// worst one (a share must not read better than any repetition did).
-pub fn paid_late_figure(s: &Summary, file: PathBuf, label: &str) -> (Figure, f64) {
-    let worst = s.repeats.as_ref().and_then(|r| {
-        let late = r.figures.get("paid_late")?;
-        let created = r.figures.get("created")?;
-        Some((r.count, late.max, created.min))
-    });
-    match worst {
-        Some((count, late, created)) => {
-            let share = late / created.max(1.0);
-            (
-                Figure::new(
-                    format!(
-                        "{:.2}% paid late ({label}, {late:.0} of {created:.0}, the worst of {count})",
-                        share * 100.0,
-                    ),
-                    file,
-                    "repeats.figures.paid_late.max",
-                    late,
-                )
-                .with("repeats.figures.created.min", created),
-                share,
-            )
-        }
-        None => {
-            let share = s.orders.paid_after_deadline as f64 / s.orders.created.max(1) as f64;
-            (
-                Figure::new(
-                    format!(
-                        "{:.2}% paid late ({label}, {} of {})",
-                        share * 100.0,
-                        s.orders.paid_after_deadline,
-                        s.orders.created
-                    ),
-                    file,
-                    "orders.paid_after_deadline",
-                    s.orders.paid_after_deadline,
-                )
-                .with("orders.created", s.orders.created),
-                share,
-            )
-        }
-    }
-}
-
-/// Every restart of a backlog step: a restart that lost a probe order, or
-/// did not cancel again within the harness's limit, fails whatever its
-/// time.
-fn read_recovery(step: &SweepStep, at: &str, file: PathBuf, term: &Term) -> Reading {
-    let pending = step.pending.unwrap_or(0);
-    let Some(backlog) = &step.backlog else {
-        return Reading::Undecided(
-            Figure::new(
-                format!("{pending} pending, no restart recorded"),
-                file,
-                &format!("{at}.pending"),
-                pending,
-            ),
-            "the step kept no backlog record".into(),
-        );
-    };
-    let mut worst: Option<Reading> = None;
-    for r in &backlog.recovery {
-        let key = format!("{at}.backlog.recovery[what={}]", r.what);
-        let reading = if r.probes_cancelled < r.probes {
-            Reading::Fails(
-                Figure::new(
-                    format!(
-                        "{} of {} probe orders cancelled after the {} restart ({pending} pending)",
-                        r.probes_cancelled, r.probes, r.what
-                    ),
-                    file.clone(),
-                    &format!("{key}.probes_cancelled"),
-                    r.probes_cancelled,
-                )
-                .with(&format!("{key}.probes"), r.probes),
-                f64::INFINITY,
-                " (a probe order was never cancelled: no recovery)".into(),
-            )
-        } else {
-            match r.cancelling_again_s {
-                None => Reading::Fails(
-                    Figure::new(
-                        format!(
-                            "{:.1} s {} restart, then not cancelling again within the limit ({pending} pending)",
-                            r.restart_s, r.what
-                        ),
-                        file.clone(),
-                        &format!("{key}.restart_s"),
-                        r.restart_s,
-                    ),
-                    f64::INFINITY,
-                    String::new(),
-                ),
-                Some(s) => count_reading(
-                    Figure::new(
-                        format!("{s:.1} s after the {} restart ({pending} pending)", r.what),
-                        file.clone(),
-                        &format!("{key}.cancelling_again_s"),
-                        s,
-                    ),
-                    s * 1e6,
-                    term,
-                    String::new(),
-                ),
-            }
-        };
-        let rank = |r: &Reading| match r {
-            Reading::Fails(_, v, _) => (2, *v),
-            Reading::Undecided(..) => (1, 0.0),
-            Reading::Holds(_, v, _) => (0, *v),
-        };
-        if worst.as_ref().is_none_or(|w| {
-            rank(&reading).partial_cmp(&rank(w)) == Some(std::cmp::Ordering::Greater)
-        }) {
-            worst = Some(reading);
-        }
-    }
-    worst.unwrap_or_else(|| {
-        Reading::Undecided(
-            Figure::new(
-                format!("{pending} pending, no restart recorded"),
-                file,
-                &format!("{at}.pending"),
-                pending,
-            ),
-            "no restart was made with the backlog in place".into(),
-        )
-    })
-}
-
-fn read_rate(sweep: &StrategySweep, file: PathBuf, term: &Term) -> Reading {
-    let key = format!("strategies[strategy={}].max_rate", sweep.strategy);
-    match sweep.max_rate {
-        Some(rate) => {
-            let ceiling = sweep.first_failed_rate.is_none();
-            let fig = Figure::new(
-                format!(
-                    "{} orders/s{}",
-                    trim(rate),
-                    if ceiling {
-                        " (the highest rate offered: at least this)"
-                    } else {
-                        ""
-                    }
-                ),
-                file,
-                &key,
-                rate,
-            );
-            if term.op.holds(rate, term.bound) {
-                Reading::Holds(fig, rate, String::new())
-            } else if ceiling && matches!(term.op, Op::Ge | Op::Gt) {
-                Reading::Undecided(
-                    fig,
-                    "held at every rate offered: raise `[sweep] max-rate`".into(),
-                )
-            } else {
-                let limit = sweep
-                    .limited_by
-                    .as_deref()
-                    .map(|l| format!(" (limited by {})", l.split(" (").next().unwrap_or(l)))
-                    .unwrap_or_default();
-                Reading::Fails(fig, rate, limit)
-            }
-        }
-        None => Reading::Fails(
-            Figure::new(
-                format!(
-                    "{} orders/s, the lowest rate offered, did not hold",
-                    sweep.first_failed_rate.map(trim).unwrap_or_default()
-                ),
-                file,
-                &format!("strategies[strategy={}].first_failed_rate", sweep.strategy),
-                sweep.first_failed_rate.map(trim).unwrap_or_default(),
-            ),
-            0.0,
-            String::new(),
-        ),
     }
 }

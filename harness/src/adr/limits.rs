@@ -238,7 +238,7 @@ pub fn limits(sources: &[Source]) -> Vec<String> {
             None => windows.push((w, vec![&s.label])),
         }
     }
-    let needed = super::judge::samples_needed(Pct::P99);
+    let needed = super::reading::samples_needed(Pct::P99);
     let short = labels(sources, |s| match &s.body {
         Body::Run(summaries) => summaries
             .iter()

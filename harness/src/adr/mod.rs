@@ -16,8 +16,10 @@ mod draft;
 mod evidence;
 mod judge;
 mod limits;
+mod reading;
 mod sla;
 mod study;
+mod words;
 
 use anyhow::{Context, Result};
 use evidence::Source;

@@ -1,5 +1,14 @@
 //! The wheel's lists of keys: segments of [`SEGMENT`] keys, taken from
 //! and given back to a pool shared by every list.
+//!
+//! Each slot, the overflow list and the *pending* list (due timers not yet
+//! handed out) is a list of keys (8 bytes each), kept in segments of 256
+//! keys (2 KiB) drawn from a shared pool, so a growing list never copies
+//! itself and wastes at most one partly filled segment. Walking a slot reads
+//! its keys sequentially and looks each timer up in the slab; those lookups
+//! do not depend on each other, so the CPU has many cache misses in flight
+//! at once (a linked list, which this wheel used before, allows one per
+//! chain).
 
 use super::slab::TimerKey;
 

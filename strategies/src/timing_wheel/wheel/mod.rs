@@ -13,31 +13,18 @@
 //!
 //! # Placement
 //!
-//! Placement is by *common prefix*, as in tokio: a timer with deadline `d`
-//! inserted when the wheel is at tick `now` goes on the level of the highest
-//! bit in which `now` and `d` differ (`level = msb(now ^ d) / slot_bits`), in
-//! slot `(d >> (level * slot_bits)) & (S - 1)`. Hence every timer on level `k`
-//! shares all bits above level `k` with `now`, and its level-`k` slot index is
-//! strictly greater than `now`'s. When time reaches the start of that slot the
-//! slot is *cascaded*: each timer is due (deadline == slot start, fired) or is
-//! re-placed on a strictly lower level. Each timer therefore moves at most
-//! `levels - 1` times, so insert, cancel and advance are O(1) amortised.
-//!
-//! Timers on lower levels always expire before timers on higher levels, so the
-//! next slot to process is the first occupied slot (found with the level's
-//! 64-bit occupancy bitmap, `trailing_zeros`) on the lowest non-empty level.
-//! Advancing across a huge gap only visits occupied slots, never empty ticks.
+//! A timer goes on the level of the highest bit in which `now` and its
+//! deadline differ, and is cascaded down as time reaches its slot (see
+//! `level.rs`); the next slot to process is the first occupied one on
+//! the lowest non-empty level, so advancing visits occupied slots only.
 //!
 //! # Firing a whole slot at once
 //!
-//! When [`TimingWheel::advance`] reaches a higher-level slot that ends at or
-//! before the tick it advances to, every timer in it is due in this call, so
-//! cascading it down level by level would only relink each timer again.
-//! Instead the slot's list is walked once, its timers are ordered by deadline
-//! with a counting sort over the slot's ticks (a comparison sort when the
-//! slot is wide and sparsely filled) and fired in that order. Slots that are
-//! only partly due, and [`TimingWheel::poll`] (whose caller may insert
-//! between timers), cascade as above.
+//! When [`TimingWheel::advance`] reaches a higher-level slot that lies
+//! wholly at or before the tick it advances to, the slot's timers are
+//! ordered by deadline in one pass (see `sort.rs`) and fired without
+//! cascading. Slots that are only partly due, and [`TimingWheel::poll`]
+//! (whose caller may insert between timers), cascade as above.
 //!
 //! # Beyond the span: the overflow list
 //!
@@ -52,23 +39,11 @@
 //!
 //! # Storage
 //!
-//! Timers live in a slab: fixed chunks of 4 096 entries plus a free list,
-//! so growing it never moves (copies) the timers already in it and it
-//! holds at most one partly used chunk beyond what is needed. A slab entry
-//! for a `u64` payload is 24 bytes: payload, deadline and a generation.
-//! Keys are `(index, generation)` pairs, so a key that outlived its timer
-//! (fired or cancelled) never touches a newer timer that reuses the slab
-//! entry (generations wrap after 2^32 reuses of the same entry).
-//!
-//! Each slot, the overflow list and the *pending* list (due timers not yet
-//! handed out) is a list of keys (8 bytes each), kept in segments of 256
-//! keys (2 KiB) drawn from a shared pool, so a growing list never copies
-//! itself and wastes at most one partly filled segment. Walking a slot reads
-//! its keys sequentially and looks each timer up in the slab; those lookups
-//! do not depend on each other, so the CPU has many cache misses in flight
-//! at once (a linked list, which this wheel used before, allows one per
-//! chain). When a level-0 slot (exactly one tick) comes due, its list is
-//! swapped onto the pending list in O(1).
+//! Timers live in a slab named by generational keys (`slab.rs`). Each
+//! slot, the overflow list and the *pending* list (due timers not yet
+//! handed out) is a list of keys in segments from a shared pool
+//! (`list.rs`). When a level-0 slot (exactly one tick) comes due, its list
+//! is swapped onto the pending list in O(1).
 //!
 //! # Cancel leaves a tombstone
 //!
@@ -90,41 +65,22 @@
 //! does not panic, so a driver reading a slightly skewed clock is harmless.
 
 mod config;
+mod level;
 mod list;
 mod slab;
+mod sort;
 #[cfg(test)]
 mod tests;
 
 pub use config::{ticks_ceil, ConfigError, WheelConfig};
 pub use slab::TimerKey;
 
+use level::{Expiry, Levels};
 use list::{KeyList, SegmentPool};
-use slab::{Entry, Slab, NIL};
+use slab::Slab;
+use sort::{SortScratch, SORT_MAX_WIDTH_BITS};
 
 use std::fmt;
-
-/// Largest slot width (in bits of ticks) fired whole by
-/// [`TimingWheel::advance`]: the offset of a deadline within the slot must
-/// fit the upper half of a `u64` sort key whose lower half is the slab index.
-const SORT_MAX_WIDTH_BITS: u32 = 32;
-
-/// A slot of `width` ticks holding `n` timers is ordered by a counting sort
-/// (O(width + n)) when `width <= COUNTING_SORT_PER_TIMER * max(n,
-/// COUNTING_SORT_MIN)`, otherwise by a comparison sort (O(n log n)).
-const COUNTING_SORT_PER_TIMER: usize = 4;
-const COUNTING_SORT_MIN: usize = 64;
-
-/// Buffers for [`TimingWheel::fire_slot_sorted`], reused across the slots
-/// of one [`TimingWheel::advance`].
-#[derive(Default)]
-struct SortScratch {
-    /// `offset_in_slot << 32 | slab_index` per live timer of the slot.
-    keys: Vec<u64>,
-    /// Slab indices in deadline order.
-    order: Vec<u32>,
-    /// Counting-sort buckets (one per tick of the slot, plus one).
-    counts: Vec<u32>,
-}
 
 /// While a slot fired whole is being handed to the caller, its unfired
 /// timers are on no list. If `fire` panics, this puts them back (on the
@@ -148,38 +104,13 @@ impl<T> Drop for RefileOnUnwind<'_, T> {
     }
 }
 
-/// What the next expiration event is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Expiry {
-    /// Level `level`, slot `slot` starts at tick `deadline`.
-    Slot {
-        level: u32,
-        slot: u32,
-        deadline: u64,
-    },
-    /// The epoch that holds the smallest overflow deadline starts at `deadline`.
-    Overflow { deadline: u64 },
-}
-
-impl Expiry {
-    fn deadline(self) -> u64 {
-        match self {
-            Expiry::Slot { deadline, .. } | Expiry::Overflow { deadline } => deadline,
-        }
-    }
-}
-
 /// A hierarchical timing wheel holding payloads of type `T`.
 ///
 /// See the [module docs](self) for the design.
 pub struct TimingWheel<T> {
     config: WheelConfig,
-    slot_bits: u32,
-    slot_mask: u64,
-    span: u64,
-    /// `level_of_bit[i]` = level of a timer whose highest bit differing from
-    /// `now` is bit `i` (`i < slot_bits * levels`).
-    level_of_bit: [u8; 64],
+    /// Where deadlines go and which slots hold keys.
+    levels: Levels,
     /// Current tick ("now").
     elapsed: u64,
     slab: Slab<T>,
@@ -192,9 +123,6 @@ pub struct TimingWheel<T> {
     lists: Vec<KeyList>,
     /// Empty segments for the lists.
     pool: SegmentPool,
-    /// Per level: bit `s` set iff slot `s` of that level holds a key (of a
-    /// live timer or a tombstone).
-    occupied: Vec<u64>,
     /// Lower bound on the smallest overflow deadline (`u64::MAX` if none).
     overflow_min: u64,
     overflow_list: u16,
@@ -249,22 +177,14 @@ impl<T> TimingWheel<T> {
         let wheel_lists = config.levels as usize * slots;
         // At most 63 * 2 or 10 * 64 slot lists: always fits a u16.
         debug_assert!(wheel_lists + 2 <= u16::MAX as usize);
-        let mut level_of_bit = [0u8; 64];
-        for (bit, level) in level_of_bit.iter_mut().enumerate() {
-            *level = (bit as u32 / config.slot_bits) as u8;
-        }
         Ok(TimingWheel {
             config,
-            slot_bits: config.slot_bits,
-            slot_mask: config.slots_per_level() - 1,
-            span: config.span_ticks(),
-            level_of_bit,
+            levels: Levels::new(config),
             elapsed: now_tick,
             slab: Slab::with_capacity(capacity),
             len: 0,
             lists: (0..wheel_lists + 2).map(|_| KeyList::default()).collect(),
             pool: SegmentPool::default(),
-            occupied: vec![0; config.levels as usize],
             overflow_min: u64::MAX,
             overflow_list: wheel_lists as u16,
             pending_list: wheel_lists as u16 + 1,
@@ -393,7 +313,7 @@ impl<T> TimingWheel<T> {
                     slot,
                     deadline,
                 }) if deadline <= now_tick => {
-                    let width_bits = level * self.slot_bits;
+                    let width_bits = level * self.levels.slot_bits();
                     // `deadline` is a slot start, a multiple of the slot's
                     // width, so its last tick cannot overflow.
                     let last_tick = deadline | ((1u64 << width_bits) - 1);
@@ -453,24 +373,9 @@ impl<T> TimingWheel<T> {
         if deadline <= self.elapsed {
             return self.pending_list;
         }
-        let xor = self.elapsed ^ deadline;
-        if xor >= self.span {
-            return self.overflow_list;
-        }
-        let significant = 63 - (xor | self.slot_mask).leading_zeros();
-        let level = u32::from(self.level_of_bit[significant as usize]);
-        let slot = (deadline >> (level * self.slot_bits)) & self.slot_mask;
-        ((level << self.slot_bits) as u64 + slot) as u16
-    }
-
-    /// The level of slot list `list` (< `overflow_list`) and its bit in
-    /// that level's occupancy bitmap.
-    #[inline]
-    fn occupancy_bit(&self, list: u16) -> (usize, u64) {
-        debug_assert!(list < self.overflow_list);
-        let level = list >> self.slot_bits;
-        let slot = u64::from(list) & self.slot_mask;
-        (level as usize, 1u64 << slot)
+        self.levels
+            .slot_list_for(self.elapsed, deadline)
+            .unwrap_or(self.overflow_list)
     }
 
     /// Puts the key of live timer `key` (due at `deadline`) on `list`.
@@ -478,8 +383,7 @@ impl<T> TimingWheel<T> {
     fn push_key(&mut self, list: u16, key: TimerKey, deadline: u64) {
         self.lists[list as usize].push(key, &mut self.pool);
         if list < self.overflow_list {
-            let (level, bit) = self.occupancy_bit(list);
-            self.occupied[level] |= bit;
+            self.levels.mark_occupied(list);
             debug_assert_eq!(
                 self.list_for(deadline),
                 list,
@@ -494,8 +398,7 @@ impl<T> TimingWheel<T> {
     #[inline]
     fn mark_empty(&mut self, list: u16) {
         if list < self.overflow_list {
-            let (level, bit) = self.occupancy_bit(list);
-            self.occupied[level] &= !bit;
+            self.levels.mark_empty(list);
         } else if list == self.overflow_list {
             self.overflow_min = u64::MAX;
         }
@@ -527,32 +430,14 @@ impl<T> TimingWheel<T> {
     /// The next expiration event after `elapsed`, if any.
     #[inline]
     fn next_expiration(&self) -> Option<Expiry> {
-        for (level, &occ) in self.occupied.iter().enumerate() {
-            if occ == 0 {
-                continue;
-            }
-            let level = level as u32;
-            let shift = level * self.slot_bits;
-            let now_slot = (self.elapsed >> shift) & self.slot_mask;
-            debug_assert_eq!(
-                occ & (2u64 << now_slot).wrapping_sub(1),
-                0,
-                "occupied slot at or before the current slot on level {level}"
-            );
-            let slot = occ.trailing_zeros();
-            let level_start = self.elapsed & !((1u64 << (shift + self.slot_bits)) - 1);
-            let deadline = level_start + (u64::from(slot) << shift);
-            debug_assert!(deadline > self.elapsed);
-            return Some(Expiry::Slot {
-                level,
-                slot,
-                deadline,
-            });
+        if let Some(slot) = self.levels.next_slot(self.elapsed) {
+            return Some(slot);
         }
         if !self.lists[self.overflow_list as usize].is_empty() {
-            debug_assert!((self.overflow_min ^ self.elapsed) >= self.span);
+            let span = self.levels.span();
+            debug_assert!((self.overflow_min ^ self.elapsed) >= span);
             return Some(Expiry::Overflow {
-                deadline: self.overflow_min & !(self.span - 1),
+                deadline: self.overflow_min & !(span - 1),
             });
         }
         None
@@ -567,7 +452,7 @@ impl<T> TimingWheel<T> {
         debug_assert!(self.lists[self.pending_list as usize].is_empty());
         self.elapsed = exp.deadline();
         let (list, level) = match exp {
-            Expiry::Slot { level, slot, .. } => (((level << self.slot_bits) + slot) as u16, level),
+            Expiry::Slot { level, slot, .. } => (self.levels.slot_list(level, slot), level),
             Expiry::Overflow { .. } => (self.overflow_list, u32::MAX),
         };
         if level == 0 {
@@ -589,14 +474,14 @@ impl<T> TimingWheel<T> {
             debug_assert!(
                 level == u32::MAX
                     || (deadline >= self.elapsed
-                        && deadline - self.elapsed < 1u64 << (level * self.slot_bits)),
+                        && deadline - self.elapsed < 1u64 << (level * self.levels.slot_bits())),
                 "timer outside its slot's range"
             );
             let target = self.list_for(deadline);
             debug_assert!(
                 level == u32::MAX
                     || target == self.pending_list
-                    || u32::from(target >> self.slot_bits) < level,
+                    || self.levels.level_of(target) < level,
                 "cascade must move a timer down"
             );
             self.push_key(target, key, deadline);
@@ -606,16 +491,13 @@ impl<T> TimingWheel<T> {
 
     /// Fires every timer of slot `slot` on level `level` (> 0), which starts
     /// at tick `start` and lies wholly at or before the tick being advanced
-    /// to, in deadline order, without cascading it level by level.
+    /// to, in deadline order (see `sort.rs`), without cascading it level by
+    /// level: cascading would move every timer once per level below `level`
+    /// and look it up again each time.
     ///
     /// The caller guarantees that this slot is the next expiration event, so
     /// the lower levels are empty and every other timer is due later than
-    /// any timer in the slot. One pass over the slot's keys looks the timers
-    /// up (independent loads, so many misses overlap) and collects
-    /// `(offset in slot, slab index)` sort keys; a counting sort (or, for a
-    /// sparse wide slot, a comparison sort) orders them, and the timers are
-    /// freed and fired in that order. Cascading instead would move every
-    /// timer once per level below `level` and look it up again each time.
+    /// any timer in the slot.
     fn fire_slot_sorted(
         &mut self,
         level: u32,
@@ -624,55 +506,20 @@ impl<T> TimingWheel<T> {
         scratch: &mut SortScratch,
         fire: &mut impl FnMut(u64, T),
     ) {
-        debug_assert!(level > 0 && level * self.slot_bits <= SORT_MAX_WIDTH_BITS);
+        debug_assert!(level > 0 && level * self.levels.slot_bits() <= SORT_MAX_WIDTH_BITS);
         debug_assert!(start > self.elapsed, "time went backwards");
         debug_assert!(self.lists[self.pending_list as usize].is_empty());
-        debug_assert!(self.occupied[..level as usize].iter().all(|&o| o == 0));
-        let list = ((level << self.slot_bits) + slot) as u16;
+        debug_assert!(self.levels.empty_below(level));
+        let list = self.levels.slot_list(level, slot);
         let mut keys = self.take_list(list);
-        let width = 1u64 << (level * self.slot_bits);
-
-        // Collect `offset << 32 | index` for every live timer of the slot.
-        let sort_keys = &mut scratch.keys;
-        sort_keys.clear();
-        for key in keys.iter() {
-            if let Some(deadline) = self.slab.deadline_of(key) {
-                debug_assert!(
-                    deadline >= start && deadline - start < width,
-                    "timer outside its slot's range"
-                );
-                sort_keys.push(((deadline - start) << 32) | u64::from(key.index));
-            }
-        }
+        let width = 1u64 << (level * self.levels.slot_bits());
+        // The slot's live timers in deadline order.
+        let order = scratch.order_slot(&keys, &self.slab, start, width);
         keys.clear(&mut self.pool);
-
-        // Order by offset; timers with equal deadlines may fire in any order.
-        let order = &mut scratch.order;
-        order.clear();
-        if width as usize <= COUNTING_SORT_PER_TIMER * sort_keys.len().max(COUNTING_SORT_MIN) {
-            let counts = &mut scratch.counts;
-            counts.clear();
-            counts.resize(width as usize + 1, 0);
-            for &key in sort_keys.iter() {
-                counts[(key >> 32) as usize + 1] += 1;
-            }
-            for i in 1..counts.len() {
-                counts[i] += counts[i - 1];
-            }
-            order.resize(sort_keys.len(), NIL);
-            for &key in sort_keys.iter() {
-                let at = &mut counts[(key >> 32) as usize];
-                order[*at as usize] = key as u32;
-                *at += 1;
-            }
-        } else {
-            sort_keys.sort_unstable();
-            order.extend(sort_keys.iter().map(|&key| key as u32));
-        }
 
         let mut guard = RefileOnUnwind {
             wheel: self,
-            order: order.as_slice(),
+            order,
             fired: 0,
         };
         while let Some(&index) = guard.order.get(guard.fired) {
@@ -708,43 +555,21 @@ impl<T> TimingWheel<T> {
                     assert!(deadline <= self.elapsed, "pending timer not due");
                 } else if list == self.overflow_list {
                     assert!(deadline > self.elapsed);
-                    assert!(deadline ^ self.elapsed >= self.span, "overflow timer fits");
+                    assert!(
+                        deadline ^ self.elapsed >= self.levels.span(),
+                        "overflow timer fits"
+                    );
                     assert!(deadline >= self.overflow_min, "overflow_min too large");
                 } else {
                     assert!(deadline > self.elapsed, "wheel timer already due");
                     assert_eq!(self.list_for(deadline), list, "timer in the wrong slot");
                 }
             }
-            if list < self.overflow_list {
-                let (level, bit) = self.occupancy_bit(list);
-                let bit = self.occupied[level] & bit != 0;
-                assert_eq!(
-                    bit,
-                    !keys.is_empty(),
-                    "occupancy bit mismatch at list {list}"
-                );
-            }
             total += live as usize;
         }
         assert_eq!(total, self.len, "len does not match listed timers");
-        let mut occupied = 0usize;
-        for index in 0..self.slab.created as u32 {
-            if let Some(Entry::Occupied { .. }) = self.slab.get(index) {
-                assert!(listed[index as usize], "timer {index} is on no list");
-                occupied += 1;
-            }
-        }
-        assert_eq!(occupied, self.len, "len does not match occupied entries");
-        let mut free = 0usize;
-        let mut index = self.slab.free_head;
-        while index != NIL {
-            match self.slab.get(index) {
-                Some(Entry::Vacant { next_free, .. }) => index = *next_free,
-                _ => panic!("free list points at entry {index}, which is not vacant"),
-            }
-            free += 1;
-            assert!(free <= self.slab.created, "free list cycle");
-        }
-        assert_eq!(free + self.len, self.slab.created, "leaked slab entries");
+        self.levels
+            .assert_occupancy(&self.lists[..self.overflow_list as usize]);
+        self.slab.assert_invariants(&listed, self.len);
     }
 }

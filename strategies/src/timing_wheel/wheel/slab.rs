@@ -1,5 +1,13 @@
 //! The timers' storage: a slab of fixed chunks with a free list, and the
 //! generational keys that name its entries.
+//!
+//! Timers live in a slab: fixed chunks of 4 096 entries plus a free list,
+//! so growing it never moves (copies) the timers already in it and it
+//! holds at most one partly used chunk beyond what is needed. A slab entry
+//! for a `u64` payload is 24 bytes: payload, deadline and a generation.
+//! Keys are `(index, generation)` pairs, so a key that outlived its timer
+//! (fired or cancelled) never touches a newer timer that reuses the slab
+//! entry (generations wrap after 2^32 reuses of the same entry).
 
 /// Index value meaning "no entry" (end of the free list).
 pub(super) const NIL: u32 = u32::MAX;
@@ -149,5 +157,30 @@ impl<T> Slab<T> {
             } => (deadline, value),
             Entry::Vacant { .. } => unreachable!(),
         }
+    }
+
+    /// Checks the slab against the wheel's lists (O(n)): every occupied
+    /// entry is `listed`, `len` entries are occupied, and the free list
+    /// threads every other entry once. Panics on the first violation.
+    pub(super) fn assert_invariants(&self, listed: &[bool], len: usize) {
+        let mut occupied = 0usize;
+        for index in 0..self.created as u32 {
+            if let Some(Entry::Occupied { .. }) = self.get(index) {
+                assert!(listed[index as usize], "timer {index} is on no list");
+                occupied += 1;
+            }
+        }
+        assert_eq!(occupied, len, "len does not match occupied entries");
+        let mut free = 0usize;
+        let mut index = self.free_head;
+        while index != NIL {
+            match self.get(index) {
+                Some(Entry::Vacant { next_free, .. }) => index = *next_free,
+                _ => panic!("free list points at entry {index}, which is not vacant"),
+            }
+            free += 1;
+            assert!(free <= self.created, "free list cycle");
+        }
+        assert_eq!(free + len, self.created, "leaked slab entries");
     }
 }

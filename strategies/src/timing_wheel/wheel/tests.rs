@@ -1,7 +1,7 @@
 //! Unit tests of the wheel: exhaustive level/slot arithmetic on small
 //! geometries, exact firing, cancel, far-future deadlines and big jumps.
 
-use super::slab::CHUNK;
+use super::slab::{Entry, CHUNK};
 use super::*;
 
 fn small() -> WheelConfig {

@@ -1,0 +1,176 @@
+//! One option's verdicts in words, as the draft's sections quote them:
+//! the conditions it meets, each failed term with its deciding figure, its
+//! cell of the shortlist, its cost per cancel, and what was measured of it
+//! condition by condition.
+
+use super::evidence;
+use super::judge::Kind;
+use super::sla::Condition;
+use super::study::{CondEval, Eval, Study};
+use std::fmt::Write;
+use std::path::Path;
+
+/// The conditions that apply to an option, by name (`normal, faults;
+/// cluster n/a`).
+pub(super) fn applied(e: &Eval) -> String {
+    let met: Vec<&str> = e
+        .conditions
+        .iter()
+        .filter(|c| c.kind == Kind::Meets)
+        .map(|c| c.condition.name())
+        .collect();
+    let na: Vec<&str> = e
+        .conditions
+        .iter()
+        .filter(|c| c.kind == Kind::NotApplicable)
+        .map(|c| c.condition.name())
+        .collect();
+    let mut words = met.join(", ");
+    if !na.is_empty() {
+        let _ = write!(words, "; {} n/a to it", na.join(", "));
+    }
+    words
+}
+
+/// Each failed term in a few words with its deciding figure.
+pub(super) fn failures(e: &Eval, base: &Path) -> Vec<String> {
+    e.conditions
+        .iter()
+        .flat_map(|c| c.terms.iter().map(move |t| (c.condition, t)))
+        .filter(|(_, (_, v))| v.kind == Kind::Fails)
+        .map(|(c, (t, v))| {
+            format!(
+                "{} `{}` with {}{}",
+                c.name(),
+                t.text,
+                v.shown.as_ref().map(|f| f.render(base)).unwrap_or_default(),
+                v.note
+            )
+        })
+        .collect()
+}
+
+/// One condition of one option for the shortlist: the deciding figure of
+/// each term (only the failing ones where one fails).
+pub(super) fn cell(c: &CondEval, base: &Path) -> String {
+    let figs = |want: Kind| {
+        c.terms
+            .iter()
+            .filter(|(_, v)| v.kind == want)
+            .filter_map(|(t, v)| {
+                v.shown
+                    .as_ref()
+                    .map(|f| format!("`{}` {}{}", t.text, f.render(base), v.note))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    match c.kind {
+        Kind::Meets => format!("meets: {}", figs(Kind::Meets)),
+        Kind::Fails => format!("**fails**: {}", figs(Kind::Fails)),
+        Kind::NotApplicable => "n/a".into(),
+        Kind::NotMeasured => {
+            let missing: Vec<String> = c
+                .terms
+                .iter()
+                .filter(|(_, v)| v.kind == Kind::NotMeasured)
+                .map(|(t, _)| format!("`{}`", t.text))
+                .collect();
+            let met = figs(Kind::Meets);
+            let all = missing.len() == c.terms.len();
+            format!(
+                "not measured{}{}",
+                if all {
+                    String::new()
+                } else {
+                    format!(": {}", missing.join(", "))
+                },
+                if met.is_empty() {
+                    String::new()
+                } else {
+                    format!("; meets {met}")
+                }
+            )
+        }
+    }
+}
+
+/// Cost per cancel from the option's own run with the most cancels
+/// without faults, else with faults (said).
+pub(super) fn cost_line(e: &Eval, study: &Study, base: &Path) -> Option<String> {
+    for c in [Condition::Normal, Condition::Faults, Condition::Cluster] {
+        let best = study
+            .sources
+            .iter()
+            .filter(|s| s.condition == c)
+            .filter_map(|s| s.summary(&e.name).map(|sum| (s, sum)))
+            .max_by_key(|(_, sum)| sum.lateness_us.count);
+        if let Some((source, s)) = best {
+            let figs: Vec<String> = evidence::cost_figures(s, &source.summary_file(&s.strategy))
+                .iter()
+                .map(|f| f.render(base))
+                .collect();
+            if figs.is_empty() {
+                continue;
+            }
+            return Some(format!(
+                "{} per cancel ({}{})",
+                figs.join(", "),
+                source.label,
+                if c == Condition::Normal {
+                    String::new()
+                } else {
+                    format!(", {}: no run without faults ran it", c.words())
+                }
+            ));
+        }
+    }
+    None
+}
+
+/// What was measured of an option, condition by condition: failures with
+/// their figure, then what it meets, what is n/a, what was not measured.
+pub(super) fn measured_line(e: &Eval, base: &Path) -> String {
+    let mut parts = Vec::new();
+    let fails = failures(e, base);
+    if !fails.is_empty() {
+        parts.push(format!("fails {}", fails.join("; ")));
+    }
+    let by = |k: Kind| -> Vec<&str> {
+        e.conditions
+            .iter()
+            .filter(|c| c.kind == k)
+            .map(|c| c.condition.name())
+            .collect()
+    };
+    let met = by(Kind::Meets);
+    if !met.is_empty() {
+        parts.push(format!("meets {}", met.join(", ")));
+    }
+    let na = by(Kind::NotApplicable);
+    if !na.is_empty() {
+        parts.push(format!("{} n/a", na.join(", ")));
+    }
+    let nm: Vec<String> = e
+        .conditions
+        .iter()
+        .filter(|c| c.kind == Kind::NotMeasured)
+        .map(|c| {
+            let partly: Vec<String> = c
+                .terms
+                .iter()
+                .filter(|(_, v)| v.kind == Kind::NotMeasured && v.note.starts_with("too few"))
+                .map(|(t, _)| format!("`{}` from too few samples", t.text))
+                .collect();
+            if partly.is_empty() {
+                c.condition.name().to_string()
+            } else {
+                format!("{} ({})", c.condition.name(), partly.join(", "))
+            }
+        })
+        .collect();
+    if !nm.is_empty() {
+        parts.push(format!("not measured: {}", nm.join(", ")));
+    }
+    parts.join("; ")
+}

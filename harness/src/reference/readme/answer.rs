@@ -1,0 +1,314 @@
+//! README.md's answer section: the table of the six strategies (lateness
+//! in quick and busy, cost, the sweep's rate, what chaos missed, what each
+//! needs) with what it rests on, whether any strategy broke an invariant
+//! without faults, and what the measurement itself cost.
+
+use super::loaded::{Loaded, Set, ADR_FILE};
+use crate::model::summary::{Status, Summary};
+use crate::report::{self, as_count, as_ms, fig, markdown_table, Shown};
+use anyhow::{Context, Result};
+use strategies::checker::Anomaly;
+use std::fmt::Write as _;
+
+/// The strategies of the answer table, in its order.
+const ANSWER: [&str; 6] = [
+    "db-scan",
+    "db-timer",
+    "timing-wheel",
+    "rabbit-ttl",
+    "rabbit-delayed",
+    "redis-zset",
+];
+
+/// A cell of entry `entry`'s figure `key` for `strategy`, or `not run`.
+fn cell(set: &Set, entry: &str, strategy: &str, key: &str, format: fn(f64) -> String) -> String {
+    match set.summary(entry, strategy) {
+        Some(s) => fig(s, key, format),
+        None => "not run".into(),
+    }
+}
+
+/// Missed cancels under the chaos run, with how many faults hit it.
+fn chaos_cell(set: &Set, strategy: &str) -> String {
+    let Some(s) = set.summary("chaos", strategy) else {
+        return "not run".into();
+    };
+    let hit = s.faults.iter().filter(|f| f.took_effect()).count();
+    let missed_target = s
+        .faults
+        .iter()
+        .filter(|f| matches!(f.reach(), crate::faults::FaultReach::MissedTarget(_)))
+        .count();
+    format!(
+        "{} ({hit} of {} faults acted{})",
+        s.anomalies.get(Anomaly::MissedCancels),
+        s.faults.len(),
+        if missed_target > 0 {
+            format!(", {missed_target} missed their target")
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The sweep's maximum sustainable rate and its share of the ceiling.
+fn sweep_cell(set: &Set, strategy: &str) -> String {
+    let Some((_, Loaded::Sweep { result, .. })) = set.get("sweep") else {
+        return "not run".into();
+    };
+    match result.strategies.iter().find(|s| s.strategy == strategy) {
+        Some(s) => {
+            let max = match (s.max_rate, s.share_of_ceiling, s.first_failed_rate) {
+                (Some(rate), Some(share), _) => format!("{rate:.0} ({:.0} %)", share * 100.0),
+                (Some(rate), None, _) => format!("{rate:.0}"),
+                (None, _, Some(failed)) => format!("< {failed:.0} (its first step failed)"),
+                (None, _, None) => "none held".into(),
+            };
+            match s.reruns_behind_max() {
+                0 => max,
+                n => format!("{max}, {n} run(s) rerun after a harness stall"),
+            }
+        }
+        None => "not run".into(),
+    }
+}
+
+fn needs(strategy: &str) -> String {
+    match strategies::registry::info(strategy) {
+        Ok(i) if i.requires.is_empty() => "nothing".into(),
+        Ok(i) => i
+            .requires
+            .iter()
+            .map(|s| s.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(_) => "-".into(),
+    }
+}
+
+/// The smallest and largest `n` of `strategies` in entry `entry`.
+fn n_range(set: &Set, entry: &str, strategies: &[&str]) -> String {
+    let ns: Vec<u64> = strategies
+        .iter()
+        .filter_map(|s| set.summary(entry, s))
+        .map(|s| s.lateness_us.count)
+        .collect();
+    match (ns.iter().min(), ns.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
+        (Some(lo), Some(hi)) => format!("{lo}–{hi}"),
+        _ => "-".into(),
+    }
+}
+
+/// README.md's section: the answer table and what it rests on.
+pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
+    let mut out = String::new();
+    let info = set
+        .get("quick")
+        .map(|(_, l)| l.info())
+        .context("the reference set has no quick run")?;
+    let services: Vec<String> = info
+        .services
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nFrom the committed [reference set]({reference}/README.md), made by `delaybench reference` \
+         {} on {}: {}; {}. Every figure below is generated from its folders.\n",
+        set.provenance(),
+        info.machine.summary(),
+        info.database_version
+            .split(" on ")
+            .next()
+            .unwrap_or(&info.database_version),
+        services.join(", ")
+    );
+    if let Some((folder, _)) = set.get("quick") {
+        let _ = writeln!(
+            out,
+            "![lateness CDF of the six strategies, quick scenario]({reference}/{folder}/plots/lateness-cdf.png)\n"
+        );
+    }
+    let mut rows = vec![[
+        "strategy",
+        "p90 ms, quick",
+        "p99 ms, busy",
+        "DB rows read / cancel, busy",
+        "CPU µs / cancel, busy",
+        "max orders/s (share of ceiling), sweep",
+        "missed under chaos (faults that acted)",
+        "same, +fallback",
+        "needs besides the DB",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for strategy in ANSWER {
+        let rows_read = set
+            .summary("busy", strategy)
+            .map(report::rows_read_text)
+            .unwrap_or_else(|| "not run".into());
+        let fallback = format!("{strategy}+fallback");
+        rows.push(vec![
+            strategy.to_string(),
+            cell(set, "quick", strategy, "p90", as_ms),
+            cell(set, "busy", strategy, "p99", as_ms),
+            rows_read,
+            cell(set, "busy", strategy, "cpu_us_per_cancel", as_count),
+            sweep_cell(set, strategy),
+            chaos_cell(set, strategy),
+            if strategies::registry::Variant::parse(&fallback).is_ok() {
+                chaos_cell(set, &fallback)
+            } else {
+                "- (no fallback variant)".into()
+            },
+            needs(strategy),
+        ]);
+    }
+    markdown_table(&mut out, &rows);
+    let link = |entry: &str| {
+        set.get(entry)
+            .map(|(folder, _)| format!("[{entry}]({reference}/{folder}/report.md)"))
+            .unwrap_or_else(|| format!("{entry} (not run)"))
+    };
+    let _ = writeln!(
+        out,
+        "Lateness percentiles pool the samples of {} interleaved repetitions (n = {} per \
+         strategy in {}, {} in {}), with the repetitions' own min–max beside them; costs are \
+         the repetitions' median (min–max); rows read are the canceller's own on PostgreSQL \
+         (sampled, see the reference README), the whole run's where marked. The rates come from \
+         {} (each step {} times, back to back), the missed cancels from {} (one trial; `acted` \
+         counts the faults that acted on the strategy: the others could not touch it, hit an \
+         instance already down, or never reached their point). More: {}; the draft decision \
+         record [{ADR_FILE}]({reference}/{ADR_FILE}).\n",
+        info.repeat,
+        n_range(set, "quick", &ANSWER),
+        link("quick"),
+        n_range(set, "busy", &ANSWER),
+        link("busy"),
+        link("sweep"),
+        set.get("sweep").map_or(0, |(_, l)| l.info().repeat),
+        link("chaos"),
+        [
+            "probe-cost",
+            "mixed-timeouts",
+            "backlog",
+            "redis-cluster",
+            "rabbitmq-cluster",
+            "rabbitmq-cluster-classic"
+        ]
+        .iter()
+        .filter(|e| set.get(e).is_some())
+        .map(|e| link(e))
+        .collect::<Vec<_>>()
+        .join(", ")
+    );
+    anomaly_sentence(&mut out, set);
+    measurement_sentence(&mut out, set);
+    Ok(out)
+}
+
+/// Which strategies broke an invariant in the runs without faults.
+fn anomaly_sentence(out: &mut String, set: &Set) {
+    let mut broken = Vec::new();
+    for entry in ["quick", "busy", "probe-cost", "mixed-timeouts"] {
+        let Some((_, l)) = set.get(entry) else {
+            continue;
+        };
+        for s in l.summaries() {
+            let teaching = strategies::registry::info(&s.strategy).is_ok_and(|i| i.is_teaching());
+            if s.status != Status::Ok {
+                broken.push(format!(
+                    "{} in {entry} did not run ({})",
+                    s.strategy,
+                    s.status.as_str()
+                ));
+            } else if !teaching && s.anomalies.total() > 0 {
+                broken.push(format!(
+                    "{} in {entry} ({})",
+                    s.strategy,
+                    s.anomalies.total()
+                ));
+            }
+        }
+    }
+    let _ = if broken.is_empty() {
+        writeln!(
+            out,
+            "No strategy broke an invariant in quick, busy, probe-cost or mixed-timeouts (every \
+             anomaly 0).\n"
+        )
+    } else {
+        writeln!(
+            out,
+            "**Anomalies, or strategies that did not run, without faults**: {}.\n",
+            broken.join(", ")
+        )
+    };
+}
+
+/// What the measurement costs, from the probe-cost run.
+fn measurement_sentence(out: &mut String, set: &Set) {
+    let Some((
+        _,
+        Loaded::Run {
+            info,
+            summaries,
+            twins,
+        },
+    )) = set.get("probe-cost")
+    else {
+        return;
+    };
+    // The highest share of any repetition, not the medians' highest.
+    let mut worst: Option<(f64, &str)> = None;
+    let (mut apart, mut within, mut unknown) = (Vec::new(), 0, Vec::new());
+    for s in summaries.iter().filter(|s| s.status == Status::Ok) {
+        if let Some(v) = report::shown(s, "measurement_share_of_cpu") {
+            let share = v.spread.map_or(v.value, |(_, max)| max);
+            if worst.is_none_or(|(w, _)| share > w) {
+                worst = Some((share, &s.strategy));
+            }
+        }
+        let twin = twins
+            .iter()
+            .find(|t| t.strategy == s.strategy && t.status == Status::Ok);
+        let spread = |x: &Summary| match report::shown(x, "p99") {
+            Some(Shown {
+                value,
+                spread: Some((min, max)),
+            }) => Some(crate::model::summary::Spread {
+                median: value,
+                min,
+                max,
+            }),
+            _ => None,
+        };
+        match (spread(s), twin.and_then(spread)) {
+            (Some(a), Some(b)) if a.differs_from(&b) => apart.push(s.strategy.clone()),
+            (Some(_), Some(_)) => within += 1,
+            _ => unknown.push(s.strategy.clone()),
+        }
+    }
+    let Some((share, strategy)) = worst else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "The measurement's own probes and flushes took at most {:.2} % of a strategy's CPU per \
+         cancel in any repetition ({strategy}) at {} orders/s. Beside an unmeasured twin, run \
+         interleaved: p99s within each other's spread for {within} strategies{}{}.\n",
+        share * 100.0,
+        info.scenario.rate,
+        if apart.is_empty() {
+            String::new()
+        } else {
+            format!(", apart beyond the spread for {}", apart.join(", "))
+        },
+        if unknown.is_empty() {
+            String::new()
+        } else {
+            format!(", not comparable (no spread) for {}", unknown.join(", "))
+        }
+    );
+}

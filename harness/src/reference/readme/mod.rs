@@ -1,0 +1,173 @@
+//! The text the reference set feeds: README.md's generated sections
+//! (between [`begin`] and [`end`] markers: the answer table, the chaos
+//! table, the clusters'), the whole of `results/reference/README.md`, and
+//! the decision-record draft beside it. All of it is rendered from the
+//! folders the manifest names, with the same cells the run reports print
+//! ([`crate::report::fig`]), so a number here is the report's number.
+//! `delaybench reference readme --check` (run by the tests) fails when the
+//! committed text differs from what the folders give: a hand edit of a
+//! number fails CI.
+//!
+//! The rooms: `loaded` (the set, every folder read), one per text
+//! (`answer`, `chaos`, `clusters`: README.md's sections;
+//! `reference_readme`: the set's own README); this file finds the
+//! markers, splices the sections in, and writes or checks every file.
+
+mod answer;
+mod chaos;
+mod clusters;
+mod loaded;
+mod reference_readme;
+
+use super::set::SLA;
+use answer::answer;
+use anyhow::{bail, Context, Result};
+use chaos::chaos_section;
+use clusters::{rabbitmq_cluster_section, redis_cluster_section};
+use loaded::{Set, ADR_FILE};
+use reference_readme::reference_readme;
+use std::path::{Path, PathBuf};
+
+/// The first line of README.md's generated section `name`.
+pub fn begin(name: &str) -> String {
+    format!(
+        "<!-- BEGIN GENERATED {name} by `delaybench reference readme` from results/reference: \
+         edit the command, not this text (a test fails on a hand edit) -->"
+    )
+}
+
+/// Its last line.
+pub fn end(name: &str) -> String {
+    format!("<!-- END GENERATED {name} -->")
+}
+
+/// Renders one of README.md's sections from the set, links relative to
+/// the reference folder's path from the README.
+type Section = fn(&Set, &str) -> Result<String>;
+
+/// README.md's generated sections, each rendered from the set.
+const SECTIONS: [(&str, Section); 4] = [
+    ("answer", answer),
+    ("chaos", chaos_section),
+    ("redis-cluster", redis_cluster_section),
+    ("rabbitmq-cluster", rabbitmq_cluster_section),
+];
+
+/// Renders everything and writes it: the reference README, the draft and
+/// its evidence, and README.md's section.
+pub fn write_all(dir: &Path, readme: &Path) -> Result<()> {
+    for (path, text) in render_all(dir, readme)? {
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Fails, naming the file and the first line that differs, where the
+/// committed text is not what the folders give.
+pub fn check_all(dir: &Path, readme: &Path) -> Result<()> {
+    let mut stale = Vec::new();
+    for (path, text) in render_all(dir, readme)? {
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        if committed != text {
+            let line = committed
+                .lines()
+                .zip(text.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or_else(|| committed.lines().count().min(text.lines().count()));
+            let (was, is) = (
+                committed.lines().nth(line).unwrap_or("(end of file)"),
+                text.lines().nth(line).unwrap_or("(end of file)"),
+            );
+            stale.push(format!(
+                "{} line {}: it says {was:?}, the folders give {is:?}",
+                path.display(),
+                line + 1
+            ));
+        }
+    }
+    if !stale.is_empty() {
+        bail!(
+            "generated text differs from what {} gives (run `delaybench reference readme` to \
+             regenerate it; never edit it by hand):\n  {}",
+            dir.display(),
+            stale.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+/// Every generated file as `(path, text)`.
+fn render_all(dir: &Path, readme: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let set = Set::load(dir)?;
+    let mut files = vec![(dir.join("README.md"), reference_readme(&set)?)];
+    let out = dir.join(ADR_FILE);
+    let (draft, evidence) = crate::adr::render(&crate::adr::AdrArgs {
+        dirs: set.manifest.folders(dir),
+        sla: SLA.to_string(),
+        out: out.clone(),
+    })?;
+    // The rerun commands name the folders as read (`dir/<folder>`); a
+    // reader runs them from the README's folder, so they name the set as
+    // the README does, wherever this process was started.
+    let relative = relative_to(readme, dir);
+    let as_read = format!("{}/", dir.display());
+    let as_run = format!("{relative}/");
+    files.push((out.clone(), draft.replace(&as_read, &as_run)));
+    files.push((
+        crate::adr::evidence_path(&out),
+        evidence.replace(&as_read, &as_run),
+    ));
+    let mut text =
+        std::fs::read_to_string(readme).with_context(|| format!("reading {}", readme.display()))?;
+    for (name, render) in SECTIONS {
+        text = splice(&text, name, &render(&set, &relative)?).with_context(|| {
+            format!(
+                "{} has no generated section `{name}`: put the lines `{}` and `{}` where it goes",
+                readme.display(),
+                begin(name),
+                end(name)
+            )
+        })?;
+    }
+    files.push((readme.to_path_buf(), text));
+    Ok(files)
+}
+
+/// `text` with what lies between section `name`'s markers replaced by
+/// `section`.
+fn splice(text: &str, name: &str, section: &str) -> Result<String> {
+    let (first, last) = (begin(name), end(name));
+    let from = text.find(&first).context("no BEGIN marker")?;
+    let to = text[from..].find(&last).context("no END marker")? + from;
+    Ok(format!(
+        "{}{first}\n{section}{last}{}",
+        &text[..from],
+        &text[to + last.len()..]
+    ))
+}
+
+/// The path from the README's folder to the reference folder, for links.
+fn relative_to(readme: &Path, dir: &Path) -> String {
+    let base = readme.parent().unwrap_or(Path::new(""));
+    dir.strip_prefix(base)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| dir.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_section_between_the_markers_is_replaced_and_nothing_else() {
+        let (b, e) = (begin("answer"), end("answer"));
+        let other = format!("{}\nkept 3.0\n{}", begin("chaos"), end("chaos"));
+        let text = format!("# top\n\nbefore\n{b}\nold 1.0\n{e}\nafter\n{other}\n");
+        let out = splice(&text, "answer", "new 2.0\n").unwrap();
+        assert_eq!(
+            out,
+            format!("# top\n\nbefore\n{b}\nnew 2.0\n{e}\nafter\n{other}\n")
+        );
+        assert!(splice("no markers", "answer", "x").is_err());
+    }
+}
