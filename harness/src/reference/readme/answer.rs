@@ -7,8 +7,8 @@ use super::loaded::{Loaded, Set, ADR_FILE};
 use crate::model::summary::{Status, Summary};
 use crate::report::{self, as_count, as_ms, fig, markdown_table, Shown};
 use anyhow::{Context, Result};
-use strategies::checker::Anomaly;
 use std::fmt::Write as _;
+use strategies::checker::Anomaly;
 
 /// The strategies of the answer table, in its order.
 const ANSWER: [&str; 6] = [

@@ -6,8 +6,8 @@ use super::loaded::Set;
 use crate::model::summary::{Status, Summary};
 use crate::report::{as_ms, fig, markdown_table};
 use anyhow::Result;
-use strategies::checker::Anomaly;
 use std::fmt::Write as _;
+use strategies::checker::Anomaly;
 
 /// Cancelled, missed and lateness of each strategy of a cluster run.
 fn cluster_rows(summaries: &[Summary], label: &str) -> Vec<Vec<String>> {

@@ -6,7 +6,7 @@ use super::*;
 use crate::model::run_info::Machine;
 use crate::model::summary::DatabaseInfo;
 use crate::scenario::{Scenario, QUICK};
-    use strategies::checker::Anomaly;
+use strategies::checker::Anomaly;
 
 fn write_run(dir: &Path, seed: u64, runs: &[(&str, u64, u64)]) {
     let mut scenario = Scenario::parse(QUICK, "quick").unwrap();
