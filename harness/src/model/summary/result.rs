@@ -1,0 +1,225 @@
+//! One strategy's result as `summary.json` holds it: whether it ran, where
+//! its data lives, and every figure the run measured.
+
+use super::cost::Cost;
+use super::spread::Repeats;
+use crate::faults::{FaultLoss, FaultRecord};
+use crate::model::cpu::CpuUse;
+use crate::model::lateness::{LatenessBucket, LatenessStats, OverdueTrend, TimeoutLateness};
+use crate::model::records::{GeneratorHealth, WorkerEvent};
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use strategies::checker::{Anomalies, AnomalyExamples, OrderCounts};
+use strategies::Capabilities;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Skipped,
+    Failed,
+}
+
+impl Status {
+    /// The word written to `summary.json` and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Skipped => "skipped",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// Where the strategy's data lives (kept after the run).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DatabaseInfo {
+    /// `postgres`, `mysql` or `sqlite`.
+    pub kind: String,
+    /// Password removed.
+    pub url: String,
+    /// Schema, database or file; `null` if none was created.
+    pub namespace: Option<String>,
+}
+
+impl DatabaseInfo {
+    /// `server`, before a namespace was made on it.
+    pub fn server(server: &strategies::DbServer) -> DatabaseInfo {
+        DatabaseInfo {
+            kind: server.kind().as_str().to_string(),
+            url: server.display_url(),
+            namespace: None,
+        }
+    }
+
+    /// The namespace at `location`.
+    pub fn namespace(location: &strategies::DbLocation) -> DatabaseInfo {
+        DatabaseInfo {
+            kind: location.kind.as_str().to_string(),
+            url: location.display_url(),
+            namespace: Some(location.namespace.clone()),
+        }
+    }
+}
+
+/// The folder of a strategy's unmeasured twin in its run folder
+/// (`measure.unmeasured-twin`).
+pub fn twin_folder(strategy: &str) -> String {
+    format!("{strategy}.unmeasured")
+}
+
+/// One strategy's result. Keys required by outside checkers: `strategy`,
+/// `status`, `reason`, `database`, `orders`, `lateness_us`, `anomalies`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub strategy: String,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub database: DatabaseInfo,
+    pub orders: OrderCounts,
+    pub lateness_us: LatenessStats,
+    pub anomalies: Anomalies,
+    pub anomaly_examples: AnomalyExamples,
+    pub cancelled_by: BTreeMap<String, u64>,
+    pub payments: BTreeMap<String, u64>,
+    pub releases: u64,
+    pub lateness_over_time: Vec<LatenessBucket>,
+    pub lateness_by_timeout: Vec<TimeoutLateness>,
+    /// Lateness at the moment each cancel's COMMIT returned, from the
+    /// workers' own clocks (`None` in runs made before it was measured).
+    #[serde(default)]
+    pub committed_lateness_us: Option<LatenessStats>,
+    /// Per order, COMMIT returned minus the row's `cancelled_at_us`: what
+    /// the row-based figure leaves out.
+    #[serde(default)]
+    pub commit_gap_us: Option<LatenessStats>,
+    /// Orders paid after their deadline while still PENDING (measured
+    /// window): `paid_at_us - expire_at_us`, a lower bound on how late the
+    /// canceller was for orders that are missing from `lateness_us`.
+    #[serde(default)]
+    pub censored_lateness_us: Option<LatenessStats>,
+    /// Order committed -> `schedule()` returned in the worker, per order
+    /// (measured window).
+    #[serde(default)]
+    pub schedule_path_us: Option<LatenessStats>,
+    /// Overdue and still PENDING over the window the measured orders fall
+    /// due in (`None` in runs made before it was measured).
+    #[serde(default)]
+    pub overdue: Option<OverdueTrend>,
+    /// CPU over the arrival window (warm-up end to last arrival), machine
+    /// and per service (`None` where it cannot be read, or in older runs).
+    #[serde(default)]
+    pub cpu: Option<CpuUse>,
+    /// The `[backlog]` the strategy held while it ran, and its restarts.
+    #[serde(default)]
+    pub backlog: Option<crate::model::records::BacklogRecord>,
+    /// With faults: the missed cancels, by the fault in effect during each
+    /// lost order's life (a last row for losses no fault explains).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missed_by_fault: Vec<FaultLoss>,
+    /// `+outbox`: the outbox's length over the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outbox: Option<crate::model::records::OutboxRecord>,
+    pub cost: Cost,
+    pub generator: GeneratorHealth,
+    /// Worker processes that died without being asked, and restarts.
+    #[serde(default)]
+    pub worker_events: Vec<WorkerEvent>,
+    /// Everything that makes a figure of this row less than it reads, in
+    /// plain words; reports print them in the row.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// The scenario's faults as they happened.
+    #[serde(default)]
+    pub faults: Vec<FaultRecord>,
+    /// Why the strategy's teardown failed, if it did (its queues or keys may
+    /// be left behind; the measurements stand).
+    #[serde(default)]
+    pub teardown_error: Option<String>,
+    /// The scenario's `[before-each-strategy]` command as it ran before
+    /// this strategy (`None` when the scenario has none, or the strategy
+    /// was skipped before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_strategy: Option<crate::model::records::HookRecord>,
+    pub capabilities: Option<Capabilities>,
+    pub instances: u32,
+    /// The configured timeouts, next to every latency.
+    pub timeouts: String,
+    pub drain_ms: u64,
+    /// Wall-clock seconds this strategy's run took.
+    pub elapsed_s: f64,
+    /// With `--repeat N`: every figure's median, min and max over the
+    /// repetitions (`None` for a single run).
+    #[serde(default)]
+    pub repeats: Option<Repeats>,
+    /// The probes and recorders that ran on the strategy's path (`None`
+    /// in runs made before `[measure]` existed, which read the server's
+    /// row counts in every canceller transaction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure: Option<crate::scenario::Measure>,
+}
+
+impl Summary {
+    /// A row for a strategy that did not run, with the reason.
+    pub fn not_run(
+        strategy: &str,
+        status: Status,
+        reason: String,
+        database: DatabaseInfo,
+    ) -> Summary {
+        Summary {
+            strategy: strategy.to_string(),
+            status,
+            reason: Some(reason),
+            database,
+            orders: OrderCounts::default(),
+            lateness_us: LatenessStats::default(),
+            anomalies: Anomalies::default(),
+            anomaly_examples: AnomalyExamples::default(),
+            cancelled_by: BTreeMap::new(),
+            payments: BTreeMap::new(),
+            releases: 0,
+            lateness_over_time: Vec::new(),
+            lateness_by_timeout: Vec::new(),
+            committed_lateness_us: None,
+            commit_gap_us: None,
+            censored_lateness_us: None,
+            schedule_path_us: None,
+            overdue: None,
+            cpu: None,
+            backlog: None,
+            missed_by_fault: Vec::new(),
+            outbox: None,
+            cost: Cost::default(),
+            generator: GeneratorHealth::default(),
+            worker_events: Vec::new(),
+            warnings: Vec::new(),
+            faults: Vec::new(),
+            teardown_error: None,
+            before_strategy: None,
+            capabilities: None,
+            instances: 0,
+            timeouts: String::new(),
+            drain_ms: 0,
+            elapsed_s: 0.0,
+            repeats: None,
+            measure: None,
+        }
+    }
+
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join("summary.json");
+        std::fs::write(&path, serde_json::to_string_pretty(self)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    pub fn read(dir: &Path) -> Result<Summary> {
+        let path = dir.join("summary.json");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+}
