@@ -68,7 +68,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
         let baselines = STRATEGIES.iter().filter(|s| s.role == Role::Baseline);
         variants.splice(0..0, baselines.map(Variant::plain));
     }
-    let names: Vec<String> = variants.iter().map(Variant::name).collect();
+    let names: Vec<String> = variants.iter().map(|v| v.name().to_string()).collect();
     let server = DbServer::parse(args.common.services.database(crate::service_args::SQLITE)?)?;
     let database_version = server.server_version().await?;
     let (run_id, run_dir) = new_run_dir(&args.common.out, &scenario.name)?;
@@ -123,7 +123,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
     };
     for (variant, name) in variants.iter().zip(&names) {
         result.strategies.push(StrategySweep {
-            strategy: name.clone(),
+            strategy: *variant,
             status: Status::Ok,
             reason: None,
             steps: Vec::new(),
@@ -230,7 +230,7 @@ fn conclude(result: &mut SweepResult) {
     let ceiling = result
         .strategies
         .iter()
-        .find(|s| s.strategy == "ceiling")
+        .find(|s| s.strategy.info.role == Role::Baseline)
         .and_then(|s| s.max_rate);
     for s in &mut result.strategies {
         s.share_of_ceiling = match (s.max_rate, ceiling) {
@@ -426,7 +426,7 @@ impl StepContext<'_> {
         let Some(best) = result
             .strategies
             .iter()
-            .filter(|s| s.strategy != "ceiling")
+            .filter(|s| s.strategy.info.role != Role::Baseline)
             .filter_map(|s| s.max_rate)
             .max_by(f64::total_cmp)
         else {

@@ -92,7 +92,7 @@ fn a_run_dropped_after_setup_still_tears_down() {
             now_us() % 1_000_000_000
         );
         let location = server.create_namespace(&namespace, &dir).await.unwrap();
-        let guard = TeardownGuard::new("rabbit-ttl", &options, &location);
+        let guard = TeardownGuard::new(&common::deploy("rabbit-ttl", &options), &location);
         let store = OrderStore::connect(&location, 1).await.unwrap();
         let instance = common::deploy("rabbit-ttl", &options)
             .instance(store)

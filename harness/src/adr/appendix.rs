@@ -184,10 +184,10 @@ fn runs_table(out: &mut String, study: &Study, base: &Path) -> Result<()> {
     for e in &study.evals {
         for c in [Condition::Normal, Condition::Faults, Condition::Cluster] {
             for source in study.sources.iter().filter(|s| s.condition == c) {
-                let Some(s) = source.summary(&e.name) else {
+                let Some(s) = source.summary(e.variant) else {
                     continue;
                 };
-                let file = source.summary_file(&s.strategy);
+                let file = source.summary_file(s.strategy.name());
                 let missed = Figure::new(
                     format!("{} missed", s.anomalies.get(Anomaly::MissedCancels)),
                     file.clone(),
@@ -254,7 +254,7 @@ fn rates_table(out: &mut String, study: &Study, base: &Path) -> Result<()> {
             .iter()
             .filter(|s| s.condition == Condition::Capacity)
         {
-            let Some(sweep) = source.sweep(&e.name) else {
+            let Some(sweep) = source.sweep(e.variant) else {
                 continue;
             };
             let file = source.sweep_file();
@@ -294,7 +294,7 @@ fn backlog_table(out: &mut String, study: &Study, base: &Path) -> Result<()> {
             .iter()
             .filter(|s| s.condition == Condition::Backlog)
         {
-            let Some(sweep) = source.sweep(&e.name) else {
+            let Some(sweep) = source.sweep(e.variant) else {
                 continue;
             };
             let file = source.sweep_file();

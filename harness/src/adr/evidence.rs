@@ -80,21 +80,21 @@ impl Source {
         }
     }
 
-    pub fn summary(&self, name: &str) -> Option<&Summary> {
+    pub fn summary(&self, option: Variant) -> Option<&Summary> {
         match &self.body {
             Body::Run(summaries) => summaries
                 .iter()
-                .find(|s| s.strategy == name && s.status == Status::Ok),
+                .find(|s| s.strategy == option && s.status == Status::Ok),
             Body::Sweep(_) => None,
         }
     }
 
-    pub fn sweep(&self, name: &str) -> Option<&StrategySweep> {
+    pub fn sweep(&self, option: Variant) -> Option<&StrategySweep> {
         match &self.body {
             Body::Sweep(result) => result
                 .strategies
                 .iter()
-                .find(|s| s.strategy == name && s.status == Status::Ok),
+                .find(|s| s.strategy == option && s.status == Status::Ok),
             Body::Run(_) => None,
         }
     }
@@ -365,12 +365,9 @@ pub enum Own<'a> {
     Samples(Vec<Sample<'a>>, Vec<String>),
 }
 
-/// Every run of `name` in `condition`, from its own runs only.
-pub fn own<'a>(sources: &'a [Source], name: &str, condition: Condition) -> Own<'a> {
-    let Ok(variant) = Variant::parse(name) else {
-        return Own::Samples(Vec::new(), Vec::new());
-    };
-    if condition == Condition::Cluster && variant.info.requires.is_empty() {
+/// Every run of `option` in `condition`, from its own runs only.
+pub fn own<'a>(sources: &'a [Source], option: Variant, condition: Condition) -> Own<'a> {
+    if condition == Condition::Cluster && option.info.requires.is_empty() {
         return Own::NotApplicable(
             "no broker or Redis to lose a node of; the one database's own failover was not measured"
                 .into(),
@@ -381,7 +378,7 @@ pub fn own<'a>(sources: &'a [Source], name: &str, condition: Condition) -> Own<'
     for source in sources.iter().filter(|s| s.condition == condition) {
         match condition {
             Condition::Normal | Condition::Faults | Condition::Cluster => {
-                let Some(s) = source.summary(name) else {
+                let Some(s) = source.summary(option) else {
                     continue;
                 };
                 if condition == Condition::Normal {
@@ -394,7 +391,7 @@ pub fn own<'a>(sources: &'a [Source], name: &str, condition: Condition) -> Own<'
                 if condition == Condition::Cluster
                     && !clustered(&source.info)
                         .iter()
-                        .any(|c| variant.info.requires.contains(c))
+                        .any(|c| option.info.requires.contains(c))
                 {
                     left_out.push(format!(
                         "{}: it uses none of the clustered services",
@@ -417,7 +414,7 @@ pub fn own<'a>(sources: &'a [Source], name: &str, condition: Condition) -> Own<'
                 });
             }
             Condition::Capacity => {
-                if let Some(sweep) = source.sweep(name) {
+                if let Some(sweep) = source.sweep(option) {
                     samples.push(Sample {
                         source,
                         what: SampleKind::Rate(sweep),
@@ -425,7 +422,7 @@ pub fn own<'a>(sources: &'a [Source], name: &str, condition: Condition) -> Own<'
                 }
             }
             Condition::Backlog => {
-                if let Some(sweep) = source.sweep(name) {
+                if let Some(sweep) = source.sweep(option) {
                     for step in &sweep.steps {
                         samples.push(Sample {
                             source,
@@ -439,11 +436,9 @@ pub fn own<'a>(sources: &'a [Source], name: &str, condition: Condition) -> Own<'
     Own::Samples(samples, left_out)
 }
 
-/// The command that would measure `name` in `condition`.
-pub fn measure_hint(name: &str, condition: Condition) -> String {
-    let services = Variant::parse(name)
-        .map(|v| v.info.requires.to_vec())
-        .unwrap_or_default();
+/// The command that would measure `option` in `condition`.
+pub fn measure_hint(option: Variant, condition: Condition) -> String {
+    let (name, services) = (option.name(), option.info.requires);
     match condition {
         Condition::Normal => format!("`delaybench run --scenario busy --strategies {name}`"),
         Condition::Faults => {

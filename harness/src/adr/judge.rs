@@ -19,6 +19,7 @@
 use super::evidence::{measure_hint, own, Figure, Own, Source};
 use super::reading::{read, Reading};
 use super::sla::{Condition, Op, Term};
+use strategies::registry::Variant;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -62,14 +63,14 @@ impl Verdict {
     }
 }
 
-/// Judges `term` for option `name` in `condition` from its own runs.
-pub fn judge(sources: &[Source], name: &str, condition: Condition, term: &Term) -> Verdict {
-    let (samples, left_out) = match own(sources, name, condition) {
+/// Judges `term` for `option` in `condition` from its own runs.
+pub fn judge(sources: &[Source], option: Variant, condition: Condition, term: &Term) -> Verdict {
+    let (samples, left_out) = match own(sources, option, condition) {
         Own::NotApplicable(why) => return Verdict::not_applicable(why),
         Own::Samples(s, l) => (s, l),
     };
     if samples.is_empty() {
-        return Verdict::not_measured(no_run_reached(name, condition, &left_out));
+        return Verdict::not_measured(no_run_reached(option, condition, &left_out));
     }
     let readings: Vec<Reading> = samples.iter().map(|s| read(s, term)).collect();
     let upper = term.op.is_upper() || term.op == Op::Eq;
@@ -83,20 +84,21 @@ pub fn judge(sources: &[Source], name: &str, condition: Condition, term: &Term) 
     tally.verdict()
 }
 
-/// Why nothing measured option `name` in `condition`: no run of it, or
-/// none that reached it (the `left_out` runs, each with its reason).
-fn no_run_reached(name: &str, condition: Condition, left_out: &[String]) -> String {
+/// Why nothing measured `option` in `condition`: no run of it, or none
+/// that reached it (the `left_out` runs, each with its reason).
+fn no_run_reached(option: Variant, condition: Condition, left_out: &[String]) -> String {
+    let name = option.name();
     let mut why = format!(
         "no {} ran {name}: {}",
         singular(condition),
-        measure_hint(name, condition)
+        measure_hint(option, condition)
     );
     if !left_out.is_empty() {
         why = format!(
             "no {} reached {name} ({}): {}",
             singular(condition),
             left_out.join("; "),
-            measure_hint(name, condition)
+            measure_hint(option, condition)
         );
     }
     why

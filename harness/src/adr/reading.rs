@@ -210,7 +210,7 @@ fn read_run(
     metric: Metric,
     term: &Term,
 ) -> Reading {
-    let file = source.summary_file(&s.strategy);
+    let file = source.summary_file(s.strategy.name());
     let faults = tally
         .map(|t| format!(" ({})", t.words()))
         .unwrap_or_default();

@@ -134,14 +134,13 @@ pub struct Study<'a> {
 
 impl<'a> Study<'a> {
     pub fn new(sources: &'a [Source], sla: &'a Sla) -> Result<Study<'a>> {
-        let names = option_names(sources);
-        if names.is_empty() {
+        let options = options(sources);
+        if options.is_empty() {
             bail!("the run folders hold no strategy that is not a teaching variant or the ceiling");
         }
-        let mut evals: Vec<Eval> = names
+        let mut evals: Vec<Eval> = options
             .into_iter()
-            .map(|name| {
-                let variant = Variant::parse(&name).expect("listed names parse");
+            .map(|variant| {
                 let mut needs = vec!["database"];
                 needs.extend(variant.info.requires.iter().map(|s| s.name()));
                 let conditions = sla
@@ -151,13 +150,13 @@ impl<'a> Study<'a> {
                         let terms = sla
                             .terms(c)
                             .iter()
-                            .map(|t| (t.clone(), judge::judge(sources, &name, c, t)))
+                            .map(|t| (t.clone(), judge::judge(sources, variant, c, t)))
                             .collect();
                         CondEval::new(c, terms)
                     })
                     .collect();
                 Eval {
-                    name,
+                    name: variant.name().to_string(),
                     variant,
                     needs,
                     conditions,
@@ -201,37 +200,25 @@ impl<'a> Study<'a> {
 /// Every strategy and variant the folders ran, teaching variants and the
 /// ceiling left out, in the registry's order (each strategy before its
 /// variants).
-pub(super) fn option_names(sources: &[Source]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
+pub(super) fn options(sources: &[Source]) -> Vec<Variant> {
+    let mut options: Vec<Variant> = Vec::new();
     for source in sources {
-        let listed: Vec<String> = match &source.body {
-            evidence::Body::Run(summaries) => {
-                summaries.iter().map(|s| s.strategy.clone()).collect()
-            }
-            evidence::Body::Sweep(result) => result
-                .strategies
-                .iter()
-                .map(|s| s.strategy.clone())
-                .collect(),
+        let listed: Vec<Variant> = match &source.body {
+            evidence::Body::Run(summaries) => summaries.iter().map(|s| s.strategy).collect(),
+            evidence::Body::Sweep(result) => result.strategies.iter().map(|s| s.strategy).collect(),
         };
-        for name in listed {
-            let Ok(variant) = Variant::parse(&name) else {
-                continue;
-            };
-            if variant.info.role != Role::Strategy || names.contains(&name) {
-                continue;
+        for variant in listed {
+            if variant.info.role == Role::Strategy && !options.contains(&variant) {
+                options.push(variant);
             }
-            names.push(name);
         }
     }
-    let rank = |n: &String| {
-        let v = Variant::parse(n).expect("parsed above");
+    options.sort_by_key(|v| {
         let at = registry::STRATEGIES
             .iter()
-            .position(|s| s.name == v.info.name)
+            .position(|s| s == v.info)
             .unwrap_or(usize::MAX);
         (at, v.outbox, v.fallback)
-    };
-    names.sort_by_key(rank);
-    names
+    });
+    options
 }

@@ -103,13 +103,14 @@ pub(super) fn cost_line(e: &Eval, study: &Study, base: &Path) -> Option<String> 
             .sources
             .iter()
             .filter(|s| s.condition == c)
-            .filter_map(|s| s.summary(&e.name).map(|sum| (s, sum)))
+            .filter_map(|s| s.summary(e.variant).map(|sum| (s, sum)))
             .max_by_key(|(_, sum)| sum.lateness_us.count);
         if let Some((source, s)) = best {
-            let figs: Vec<String> = evidence::cost_figures(s, &source.summary_file(&s.strategy))
-                .iter()
-                .map(|f| f.render(base))
-                .collect();
+            let figs: Vec<String> =
+                evidence::cost_figures(s, &source.summary_file(s.strategy.name()))
+                    .iter()
+                    .map(|f| f.render(base))
+                    .collect();
             if figs.is_empty() {
                 continue;
             }

@@ -9,6 +9,7 @@ use super::summary::{Status, Summary};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+use strategies::registry::Variant;
 
 /// The whole sweep.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -39,7 +40,8 @@ fn rate_axis() -> String {
 /// One strategy's steps and what they add up to.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StrategySweep {
-    pub strategy: String,
+    /// Written as its name, as in `summary.json`.
+    pub strategy: Variant,
     /// `skipped` or `failed` when no step could run (then `reason` says why).
     pub status: Status,
     pub reason: Option<String>,
@@ -438,7 +440,12 @@ mod tests {
     }
 
     fn ok_summary() -> Summary {
-        let mut s = Summary::not_run("x", Status::Ok, String::new(), Default::default());
+        let mut s = Summary::not_run(
+            "db-scan".parse().unwrap(),
+            Status::Ok,
+            String::new(),
+            Default::default(),
+        );
         s.reason = None;
         s.committed_lateness_us = Some(LatenessStats {
             count: 2000,

@@ -5,7 +5,7 @@
 
 use super::palette::style;
 use super::plots::{self, Band, BandKind, Bar, Chart, ClassLateness, Figure, Line, Section};
-use super::table::{is_teaching, rows_read_figure, shown, Shown};
+use super::table::{rows_read_figure, shown, Shown};
 use crate::faults::FaultRecord;
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{Status, Summary};
@@ -56,7 +56,7 @@ pub fn figures(run_dir: &Path, info: &RunInfo, summaries: &[Summary]) -> Vec<Fig
                 let Shown { value, spread } = shown(s, (cost.figure)(s)?)?;
                 Some(Bar {
                     name: plot_name(s),
-                    style: style(&s.strategy),
+                    style: style(s.strategy),
                     value,
                     spread,
                 })
@@ -76,10 +76,10 @@ pub fn figures(run_dir: &Path, info: &RunInfo, summaries: &[Summary]) -> Vec<Fig
 
 /// A strategy's name in plots; teaching variants are marked.
 fn plot_name(s: &Summary) -> String {
-    if is_teaching(&s.strategy) {
+    if s.strategy.info.is_teaching() {
         format!("\u{2716} {}", s.strategy)
     } else {
-        s.strategy.clone()
+        s.strategy.name().to_string()
     }
 }
 
@@ -89,7 +89,7 @@ fn lateness_cdf(run_dir: &Path, ran: &[&Summary]) -> Option<Chart> {
     let mut lines = Vec::new();
     let mut max_nines = 1f64;
     for &s in ran {
-        let path = run_dir.join(&s.strategy).join("lateness.hgrm");
+        let path = run_dir.join(s.strategy.name()).join("lateness.hgrm");
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
@@ -102,7 +102,7 @@ fn lateness_cdf(run_dir: &Path, ran: &[&Summary]) -> Option<Chart> {
         max_nines = max_nines.max(plots::nines(cap));
         lines.push(Line {
             name: plot_name(s),
-            style: style(&s.strategy),
+            style: style(s.strategy),
             points: plots::parse_hgrm(&text)
                 .into_iter()
                 .map(|(q, ms)| (plots::nines(q.min(cap)), ms))
@@ -120,7 +120,7 @@ fn lateness_over_time(info: &RunInfo, ran: &[&Summary]) -> Option<Chart> {
         .filter(|s| !s.lateness_over_time.is_empty())
         .map(|&s| Line {
             name: plot_name(s),
-            style: style(&s.strategy),
+            style: style(s.strategy),
             points: s
                 .lateness_over_time
                 .iter()
@@ -243,7 +243,7 @@ fn lateness_by_timeout(ran: &[&Summary]) -> Option<Chart> {
                     max_ms: t.max_us as f64 / 1000.0,
                 })
                 .collect();
-            (plot_name(s), style(&s.strategy), classes)
+            (plot_name(s), style(s.strategy), classes)
         })
         .collect();
     (!strategies.is_empty()).then(|| plots::lateness_by_timeout(strategies))
@@ -323,7 +323,12 @@ mod tests {
 
     /// A strategy that ran once, with a line over time and every cost.
     fn ran(name: &str, cost: f64) -> Summary {
-        let mut s = Summary::not_run(name, Status::Ok, String::new(), DatabaseInfo::default());
+        let mut s = Summary::not_run(
+            name.parse().unwrap(),
+            Status::Ok,
+            String::new(),
+            DatabaseInfo::default(),
+        );
         s.lateness_over_time = vec![LatenessBucket {
             second: 3,
             count: 10,
@@ -469,7 +474,7 @@ mod tests {
             cpu.chart.bar_list(),
             [Bar {
                 name: "db-scan".into(),
-                style: style("db-scan"),
+                style: style("db-scan".parse().unwrap()),
                 value: 400.0,
                 spread: None,
             }]

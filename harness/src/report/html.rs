@@ -57,7 +57,7 @@ pub fn html(
         let _ = writeln!(
             out,
             "<p class=\"skipped\"><b>{}</b> {}: {}</p>",
-            esc(&s.strategy),
+            esc(s.strategy.name()),
             s.status.as_str(),
             esc(s.reason.as_deref().unwrap_or("no reason recorded"))
         );
@@ -105,22 +105,26 @@ fn warnings(out: &mut String, ran: &[(usize, &Summary)]) {
     let mut items = Vec::new();
     for (_, s) in ran {
         for w in &s.warnings {
-            items.push(format!("<b>{}</b>: {}", esc(&s.strategy), esc(w)));
+            items.push(format!("<b>{}</b>: {}", esc(s.strategy.name()), esc(w)));
         }
         if let Some(w) = &s.generator.warning {
-            items.push(format!("<b>{}</b> generator: {}", esc(&s.strategy), esc(w)));
+            items.push(format!(
+                "<b>{}</b> generator: {}",
+                esc(s.strategy.name()),
+                esc(w)
+            ));
         }
         for e in &s.worker_events {
             items.push(format!(
                 "<b>{}</b>: {}",
-                esc(&s.strategy),
+                esc(s.strategy.name()),
                 esc(&e.describe())
             ));
         }
         for f in s.faults.iter().filter(|f| f.error.is_some()) {
             items.push(format!(
                 "<b>{}</b> fault failed: {}",
-                esc(&s.strategy),
+                esc(s.strategy.name()),
                 esc(&f.describe())
             ));
         }
@@ -161,7 +165,7 @@ fn anomalies(out: &mut String, ran: &[(usize, &Summary)]) {
         .collect::<Vec<_>>()];
     for (_, s) in ran {
         rows.push(
-            std::iter::once(s.strategy.clone())
+            std::iter::once(s.strategy.name().to_string())
                 .chain(
                     anomaly_counts(&s.anomalies)
                         .iter()
@@ -175,7 +179,7 @@ fn anomalies(out: &mut String, ran: &[(usize, &Summary)]) {
         let _ = writeln!(
             out,
             "<p class=\"note\"><b>{}</b> examples (order ids; SKUs for stock): <code>{}</code></p>",
-            esc(&s.strategy),
+            esc(s.strategy.name()),
             esc(&serde_json::to_string(&s.anomaly_examples).unwrap_or_default())
         );
     }
@@ -280,7 +284,12 @@ mod tests {
 
     /// A strategy that ran, with its `lateness.hgrm` written to `dir`.
     fn ran(dir: &Path, name: &str, late_ms: &[u64]) -> Summary {
-        let mut s = Summary::not_run(name, Status::Ok, String::new(), DatabaseInfo::default());
+        let mut s = Summary::not_run(
+            name.parse().unwrap(),
+            Status::Ok,
+            String::new(),
+            DatabaseInfo::default(),
+        );
         s.reason = None;
         let mut h = new_histogram();
         for ms in late_ms {
@@ -311,7 +320,7 @@ mod tests {
             .anomaly_examples
             .set(Anomaly::DuplicateReleases, vec![11, 12]);
         let skipped = Summary::not_run(
-            "rabbit-ttl",
+            "rabbit-ttl".parse().unwrap(),
             Status::Skipped,
             "RabbitMQ <unreachable> & down".into(),
             DatabaseInfo::default(),

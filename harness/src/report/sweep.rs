@@ -12,6 +12,7 @@ use crate::model::sweep::{SweepResult, SweepStep};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::Path;
+use strategies::registry::Role;
 
 /// Below this share of the ceiling a strategy misses the goal the report
 /// checks it against.
@@ -107,8 +108,8 @@ fn lines(
         .strategies
         .iter()
         .map(|s| RateLine {
-            name: s.strategy.clone(),
-            style: super::palette::style(&s.strategy),
+            name: s.strategy.name().to_string(),
+            style: super::palette::style(s.strategy),
             points: s
                 .steps
                 .iter()
@@ -386,7 +387,7 @@ pub(crate) fn rate_tables(out: &mut String, result: &SweepResult) {
             ),
         };
         let share = match s.share_of_ceiling {
-            Some(x) if s.strategy != "ceiling" && x < CEILING_GOAL => {
+            Some(x) if s.strategy.info.role != Role::Baseline && x < CEILING_GOAL => {
                 format!("**{:.0}%** (below the 80% goal)", x * 100.0)
             }
             Some(x) if x > 1.0 => format!(
@@ -532,12 +533,15 @@ pub fn terminal_table(result: &SweepResult) -> String {
         let mut rows = Vec::new();
         for s in &result.strategies {
             if s.status != Status::Ok {
-                rows.push(vec![s.strategy.clone(), s.status.as_str().to_string()]);
+                rows.push(vec![
+                    s.strategy.name().to_string(),
+                    s.status.as_str().to_string(),
+                ]);
             }
             for st in &s.steps {
                 let b = st.backlog.as_ref();
                 rows.push(vec![
-                    s.strategy.clone(),
+                    s.strategy.name().to_string(),
                     st.pending.unwrap_or(0).to_string(),
                     if st.holds { "yes" } else { "NO" }.to_string(),
                     b.map(|b| format!("{:.2}", b.handoff_s))
@@ -576,7 +580,7 @@ pub fn terminal_table(result: &SweepResult) -> String {
         .iter()
         .map(|s| {
             vec![
-                s.strategy.clone(),
+                s.strategy.name().to_string(),
                 match s.status {
                     Status::Ok => s.max_rate.map(rate).unwrap_or_else(|| "none".into()),
                     other => other.as_str().to_string(),

@@ -163,7 +163,7 @@ pub(crate) fn timeout_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
                     .unwrap_or_else(|| "-".into())
             };
             rows.push(vec![
-                s.strategy.clone(),
+                s.strategy.name().to_string(),
                 format!("{} ms", t.timeout_ms),
                 t.count.to_string(),
                 pct(Pct::P50),
@@ -237,12 +237,6 @@ pub(crate) fn as_ratio(v: f64) -> String {
     format!("{v:.1}")
 }
 
-/// Whether `name` is a teaching variant (a deliberate mistake): reports
-/// put those in their own tables.
-pub(crate) fn is_teaching(name: &str) -> bool {
-    strategies::registry::info(name).is_ok_and(|i| i.is_teaching())
-}
-
 /// The faults table (`None` when the run had none): one row per strategy,
 /// each followed by its remedied variants (`+fallback`, `+outbox`, ...), so
 /// a strategy and its remedy read side by side; one column per fault with
@@ -255,9 +249,8 @@ pub(crate) fn fault_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
     let first = ran.first()?;
     let mut ordered = ran.clone();
     let base_of = |s: &Summary| {
-        strategies::registry::Variant::parse(&s.strategy)
-            .map(|v| (v.info.name, u8::from(v.outbox) * 2 + u8::from(v.fallback)))
-            .unwrap_or(("", 0))
+        let v = s.strategy;
+        (v.info.name, u8::from(v.outbox) * 2 + u8::from(v.fallback))
     };
     let first_seen = |base: &str| ran.iter().position(|s| base_of(s).0 == base).unwrap_or(0);
     ordered.sort_by_key(|s| {
@@ -292,7 +285,7 @@ pub(crate) fn fault_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
                 .map(|l| l.missed)
                 .sum()
         };
-        let mut row = vec![s.strategy.clone()];
+        let mut row = vec![s.strategy.name().to_string()];
         for (i, f) in s.faults.iter().enumerate() {
             let n = missed(Some(i), false);
             let reach = f.reach();
@@ -346,7 +339,7 @@ pub(crate) fn split_teaching(summaries: &[Summary]) -> (Vec<Summary>, Vec<Summar
     summaries
         .iter()
         .cloned()
-        .partition(|s| !is_teaching(&s.strategy))
+        .partition(|s| !s.strategy.info.is_teaching())
 }
 
 /// The warnings cell of a row.
@@ -405,14 +398,14 @@ pub(crate) fn rows(summaries: &[Summary]) -> Vec<Vec<String>> {
     let mut rows = vec![header.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
     for s in summaries {
         if s.status != Status::Ok {
-            let mut row = vec![s.strategy.clone(), s.status.as_str().to_string()];
+            let mut row = vec![s.strategy.name().to_string(), s.status.as_str().to_string()];
             // The reason is printed below every table.
             row.extend(std::iter::repeat_n("-".to_string(), header.len() - 2));
             rows.push(row);
             continue;
         }
         rows.push(vec![
-            s.strategy.clone(),
+            s.strategy.name().to_string(),
             "ok".into(),
             fig(s, "created", as_count),
             fig(s, "paid", as_count),
@@ -465,7 +458,7 @@ pub(crate) fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
     .collect()];
     for s in summaries.iter().filter(|s| s.status == Status::Ok) {
         let mut row = vec![
-            s.strategy.clone(),
+            s.strategy.name().to_string(),
             fig(s, "n", as_count),
             fig(s, "p90", as_ms),
             fig(s, "p99", as_ms),
@@ -566,7 +559,7 @@ pub(crate) fn measurement_rows(
         };
         let m = s.cost.measurement.as_ref();
         rows.push(vec![
-            s.strategy.clone(),
+            s.strategy.name().to_string(),
             fig(s, "n", as_count),
             fig(s, "p90", as_ms),
             fig(twin, "p90", as_ms),

@@ -32,7 +32,7 @@ pub async fn start_run_info(
         scenario_source,
         seed: scenario.seed,
         scenario: scenario.clone(),
-        strategies: strategies.iter().map(Variant::name).collect(),
+        strategies: strategies.iter().map(|v| v.name().to_string()).collect(),
         database_kind: server.kind().as_str().to_string(),
         database_url: server.display_url(),
         database_version,

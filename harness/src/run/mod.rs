@@ -27,7 +27,7 @@ use strategies::DbServer;
 pub async fn run(args: &RunArgs) -> Result<PathBuf> {
     let (scenario, scenario_source) = args.common.scenario(crate::presets::RUN_DEFAULT)?;
     let variants = args.common.selected()?;
-    let names: Vec<String> = variants.iter().map(Variant::name).collect();
+    let names: Vec<String> = variants.iter().map(|v| v.name().to_string()).collect();
     if let Some(b) = scenario.backlog.as_ref().filter(|b| b.pending.len() > 1) {
         anyhow::bail!(
             "field `backlog.pending` lists {} sizes; `delaybench run` holds one backlog \
@@ -111,7 +111,7 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
             };
             let summary = match args::skip_reason(*variant, args.common.strategies_named()) {
                 Some(reason) => Summary::not_run(
-                    &variant.name(),
+                    *variant,
                     Status::Skipped,
                     reason,
                     summary::DatabaseInfo::server(&server),
@@ -178,7 +178,7 @@ pub fn problems(summaries: &[Summary], allow_anomalies: bool) -> Vec<String> {
                 problems.push(format!("{} {failed}", s.strategy));
             }
         }
-        let teaching = Variant::parse(&s.strategy).is_ok_and(|v| v.info.is_teaching());
+        let teaching = s.strategy.info.is_teaching();
         if !allow_anomalies && !teaching && s.anomalies.total() > 0 {
             problems.push(format!(
                 "{} has {} anomalies (pass --allow-anomalies if the scenario is meant to break it)",

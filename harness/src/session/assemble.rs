@@ -139,7 +139,7 @@ pub(super) fn summary(
         location.kind,
     );
     let mut summary = Summary {
-        strategy: setup.deployment.variant().name(),
+        strategy: setup.deployment.variant(),
         status: Status::Ok,
         reason: None,
         database: DatabaseInfo::namespace(location),

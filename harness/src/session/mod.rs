@@ -62,7 +62,7 @@ pub async fn measure(
             let record = crate::hook::run(hook, dir).await;
             eprintln!("delaybench: {name}: {}", record.describe());
             if let Some(error) = record.error.clone() {
-                let mut summary = Summary::not_run(&name, Status::Failed, error, database);
+                let mut summary = Summary::not_run(variant, Status::Failed, error, database);
                 summary.before_strategy = Some(record);
                 return Ok(summary);
             }
@@ -72,7 +72,7 @@ pub async fn measure(
     };
     let mut summary = match on_namespace(variant, scenario, plan, server, namespace, dir).await {
         Ok(summary) => summary,
-        Err(e) => not_measured(&name, &e, database),
+        Err(e) => not_measured(variant, &e, database),
     };
     summary.before_strategy = hook;
     Ok(summary)
@@ -94,7 +94,7 @@ async fn on_namespace(
     match torn_down(deployment, scenario, plan, &location, dir).await {
         Ok(summary) => Ok(summary),
         Err(e) => Ok(not_measured(
-            &variant.name(),
+            variant,
             &e,
             DatabaseInfo::namespace(&location),
         )),
@@ -113,7 +113,7 @@ async fn torn_down(
     location: &DbLocation,
     dir: &Path,
 ) -> Result<Summary> {
-    let guard = TeardownGuard::new(&deployment.variant().name(), deployment.options(), location);
+    let guard = TeardownGuard::new(&deployment, location);
     // The instance that ran `setup` tears down, so a server-wide setting it
     // changed is restored; when none was built, a fresh one does.
     let mut set_up = None;
@@ -160,13 +160,13 @@ async fn measured(
 
 /// A strategy that could not measure. A service it needs being down is a
 /// skip that says how to start it, not a failure of the strategy.
-fn not_measured(name: &str, e: &anyhow::Error, database: DatabaseInfo) -> Summary {
+fn not_measured(variant: Variant, e: &anyhow::Error, database: DatabaseInfo) -> Summary {
     let status = if is_unreachable(e) {
         Status::Skipped
     } else {
         Status::Failed
     };
-    Summary::not_run(name, status, format!("{e:#}"), database)
+    Summary::not_run(variant, status, format!("{e:#}"), database)
 }
 
 fn is_unreachable(e: &anyhow::Error) -> bool {

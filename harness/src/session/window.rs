@@ -51,7 +51,7 @@ pub(super) async fn observe(
     let options = setup.deployment.options();
     let store = &setup.bench.store;
     let pool = &setup.pool;
-    let load = Load::start(&setup.deployment.variant().name(), plan, scenario, pool);
+    let load = Load::start(setup.deployment.variant().name(), plan, scenario, pool);
     let (t0, t0_us) = (load.t0, load.t0_us);
     // Redis cost is read on the server over the measured window: INFO
     // commandstats when the warm-up ends and after the drain.

@@ -317,7 +317,7 @@ pub async fn kill_every_instance_then_restart_with_fallback(f: &Fixture) -> Chec
 /// the services keep theirs; a real SIGKILL is the harness's fault, and a
 /// restart of Redis or RabbitMQ is not part of the suite.
 async fn kill_and_restart(f: &Fixture, fallback: bool) -> CheckResult {
-    let mut options = f.options.clone();
+    let mut options = f.options().clone();
     let mut bound = LATENESS_BOUND;
     if fallback {
         options.fallback_scan.enabled = true;

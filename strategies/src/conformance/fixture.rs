@@ -89,10 +89,8 @@ pub struct Fixture {
     pub(super) location: DbLocation,
     /// The order service's store: creates and pays orders.
     pub orders: OrderStore,
-    pub(super) strategy: String,
-    /// The strategy as the harness deploys it, parsed once from `strategy`.
+    /// The strategy as the harness deploys it, with the fixture's options.
     deployment: Deployment,
-    pub(super) options: StrategyOptions,
     /// Removes the namespace and the strategy's broker objects and Redis
     /// keys, also when the test panics before [`Fixture::cleanup`].
     pub(super) leftovers: TestNamespace,
@@ -105,8 +103,14 @@ impl Fixture {
     /// Connects to `server_url`, creates a random namespace and installs
     /// the schema. For SQLite the file goes in a temporary folder.
     pub async fn new(server_url: &str, strategy: &str, options: StrategyOptions) -> Fixture {
+        let variant = Variant::parse(strategy).unwrap_or_else(|e| panic!("{e}"));
+        Fixture::of(server_url, Deployment::new(variant, &options)).await
+    }
+
+    /// A fixture for `deployment`, as [`Fixture::new`].
+    async fn of(server_url: &str, deployment: Deployment) -> Fixture {
         let server = DbServer::parse(server_url).expect("valid database URL");
-        let namespace = random_namespace(strategy);
+        let namespace = random_namespace(deployment.variant().name());
         let tempdir = TempDir::new(&namespace);
         let location = server
             .create_namespace(&namespace, &tempdir.0)
@@ -116,10 +120,6 @@ impl Fixture {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         // As the harness's order service does for this strategy.
-        let deployment = Deployment::new(
-            Variant::parse(strategy).unwrap_or_else(|e| panic!("{e}")),
-            &options,
-        );
         let orders = deployment.order_service_store(orders);
         orders
             .install_schema(4, STOCK)
@@ -127,12 +127,10 @@ impl Fixture {
             .expect("install schema");
         Fixture {
             server_url: server_url.to_string(),
-            leftovers: TestNamespace::new(&server, &location, strategy, &options),
+            leftovers: TestNamespace::new(&server, &location, &deployment),
             location,
             orders,
-            strategy: strategy.to_string(),
             deployment,
-            options,
             stall: StallMeter::start(),
             _tempdir: Some(tempdir),
         }
@@ -141,12 +139,17 @@ impl Fixture {
     /// Another fixture for the same strategy, server and options, on a
     /// fresh namespace (each check starts from empty tables).
     pub async fn sibling(&self) -> Fixture {
-        Fixture::new(&self.server_url, &self.strategy, self.options.clone()).await
+        Fixture::of(&self.server_url, self.deployment.clone()).await
+    }
+
+    /// The strategy under test.
+    pub fn variant(&self) -> Variant {
+        self.deployment.variant()
     }
 
     /// The strategy under test, by registry name.
-    pub fn strategy(&self) -> &str {
-        &self.strategy
+    pub fn strategy(&self) -> &'static str {
+        self.deployment.variant().name()
     }
 
     /// The namespace's resource prefix: its queues are `dlb.<prefix>.*`,
@@ -157,12 +160,12 @@ impl Fixture {
 
     /// The database kind and the strategy, for messages.
     pub fn describe(&self) -> String {
-        format!("{} on {:?}", self.strategy, self.location.kind)
+        format!("{} on {:?}", self.strategy(), self.location.kind)
     }
 
     /// A new instance of the strategy with its own connection pool, set up.
     pub async fn instance(&self) -> Arc<dyn Canceller> {
-        self.instance_with(&self.options).await
+        self.instance_with(self.deployment.options()).await
     }
 
     /// A new instance built with `options` instead of the fixture's.
@@ -196,7 +199,7 @@ impl Fixture {
 
     /// The options instances are built with.
     pub fn options(&self) -> &StrategyOptions {
-        &self.options
+        self.deployment.options()
     }
 
     /// What the strategy declares, read from a set-up instance (some

@@ -118,7 +118,7 @@ impl Check {
     pub async fn run_unconditionally(self, f: &Fixture) -> CheckResult {
         match self {
             Check::CapabilitiesAreCoherent => {
-                capabilities_are_coherent(f.strategy(), &f.capabilities().await)
+                capabilities_are_coherent(f.variant(), &f.capabilities().await)
             }
             Check::FiresAfterDeadlineNeverBefore => {
                 checks::fires_after_deadline_never_before(f).await
@@ -235,7 +235,8 @@ pub async fn run_all(f: &Fixture) -> Vec<CheckOutcome> {
 ///   it needs a fallback too;
 /// - `requires` lists exactly the services the registry says the strategy
 ///   needs.
-pub fn capabilities_are_coherent(strategy: &str, caps: &Capabilities) -> CheckResult {
+pub fn capabilities_are_coherent(variant: Variant, caps: &Capabilities) -> CheckResult {
+    let strategy = variant.name();
     super::fixture::ensure!(
         caps.durable_across_restart || caps.needs_fallback,
         "{strategy}: declares neither durable_across_restart nor needs_fallback: work lost \
@@ -246,7 +247,7 @@ pub fn capabilities_are_coherent(strategy: &str, caps: &Capabilities) -> CheckRe
         "{strategy}: instances own their orders but needs_fallback is false: a dead \
          instance's orders would wait for it forever"
     );
-    let info = Variant::parse(strategy).map_err(|e| e.to_string())?.info;
+    let info = variant.info;
     super::fixture::ensure!(
         caps.requires == info.requires,
         "{strategy}: capabilities require {:?} but the registry says {:?}",
@@ -259,6 +260,10 @@ pub fn capabilities_are_coherent(strategy: &str, caps: &Capabilities) -> CheckRe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn v(name: &str) -> Variant {
+        Variant::parse(name).unwrap()
+    }
 
     fn caps() -> Capabilities {
         Capabilities {
@@ -336,18 +341,18 @@ mod tests {
             durable_across_restart: false,
             ..caps()
         };
-        assert!(capabilities_are_coherent("db-scan", &lossy).is_err());
+        assert!(capabilities_are_coherent(v("db-scan"), &lossy).is_err());
         let owner = Capabilities {
             instance_owns_its_orders: true,
             ..caps()
         };
-        assert!(capabilities_are_coherent("db-scan", &owner).is_err());
-        assert!(capabilities_are_coherent("db-scan", &caps()).is_ok());
+        assert!(capabilities_are_coherent(v("db-scan"), &owner).is_err());
+        assert!(capabilities_are_coherent(v("db-scan"), &caps()).is_ok());
         let redis = Capabilities {
             requires: vec![crate::canceller::Service::Redis],
             ..caps()
         };
-        assert!(capabilities_are_coherent("db-scan", &redis).is_err());
-        assert!(capabilities_are_coherent("redis-zset", &redis).is_ok());
+        assert!(capabilities_are_coherent(v("db-scan"), &redis).is_err());
+        assert!(capabilities_are_coherent(v("redis-zset"), &redis).is_ok());
     }
 }

@@ -7,7 +7,7 @@ use super::broker::delete_broker_prefix;
 use super::keys::delete_redis_prefix;
 use crate::canceller::{Canceller, Service};
 use crate::error::Result;
-use crate::registry::{Deployment, StrategyOptions, Variant};
+use crate::registry::Deployment;
 use crate::store::{DbLocation, DbServer, OrderStore};
 use std::future::Future;
 use std::time::Duration;
@@ -46,14 +46,10 @@ where
 /// How long a cleanup from `Drop` may take before the caller goes on.
 const DROP_CLEANUP_LIMIT: Duration = Duration::from_secs(60);
 
-/// Builds a fresh instance of `strategy` on `location` and tears it down.
-async fn teardown_fresh(
-    strategy: &str,
-    options: &StrategyOptions,
-    location: &DbLocation,
-) -> Result<()> {
+/// Builds a fresh instance of `deployment` on `location` and tears it down.
+async fn teardown_fresh(deployment: &Deployment, location: &DbLocation) -> Result<()> {
     let store = OrderStore::connect(location, 1).await?;
-    let instance = Deployment::new(Variant::parse(strategy)?, options).instance(store.clone())?;
+    let instance = deployment.instance(store.clone())?;
     let result = instance.teardown().await;
     store.close().await;
     result
@@ -90,15 +86,15 @@ const CLEANUP_BACKOFF: Duration = Duration::from_secs(2);
 /// strategy on a fresh runtime, logging any failure.
 #[derive(Debug)]
 pub struct TeardownGuard {
-    armed: Option<(String, StrategyOptions, DbLocation)>,
+    armed: Option<(Deployment, DbLocation)>,
 }
 
 impl TeardownGuard {
-    /// Arms the teardown of `strategy` (a registry name) on `location`;
-    /// arm it before `setup`, which may fail halfway.
-    pub fn new(strategy: &str, options: &StrategyOptions, location: &DbLocation) -> TeardownGuard {
+    /// Arms the teardown of `deployment` on `location`; arm it before
+    /// `setup`, which may fail halfway.
+    pub fn new(deployment: &Deployment, location: &DbLocation) -> TeardownGuard {
         TeardownGuard {
-            armed: Some((strategy.to_string(), options.clone(), location.clone())),
+            armed: Some((deployment.clone(), location.clone())),
         }
     }
 
@@ -107,14 +103,15 @@ impl TeardownGuard {
     /// The error is logged and returned, for the caller to record beside
     /// its own outcome, never instead of it.
     pub async fn finish(mut self, instance: Option<&dyn Canceller>) -> Result<()> {
-        let Some((strategy, options, location)) = self.armed.take() else {
+        let Some((deployment, location)) = self.armed.take() else {
             return Ok(());
         };
         let result = match instance {
             Some(instance) => instance.teardown().await,
-            None => teardown_fresh(&strategy, &options, &location).await,
+            None => teardown_fresh(&deployment, &location).await,
         };
         if let Err(e) = &result {
+            let strategy = deployment.variant().name();
             tracing::warn!(strategy, error = %e, "teardown failed");
         }
         result
@@ -123,16 +120,17 @@ impl TeardownGuard {
 
 impl Drop for TeardownGuard {
     fn drop(&mut self) {
-        let Some((strategy, options, location)) = self.armed.take() else {
+        let Some((deployment, location)) = self.armed.take() else {
             return;
         };
+        let strategy = deployment.variant().name();
         tracing::warn!(
             strategy,
             "the run stopped before its teardown; tearing down now"
         );
         block_on_fresh_thread(
             move || async move {
-                let teardown = with_retries(|| teardown_fresh(&strategy, &options, &location));
+                let teardown = with_retries(|| teardown_fresh(&deployment, &location));
                 if let Err(e) = teardown.await {
                     tracing::warn!(strategy, error = %e, "teardown after a failed run failed");
                 }
@@ -157,20 +155,18 @@ pub struct TestNamespace {
 struct Scope {
     server: DbServer,
     location: DbLocation,
-    strategy: String,
-    options: StrategyOptions,
+    deployment: Deployment,
 }
 
 impl Scope {
     /// Tests have no log subscriber: what could not be removed is printed.
     async fn clean(self, thorough: bool) {
-        let requires = Variant::parse(&self.strategy)
-            .map(|v| v.info.requires.to_vec())
-            .unwrap_or_default();
+        let requires = self.deployment.variant().info.requires;
         let prefix = self.location.resource_prefix();
-        let (strategy, options, location) = (&self.strategy, &self.options, &self.location);
+        let (deployment, location) = (&self.deployment, &self.location);
+        let options = deployment.options();
         if requires.contains(&Service::RabbitMq) {
-            if let Err(e) = with_retries(|| teardown_fresh(strategy, options, location)).await {
+            if let Err(e) = with_retries(|| teardown_fresh(deployment, location)).await {
                 eprintln!("test cleanup: teardown of {prefix} failed: {e}");
             }
             if thorough {
@@ -198,19 +194,13 @@ impl Scope {
 
 impl TestNamespace {
     /// Arms the cleanup of `location` (created on `server`) for a test of
-    /// `strategy` with `options` (whose broker and Redis URLs are used).
-    pub fn new(
-        server: &DbServer,
-        location: &DbLocation,
-        strategy: &str,
-        options: &StrategyOptions,
-    ) -> TestNamespace {
+    /// `deployment` (whose broker and Redis URLs are used).
+    pub fn new(server: &DbServer, location: &DbLocation, deployment: &Deployment) -> TestNamespace {
         TestNamespace {
             armed: Some(Scope {
                 server: server.clone(),
                 location: location.clone(),
-                strategy: strategy.to_string(),
-                options: options.clone(),
+                deployment: deployment.clone(),
             }),
         }
     }

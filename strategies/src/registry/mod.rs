@@ -21,13 +21,6 @@ pub use options::StrategyOptions;
 pub use table::{Entry, STRATEGIES};
 pub use variant::Variant;
 
-/// The entry of `name`, a strategy with or without remedies.
-// Only for the report and reference renderers that still hold names; they
-// read typed variants once summaries carry them (issue 21), and this goes.
-pub fn info(name: &str) -> crate::error::Result<&'static StrategyInfo> {
-    Ok(Variant::parse(name)?.info.info())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

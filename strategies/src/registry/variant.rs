@@ -8,6 +8,7 @@ use super::table::{Entry, STRATEGIES};
 use crate::error::{Error, Result};
 use crate::remedy::{Remedy, FALLBACK, OUTBOX};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::sync::LazyLock;
 
 /// A registry entry plus its remedies. Written and read as its canonical
 /// name (`redis-zset+outbox+fallback`).
@@ -71,39 +72,69 @@ impl Variant {
                 }
             }
         }
-        let info = variant.info;
-        if variant.outbox && !info.schedules_outside_the_database() {
+        variant.checked(name)
+    }
+
+    /// The same strategy with `+fallback`, where the registry allows it.
+    pub fn with_fallback(self) -> Option<Variant> {
+        let name = format!("{}{}", self.name(), FALLBACK.suffix);
+        Variant {
+            fallback: true,
+            ..self
+        }
+        .checked(&name)
+        .ok()
+    }
+
+    /// `self` if its remedies apply to its strategy; the error names the
+    /// variant as it was `given`.
+    fn checked(self, given: &str) -> Result<Variant> {
+        let (info, base) = (self.info, self.info.name);
+        if self.outbox && !info.schedules_outside_the_database() {
             return Err(Error::Config(format!(
-                "strategy `{name}`: +outbox applies to strategies that schedule in a broker or \
+                "strategy `{given}`: +outbox applies to strategies that schedule in a broker or \
                  Redis (rabbit-ttl, rabbit-delayed, redis-zset, ...); `{base}` keeps its \
                  schedule in the database or in process"
             )));
         }
-        if variant.outbox && info.schedules_before_commit {
+        if self.outbox && info.schedules_before_commit {
             return Err(Error::Config(format!(
-                "strategy `{name}`: the publish-first teaching variant schedules inside the \
+                "strategy `{given}`: the publish-first teaching variant schedules inside the \
                  creating transaction, which is what +outbox replaces; run redis-zset+outbox"
             )));
         }
-        if variant.fallback && info.reads_the_orders_table {
+        if self.fallback && info.reads_the_orders_table {
             return Err(Error::Config(format!(
-                "strategy `{name}`: +fallback adds a db-scan beside the strategy; `{base}` \
+                "strategy `{given}`: +fallback adds a db-scan beside the strategy; `{base}` \
                  reads the orders table itself and needs none"
             )));
         }
-        Ok(variant)
+        Ok(self)
     }
 
     /// The canonical name: `base`, then `+outbox`, then `+fallback`.
-    pub fn name(&self) -> String {
-        let mut name = self.info.name.to_string();
-        if self.outbox {
-            name += OUTBOX.suffix;
-        }
-        if self.fallback {
-            name += FALLBACK.suffix;
-        }
-        name
+    pub fn name(&self) -> &'static str {
+        // Every entry with every combination of remedies, spelled once:
+        // a variant is copied everywhere and named in every row.
+        static NAMES: LazyLock<Vec<[String; 4]>> = LazyLock::new(|| {
+            STRATEGIES
+                .iter()
+                .map(|s| {
+                    let base = s.name;
+                    [
+                        base.to_string(),
+                        format!("{base}{}", FALLBACK.suffix),
+                        format!("{base}{}", OUTBOX.suffix),
+                        format!("{base}{}{}", OUTBOX.suffix, FALLBACK.suffix),
+                    ]
+                })
+                .collect()
+        });
+        let entry = STRATEGIES
+            .iter()
+            .position(|s| s == self.info)
+            .expect("a variant's entry is in the table");
+        &NAMES[entry][usize::from(self.outbox) * 2 + usize::from(self.fallback)]
     }
 
     /// Whether a remedy was added.
@@ -126,7 +157,7 @@ impl Variant {
 
 impl std::fmt::Display for Variant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.name())
+        f.write_str(self.name())
     }
 }
 
@@ -140,7 +171,7 @@ impl std::str::FromStr for Variant {
 
 impl Serialize for Variant {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(&self.name())
+        s.serialize_str(self.name())
     }
 }
 

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 use strategies::checker::{Anomalies, AnomalyExamples, OrderCounts};
+use strategies::registry::Variant;
 use strategies::Capabilities;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,7 +75,9 @@ pub fn twin_folder(strategy: &str) -> String {
 /// `status`, `reason`, `database`, `orders`, `lateness_us`, `anomalies`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
-    pub strategy: String,
+    /// The strategy and its remedies, written as its name
+    /// (`redis-zset+outbox+fallback`).
+    pub strategy: Variant,
     pub status: Status,
     pub reason: Option<String>,
     pub database: DatabaseInfo,
@@ -164,13 +167,13 @@ pub struct Summary {
 impl Summary {
     /// A row for a strategy that did not run, with the reason.
     pub fn not_run(
-        strategy: &str,
+        strategy: Variant,
         status: Status,
         reason: String,
         database: DatabaseInfo,
     ) -> Summary {
         Summary {
-            strategy: strategy.to_string(),
+            strategy,
             status,
             reason: Some(reason),
             database,

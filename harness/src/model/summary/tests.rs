@@ -98,7 +98,7 @@ fn percentiles_need_ten_samples_beyond_them() {
 fn repetitions_fold_to_medians_worst_anomalies_and_failures_said() {
     let rep = |p99: u64, missed: u64| {
         let mut s = Summary::not_run(
-            "db-scan",
+            "db-scan".parse().unwrap(),
             Status::Ok,
             String::new(),
             DatabaseInfo::default(),
@@ -118,7 +118,7 @@ fn repetitions_fold_to_medians_worst_anomalies_and_failures_said() {
         s
     };
     let failed = Summary::not_run(
-        "db-scan",
+        "db-scan".parse().unwrap(),
         Status::Failed,
         "broker gone".into(),
         DatabaseInfo::default(),
@@ -153,7 +153,12 @@ fn repetitions_fold_to_medians_worst_anomalies_and_failures_said() {
 #[test]
 fn repetitions_pool_their_samples_for_the_percentiles() {
     let rep = |offset_ms: u64| {
-        let mut s = Summary::not_run("redis-zset", Status::Ok, String::new(), Default::default());
+        let mut s = Summary::not_run(
+            "redis-zset".parse().unwrap(),
+            Status::Ok,
+            String::new(),
+            Default::default(),
+        );
         s.reason = None;
         let mut h = new_histogram();
         for i in 0..400u64 {

@@ -9,16 +9,17 @@ use crate::report::{self, as_count, as_ms, fig, markdown_table, Shown};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use strategies::checker::Anomaly;
+use strategies::registry::{Role, Variant, STRATEGIES};
 
-/// The strategies of the answer table, in its order.
-const ANSWER: [&str; 6] = [
-    "db-scan",
-    "db-timer",
-    "timing-wheel",
-    "rabbit-ttl",
-    "rabbit-delayed",
-    "redis-zset",
-];
+/// The strategies of the answer table, in the registry's order: each way
+/// to build a shop, without teaching variants, baselines or remedies.
+fn answer_strategies() -> Vec<Variant> {
+    STRATEGIES
+        .iter()
+        .filter(|s| s.role == Role::Strategy)
+        .map(Variant::plain)
+        .collect()
+}
 
 /// A cell of entry `entry`'s figure `key` for `strategy`, or `not run`.
 fn cell(set: &Set, entry: &str, strategy: &str, key: &str, format: fn(f64) -> String) -> String {
@@ -56,7 +57,11 @@ fn sweep_cell(set: &Set, strategy: &str) -> String {
     let Some((_, Loaded::Sweep { result, .. })) = set.get("sweep") else {
         return "not run".into();
     };
-    match result.strategies.iter().find(|s| s.strategy == strategy) {
+    match result
+        .strategies
+        .iter()
+        .find(|s| s.strategy.name() == strategy)
+    {
         Some(s) => {
             let max = match (s.max_rate, s.share_of_ceiling, s.first_failed_rate) {
                 (Some(rate), Some(share), _) => format!("{rate:.0} ({:.0} %)", share * 100.0),
@@ -73,16 +78,14 @@ fn sweep_cell(set: &Set, strategy: &str) -> String {
     }
 }
 
-fn needs(strategy: &str) -> String {
-    match strategies::registry::info(strategy) {
-        Ok(i) if i.requires.is_empty() => "nothing".into(),
-        Ok(i) => i
-            .requires
+fn needs(strategy: Variant) -> String {
+    match strategy.info.requires {
+        [] => "nothing".into(),
+        requires => requires
             .iter()
             .map(|s| s.name())
             .collect::<Vec<_>>()
             .join(", "),
-        Err(_) => "-".into(),
     }
 }
 
@@ -143,12 +146,14 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
     ]
     .map(String::from)
     .to_vec()];
-    for strategy in ANSWER {
+    let answer = answer_strategies();
+    let answer_names: Vec<&str> = answer.iter().map(|v| v.name()).collect();
+    for &variant in &answer {
+        let strategy = variant.name();
         let rows_read = set
             .summary("busy", strategy)
             .map(report::rows_read_text)
             .unwrap_or_else(|| "not run".into());
-        let fallback = format!("{strategy}+fallback");
         rows.push(vec![
             strategy.to_string(),
             cell(set, "quick", strategy, "p90", as_ms),
@@ -157,12 +162,12 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
             cell(set, "busy", strategy, "cpu_us_per_cancel", as_count),
             sweep_cell(set, strategy),
             chaos_cell(set, strategy),
-            if strategies::registry::Variant::parse(&fallback).is_ok() {
-                chaos_cell(set, &fallback)
+            if let Some(fallback) = variant.with_fallback() {
+                chaos_cell(set, fallback.name())
             } else {
                 "- (no fallback variant)".into()
             },
-            needs(strategy),
+            needs(variant),
         ]);
     }
     markdown_table(&mut out, &rows);
@@ -182,9 +187,9 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
          instance already down, or never reached their point). More: {}; the draft decision \
          record [{ADR_FILE}]({reference}/{ADR_FILE}).\n",
         info.repeat,
-        n_range(set, "quick", &ANSWER),
+        n_range(set, "quick", &answer_names),
         link("quick"),
-        n_range(set, "busy", &ANSWER),
+        n_range(set, "busy", &answer_names),
         link("busy"),
         link("sweep"),
         set.get("sweep").map_or(0, |(_, l)| l.info().repeat),
@@ -216,7 +221,7 @@ fn anomaly_sentence(out: &mut String, set: &Set) {
             continue;
         };
         for s in l.summaries() {
-            let teaching = strategies::registry::info(&s.strategy).is_ok_and(|i| i.is_teaching());
+            let teaching = s.strategy.info.is_teaching();
             if s.status != Status::Ok {
                 broken.push(format!(
                     "{} in {entry} did not run ({})",
@@ -267,7 +272,7 @@ fn measurement_sentence(out: &mut String, set: &Set) {
         if let Some(v) = report::shown(s, "measurement_share_of_cpu") {
             let share = v.spread.map_or(v.value, |(_, max)| max);
             if worst.is_none_or(|(w, _)| share > w) {
-                worst = Some((share, &s.strategy));
+                worst = Some((share, s.strategy.name()));
             }
         }
         let twin = twins
@@ -285,9 +290,9 @@ fn measurement_sentence(out: &mut String, set: &Set) {
             _ => None,
         };
         match (spread(s), twin.and_then(spread)) {
-            (Some(a), Some(b)) if a.differs_from(&b) => apart.push(s.strategy.clone()),
+            (Some(a), Some(b)) if a.differs_from(&b) => apart.push(s.strategy.name()),
             (Some(_), Some(_)) => within += 1,
-            _ => unknown.push(s.strategy.clone()),
+            _ => unknown.push(s.strategy.name()),
         }
     }
     let Some((share, strategy)) = worst else {

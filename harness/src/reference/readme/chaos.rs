@@ -37,7 +37,7 @@ pub(super) fn chaos_section(set: &Set, reference: &str) -> Result<String> {
         for row in rows.iter_mut().skip(1) {
             let p99 = summaries
                 .iter()
-                .find(|s| s.strategy == row[0])
+                .find(|s| s.strategy.name() == row[0])
                 .map(|s| format!("{} ({})", fig(s, "p99", as_ms), s.lateness_us.count))
                 .unwrap_or_else(|| "-".into());
             row.push(p99);
@@ -55,7 +55,7 @@ pub(super) fn chaos_section(set: &Set, reference: &str) -> Result<String> {
     }
     let remedied: Vec<&Summary> = summaries
         .iter()
-        .filter(|s| s.strategy.contains("+fallback") || s.strategy.contains("+outbox"))
+        .filter(|s| s.strategy.is_remedied())
         .collect();
     let lost: Vec<String> = remedied
         .iter()

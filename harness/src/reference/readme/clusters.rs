@@ -16,7 +16,7 @@ fn cluster_rows(summaries: &[Summary], label: &str) -> Vec<Vec<String>> {
         .filter(|s| s.status == Status::Ok)
         .map(|s| {
             vec![
-                s.strategy.clone(),
+                s.strategy.name().to_string(),
                 label.to_string(),
                 s.orders.cancelled.to_string(),
                 s.anomalies.get(Anomaly::MissedCancels).to_string(),

@@ -127,6 +127,6 @@ impl Set {
             .1
             .summaries()
             .iter()
-            .find(|s| s.strategy == strategy && s.status == Status::Ok)
+            .find(|s| s.strategy.name() == strategy && s.status == Status::Ok)
     }
 }

@@ -143,16 +143,16 @@ pub fn compare(base_dir: &Path, other_dir: &Path, options: CompareOptions) -> Re
         "| strategy | p50 ms | p90 ms | p99 ms | max ms | anomalies | stmts/cancel | CPU µs/cancel |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- |"
     );
-    let mut names: Vec<&str> = base.iter().map(|s| s.strategy.as_str()).collect();
+    let mut names: Vec<&str> = base.iter().map(|s| s.strategy.name()).collect();
     for s in &other {
-        if !names.contains(&s.strategy.as_str()) {
-            names.push(&s.strategy);
+        if !names.contains(&s.strategy.name()) {
+            names.push(s.strategy.name());
         }
     }
     for name in names {
         let find = |list: &'_ [Summary]| -> Option<Summary> {
             list.iter()
-                .find(|s| s.strategy == name && s.status == Status::Ok)
+                .find(|s| s.strategy.name() == name && s.status == Status::Ok)
                 .cloned()
         };
         let (b, o) = match (find(&base), find(&other)) {

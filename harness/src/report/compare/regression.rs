@@ -104,7 +104,7 @@ pub(super) fn regressions_of(
                 }
             };
             Some(Regression {
-                strategy: base.strategy.clone(),
+                strategy: base.strategy.name().to_string(),
                 figure,
                 detail: format!("{} → {}: {why}", show(b.value), show(o.value)),
             })

@@ -32,7 +32,12 @@ fn write_run(dir: &Path, seed: u64, runs: &[(&str, u64, u64)]) {
     std::fs::create_dir_all(dir).unwrap();
     info.write(dir).unwrap();
     for &(name, p99_us, missed) in runs {
-        let mut s = Summary::not_run(name, Status::Ok, String::new(), DatabaseInfo::default());
+        let mut s = Summary::not_run(
+            name.parse().unwrap(),
+            Status::Ok,
+            String::new(),
+            DatabaseInfo::default(),
+        );
         s.lateness_us.p99 = p99_us;
         s.lateness_us.count = 2_000;
         s.anomalies.set(Anomaly::MissedCancels, missed);
@@ -128,7 +133,7 @@ fn folders_of_different_kinds_are_refused_with_both_kinds_named() {
 fn only_differences_beyond_the_spread_are_flagged() {
     let with_p99 = |min: f64, median: f64, max: f64| {
         let mut s = Summary::not_run(
-            "db-scan",
+            "db-scan".parse().unwrap(),
             Status::Ok,
             String::new(),
             DatabaseInfo::default(),

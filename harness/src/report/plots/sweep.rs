@@ -197,7 +197,7 @@ impl SweepChart {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::palette::style;
+    use super::super::super::palette::style_of as style;
     use super::super::canvas::{text_width, WIDTH};
     use super::super::chart::Chart;
     use super::*;

@@ -1,7 +1,7 @@
 //! The plots drawn whole: every kind renders its strategies and labels,
 //! legends sit beside the data, bands are keyed, files are written.
 
-use super::super::palette::style;
+use super::super::palette::style_of as style;
 use super::bars::Bar;
 use super::canvas::{FLOOR_MS, FONT, HEIGHT, WIDTH};
 use super::chart::{bars, lateness_by_timeout, lateness_cdf, lateness_over_time, Chart};
@@ -49,8 +49,8 @@ fn hgrm_text_round_trips_through_the_parser() {
 #[test]
 fn log_range_covers_every_point_in_whole_decades() {
     let line = Line {
-        name: "x".into(),
-        style: style("x"),
+        name: "db-scan".into(),
+        style: style("db-scan"),
         points: vec![(0.0, 0.0), (1.0, 3.2), (2.0, 240.0)],
     };
     assert_eq!(lines_range(&[line]), FLOOR_MS..1000.0);
