@@ -1,0 +1,234 @@
+//! `delaybench sweep`: each strategy at a series of offered rates, to find
+//! the highest rate at which it keeps its promise, beside the ceiling's.
+//!
+//! The ceiling runs first, then each strategy. Every step is a whole run of
+//! the scenario at one rate (own namespace, workers, warm-up and measured
+//! window), judged by [`sweep::judge`]. With `[sweep] rates` every listed
+//! rate runs; otherwise discovery doubles from `start-rate` until a step
+//! fails (or `max-rate`), then bisects `bisect` times between the highest
+//! rate that held and the lowest that failed, in the manner of the
+//! OpenMessaging Benchmark's max-rate mode. Last, the generator alone is
+//! driven at twice the highest rate any strategy sustained, so a limit of
+//! the harness is never read as a limit of a strategy.
+//!
+//! `sweep.json` and the report are rewritten after every step: a crash
+//! loses nothing measured. The namespaces of clean steps are dropped (a
+//! sweep makes dozens); any step with an anomaly or a failure keeps its
+//! namespace for inspection, named in its `summary.json`.
+//!
+//! [`discovery`] picks the next rate, [`step`] runs one step (repeated,
+//! and run again after a harness stall), [`generator`] drives the
+//! generator alone.
+
+mod discovery;
+mod generator;
+mod step;
+
+use crate::model::summary::Status;
+use crate::model::sweep::{self, StrategySweep, SweepResult, SweepStep};
+use crate::report;
+use crate::run::args::CommonArgs;
+use crate::run::folder::{new_run_dir, start_run_info};
+use anyhow::Result;
+use discovery::next_rate;
+use std::path::PathBuf;
+use step::StepContext;
+use strategies::registry::{Role, Variant, STRATEGIES};
+use strategies::DbServer;
+
+/// What `delaybench sweep` was asked to do.
+#[derive(Debug, Clone)]
+pub struct SweepArgs {
+    pub common: CommonArgs,
+    /// Run every step this many times, back to back; a step holds only if
+    /// every repetition held.
+    pub repeat: u32,
+}
+
+/// Runs the sweep and returns its folder.
+pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
+    let (scenario, source) = args.common.scenario(crate::presets::SWEEP_DEFAULT)?;
+    // A step is judged by its lateness at commit and its schedule path:
+    // without them it would be judged on less and could hold wrongly.
+    anyhow::ensure!(
+        scenario.measure.commit_times && scenario.measure.schedule_times,
+        "fields `measure.commit-times` and `measure.schedule-times` must stay true for \
+         `delaybench sweep`: it judges every step by the lateness at commit and the schedule path"
+    );
+    anyhow::ensure!(
+        !scenario.measure.unmeasured_twin,
+        "field `measure.unmeasured-twin` is for `delaybench run`; a sweep does not run twins"
+    );
+    let mut variants = args.common.selected()?;
+    // The yardstick first, whatever was asked, in a rate sweep. A backlog
+    // sweep leaves it out: it holds its schedule in memory and reloads
+    // nothing, so it has no recovery to compare.
+    variants.retain(|v| v.info.role != Role::Baseline);
+    if scenario.backlog.is_none() {
+        let baselines = STRATEGIES.iter().filter(|s| s.role == Role::Baseline);
+        variants.splice(0..0, baselines.map(Variant::plain));
+    }
+    let names: Vec<String> = variants.iter().map(|v| v.name().to_string()).collect();
+    let server = DbServer::parse(args.common.services.database(crate::service_args::SQLITE)?)?;
+    let database_version = server.server_version().await?;
+    let (run_id, run_dir) = new_run_dir(&args.common.out, &scenario.name)?;
+    start_run_info(
+        &run_id,
+        args.repeat,
+        source,
+        &scenario,
+        &variants,
+        (&server, database_version),
+        true,
+    )
+    .await?
+    .write(&run_dir)?;
+    let config = &scenario.sweep;
+    // With a `[backlog]`, the steps are its sizes at the scenario's rate.
+    let sizes: Option<Vec<u64>> = scenario.backlog.as_ref().map(|b| b.pending.clone());
+    let mut result = SweepResult {
+        run_id: run_id.clone(),
+        axis: if sizes.is_some() { "pending" } else { "rate" }.to_string(),
+        mode: if config.rates.is_empty() && sizes.is_none() {
+            "discover"
+        } else {
+            "list"
+        }
+        .to_string(),
+        bound_ms: config.bound.as_secs_f64() * 1000.0,
+        keep_up_ms: config.keep_up.as_secs_f64() * 1000.0,
+        max_offered_rate: if config.rates.is_empty() {
+            config.max_rate
+        } else {
+            config.rates.iter().copied().fold(0.0, f64::max)
+        },
+        strategies: Vec::new(),
+        generator: None,
+    };
+    eprintln!(
+        "delaybench: sweep {run_id}: scenario {} ({} mode, bound p99 {} ms, keep-up {} ms), database {}, strategies {}",
+        scenario.name,
+        result.mode,
+        result.bound_ms,
+        result.keep_up_ms,
+        server.display_url(),
+        names.join(", ")
+    );
+    let ctx = StepContext {
+        scenario: &scenario,
+        server: &server,
+        run_id: &run_id,
+        run_dir: &run_dir,
+        repeat: args.repeat.max(1),
+    };
+    for (variant, name) in variants.iter().zip(&names) {
+        result.strategies.push(StrategySweep {
+            strategy: *variant,
+            status: Status::Ok,
+            reason: None,
+            steps: Vec::new(),
+            max_rate: None,
+            first_failed_rate: None,
+            share_of_ceiling: None,
+            limited_by: None,
+        });
+        let index = result.strategies.len() - 1;
+        let mut next = match &sizes {
+            Some(sizes) => sizes.first().map(|_| scenario.rate),
+            None if config.rates.is_empty() => Some(config.start_rate),
+            None => config.rates.first().copied(),
+        };
+        while let Some(rate) = next {
+            let pending = sizes
+                .as_ref()
+                .map(|s| s[result.strategies[index].steps.len()]);
+            let (step, summary) = ctx.repeated_step(*variant, rate, pending).await?;
+            eprintln!("delaybench: {}", step_line(name, &step));
+            let this = &mut result.strategies[index];
+            if summary.status != Status::Ok && this.steps.is_empty() {
+                // Nothing could run (a service is down): say so, once.
+                this.status = summary.status;
+                this.reason = summary.reason.clone();
+                next = None;
+            } else {
+                this.steps.push(step);
+                next = match &sizes {
+                    Some(sizes) => (this.steps.len() < sizes.len()).then_some(scenario.rate),
+                    None => next_rate(config, &this.steps),
+                };
+            }
+            conclude(&mut result);
+            result.write(&run_dir)?;
+            report::sweep::write(&run_dir, &result)?;
+        }
+    }
+    result.generator = generator::probe(&ctx, &result).await?;
+    if let Some(g) = &result.generator {
+        eprintln!("delaybench: generator: {}", g.verdict);
+    }
+    result.write(&run_dir)?;
+    report::sweep::write(&run_dir, &result)?;
+    println!("\n{}", report::sweep::terminal_table(&result));
+    println!("{}", report::written_to(&run_dir));
+    Ok(run_dir)
+}
+
+/// Fills each strategy's maximum rate, first failure, share of the
+/// ceiling and limiting resource from its steps.
+fn conclude(result: &mut SweepResult) {
+    if result.axis != "rate" {
+        return; // a backlog sweep runs one rate: no maximum to find
+    }
+    for s in &mut result.strategies {
+        let (max, failed) = sweep::max_sustainable(&s.steps);
+        s.max_rate = max;
+        s.first_failed_rate = failed;
+        s.limited_by = failed
+            .and_then(|f| s.steps.iter().find(|st| st.rate == f))
+            .map(sweep::limited_by);
+    }
+    let ceiling = result
+        .strategies
+        .iter()
+        .find(|s| s.strategy.info.role == Role::Baseline)
+        .and_then(|s| s.max_rate);
+    for s in &mut result.strategies {
+        s.share_of_ceiling = match (s.max_rate, ceiling) {
+            (Some(m), Some(c)) if c > 0.0 => Some(m / c),
+            _ => None,
+        };
+    }
+}
+
+fn step_line(name: &str, s: &SweepStep) -> String {
+    let ms = |v: Option<u64>| {
+        v.map(|us| format!("{:.1} ms", us as f64 / 1000.0))
+            .unwrap_or_else(|| "-".into())
+    };
+    format!(
+        "{name} at {} orders/s{}: {} (n={} p50 {} p99 {}, lag p99 {:.1} ms{}){}{}",
+        s.rate,
+        s.pending
+            .map(|n| format!(" holding {n} pending"))
+            .unwrap_or_default(),
+        if s.holds { "holds" } else { "FAILS" },
+        s.cancels,
+        ms(s.p50_us),
+        ms(s.p99_us),
+        s.generator_lag_p99_us as f64 / 1000.0,
+        s.cpu
+            .as_ref()
+            .map(|c| format!(", {}", c.describe()))
+            .unwrap_or_default(),
+        if s.reasons.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", s.reasons.join("; "))
+        },
+        if s.stalled.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", s.stalled.join("; "))
+        }
+    )
+}
