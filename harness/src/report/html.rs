@@ -2,8 +2,9 @@
 //! nothing fetched) with the tables of `report.md` plus the plots (see
 //! `figures.rs`), the same drawings as the files in `plots/`.
 
+use super::fault_table::FAULT_NOTES;
 use super::plots::{DrawnFigure, Section};
-use super::table::{anomaly_counts, RunTables, FAULT_NOTES, MEASUREMENT_NOTES, TRADEOFF_NOTES};
+use super::table::{anomaly_counts, RunTables, MEASUREMENT_NOTES, TRADEOFF_NOTES};
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{Status, Summary};
 use std::fmt::Write as _;

@@ -2,8 +2,9 @@
 //! `plots/` linked under them, one section per strategy, and how to read
 //! them.
 
+use super::fault_table::FAULT_NOTES;
 use super::plots::{markdown_links, Figure, Section};
-use super::table::{ms, RunTables, FAULT_NOTES, MEASUREMENT_NOTES, TRADEOFF_NOTES};
+use super::table::{ms, RunTables, MEASUREMENT_NOTES, TRADEOFF_NOTES};
 use crate::model::lateness::{LatenessStats, Pct};
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{Status, Summary};

@@ -5,6 +5,7 @@
 //! both reports share are built once, in `table`.
 
 mod compare;
+mod fault_table;
 mod figures;
 mod folder;
 mod html;
@@ -23,8 +24,9 @@ use std::path::Path;
 use table::rows;
 
 pub use compare::{compare, CompareOptions, Regressed, REGRESSION_EXIT};
+pub(crate) use fault_table::fault_rows;
 pub use folder::{load, load_twins};
-pub(crate) use table::{as_count, as_ms, fault_rows, fig, rows_read_text, shown, RunTables, Shown};
+pub(crate) use table::{as_count, as_ms, fig, rows_read_text, shown, RunTables, Shown};
 
 /// Writes `report.md`, `report.html` and the plot files in `plots/` for the
 /// run in `run_dir` (for a sweep folder, its `report.md` and plots).
