@@ -49,6 +49,7 @@ conformance_suite!(timing_wheel, "timing-wheel");
 conformance_suite!(redis_zset, "redis-zset");
 conformance_suite!(rabbit_ttl, "rabbit-ttl");
 conformance_suite!(rabbit_delayed, "rabbit-delayed");
+conformance_suite!(rabbit_ttl_per_delivery, "rabbit-ttl-per-delivery");
 conformance_suite!(ceiling, "ceiling");
 
 #[test]

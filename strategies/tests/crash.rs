@@ -39,6 +39,7 @@ const DECLARED: &[(&str, &[CrashPoint])] = &[
     ("rabbit-ttl", &CrashPoint::ALL),
     ("rabbit-delayed", &CrashPoint::ALL),
     ("rabbit-ttl-single-queue", &CrashPoint::ALL),
+    ("rabbit-ttl-per-delivery", &CrashPoint::ALL),
     ("redis-zset", &CrashPoint::ALL),
     ("redis-zset-nonatomic", &[CrashPoint::AfterCommitBeforeAck]),
     ("redis-keyspace-expiry", &[CrashPoint::AfterClaim]),

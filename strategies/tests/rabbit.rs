@@ -121,6 +121,74 @@ async fn malformed_message_is_dead_lettered_and_early_message_redelayed() {
     }
 }
 
+/// A burst of due deliveries, a malformed one among them, consumed by
+/// `strategy`: every order cancelled once, the malformed one dead-lettered,
+/// nothing left unacked. Returns the instance's cancel transactions.
+async fn burst(strategy: &str, orders: i64) -> u64 {
+    let options = options();
+    let f = Fixture::new(&common::sqlite_url(), strategy, options.clone()).await;
+    let url = &options.rabbit.url;
+    let store = OrderStore::connect(f.orders.location(), 2).await.unwrap();
+    let probe = RabbitStrategy::new(Mode::Ttl, store, &options.rabbit).unwrap();
+    let instance = f.instance().await;
+    for id in 1..=orders {
+        let order = f.create(id, -10).await;
+        let message = CancelMessage {
+            order_id: id,
+            expire_at_us: order.expire_at_us,
+        };
+        publish_raw(url, probe.work_queue(), &message.to_bytes()).await;
+        if id == orders / 2 {
+            publish_raw(url, probe.work_queue(), b"not a message").await;
+        }
+    }
+    let running = Running::start(instance);
+    f.wait_for_due_cancels(now_us()).await;
+    let stats = running.instance.store_stats();
+    let counters = running.instance.counters();
+    running.stop().await;
+    let verdict = f.assert_clean().await;
+    assert_eq!(
+        (verdict.orders.cancelled, verdict.releases),
+        (orders as u64, orders as u64),
+        "{strategy}"
+    );
+    assert_eq!(counters["malformed"], 1, "{strategy}: {counters:?}");
+    assert_eq!(
+        queue_depth(url, probe.dead_letter_queue()).await,
+        1,
+        "{strategy}: dead letters"
+    );
+    // Stopped, its connection closed: anything unacked would be back.
+    assert_eq!(
+        queue_depth(url, probe.work_queue()).await,
+        0,
+        "{strategy}: every delivery settled"
+    );
+    assert_eq!(stats.cancelled, orders as u64, "{strategy}: {stats:?}");
+    f.instance().await.teardown().await.expect("teardown");
+    f.cleanup().await;
+    stats.transactions
+}
+
+/// The batched consumer cancels a burst in fewer transactions than orders
+/// and settles it with `multiple` acks; the per-delivery teaching variant
+/// pays one transaction per order. (The batch holds what has arrived, so
+/// how many transactions depends on timing; only "fewer" is asserted.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_is_cancelled_in_batches_and_settled_by_multiple_acks() {
+    let _shared = BROKER.read().await;
+    let orders = 200;
+    let batched = burst("rabbit-ttl", orders).await;
+    let per_delivery = burst("rabbit-ttl-per-delivery", orders).await;
+    eprintln!("{orders} orders: {batched} transactions batched, {per_delivery} per delivery");
+    assert_eq!(per_delivery, orders as u64, "one transaction per delivery");
+    assert!(
+        batched < per_delivery,
+        "batched: {batched} transactions for {orders} orders"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_killed_between_cancel_commit_and_ack_releases_once() {
     let _shared = BROKER.read().await;

@@ -38,6 +38,7 @@ pub const BASE_COLORS: &[(&str, RGBColor)] = &[
     ("timing-wheel-unconditional", RGBColor(0, 90, 50)),
     ("timing-wheel-release-first", RGBColor(180, 0, 90)),
     ("rabbit-ttl-single-queue", RGBColor(255, 187, 0)),
+    ("rabbit-ttl-per-delivery", RGBColor(128, 128, 0)),
     ("redis-keyspace-expiry", RGBColor(0, 0, 128)),
     ("redis-zset-nonatomic", RGBColor(255, 0, 255)),
     ("redis-zset-publish-first", RGBColor(200, 160, 120)),

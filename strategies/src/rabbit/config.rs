@@ -48,6 +48,15 @@ pub struct RabbitConfig {
     pub url: String,
     /// Unacknowledged deliveries per consumer (default 100).
     pub prefetch: u16,
+    /// Due deliveries a consumer cancels in one transaction, then acks
+    /// with one `basic.ack` (`multiple`) after its commit (default 50, 1 to
+    /// `prefetch`). A batch is what has already arrived: the consumer never
+    /// waits to fill one, so batching adds no delay at a low rate. Below
+    /// `prefetch`, the broker keeps sending while a batch commits.
+    pub batch_size: u16,
+    /// Consumers of the work queue per instance, each on its own channel
+    /// (default 1, 1 to 16).
+    pub consumers: u16,
     /// `classic` (default) or `quorum`.
     pub queue_type: QueueType,
     /// The wait-queue TTLs of `rabbit-ttl`, one durable queue each. Empty
@@ -63,6 +72,8 @@ impl fmt::Debug for RabbitConfig {
         f.debug_struct("RabbitConfig")
             .field("url", &redact::url(&self.url))
             .field("prefetch", &self.prefetch)
+            .field("batch_size", &self.batch_size)
+            .field("consumers", &self.consumers)
             .field("queue_type", &self.queue_type)
             .field("ttls", &self.ttls)
             .finish()
@@ -74,6 +85,8 @@ impl Default for RabbitConfig {
         RabbitConfig {
             url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(),
             prefetch: 100,
+            batch_size: 50,
+            consumers: 1,
             queue_type: QueueType::Classic,
             ttls: Vec::new(),
         }
@@ -102,6 +115,18 @@ impl RabbitConfig {
         if self.prefetch == 0 {
             return Err(Error::Config(format!(
                 "{field}.prefetch = 0 is out of range; accepted: 1 to 65535"
+            )));
+        }
+        if self.batch_size == 0 || self.batch_size > self.prefetch {
+            return Err(Error::Config(format!(
+                "{field}.batch-size = {} is out of range; accepted: 1 to {field}.prefetch ({})",
+                self.batch_size, self.prefetch
+            )));
+        }
+        if !(1..=16).contains(&self.consumers) {
+            return Err(Error::Config(format!(
+                "{field}.consumers = {} is out of range; accepted: 1 to 16",
+                self.consumers
             )));
         }
         for ttl in &self.ttls {

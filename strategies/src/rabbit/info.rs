@@ -10,6 +10,7 @@ pub const RABBIT_TTL: StrategyInfo = StrategyInfo {
     requires: &[Service::RabbitMq],
     good: &[
         "the broker delivers each order at its timeout, and consumers scale out with manual acks and bounded prefetch",
+        "the due deliveries that have arrived are cancelled in one transaction and settled by one ack, so a burst costs a commit per batch, not per order",
     ],
     bad: &[
         "one wait queue per distinct timeout: a delay between the declared TTLs waits for the next longer one",
@@ -35,6 +36,16 @@ pub const RABBIT_DELAYED: StrategyInfo = StrategyInfo {
 pub const RABBIT_TTL_SINGLE_QUEUE: StrategyInfo = StrategyInfo {
     name: "rabbit-ttl-single-queue",
     summary: "TEACHING: per-message expiration on one queue (head-of-line blocking)",
+    requires: &[Service::RabbitMq],
+    role: Role::Teaching,
+    ..StrategyInfo::BASE
+};
+
+pub const RABBIT_TTL_PER_DELIVERY: StrategyInfo = StrategyInfo {
+    name: "rabbit-ttl-per-delivery",
+    summary:
+        "TEACHING: rabbit-ttl consumed one delivery at a time (a transaction and an ack each), \
+              to show what batching buys",
     requires: &[Service::RabbitMq],
     role: Role::Teaching,
     ..StrategyInfo::BASE

@@ -8,7 +8,12 @@
 //! Shared rules: publisher confirms and persistent messages carrying
 //! `order_id` and `expire_at_us`; the work queue is consumed with manual
 //! ack and bounded prefetch; the consumer never trusts a message and calls
-//! `cancel_if_due`. A message that arrives before its deadline (a delay
+//! the one cancel function. It consumes as an expert would: the due
+//! deliveries that have already arrived (up to `batch-size`) are cancelled
+//! in one transaction, and one `basic.ack` with `multiple` settles them
+//! after its commit; `consumers` channels per instance share the queue.
+//! The teaching variant `rabbit-ttl-per-delivery` keeps one transaction
+//! and one ack per delivery, to show what batching buys. A message that arrives before its deadline (a delay
 //! longer than the longest TTL, or a clock step) is **re-delayed** for the
 //! rest of its wait and then acked; a malformed one is rejected without
 //! requeue, so the work queue dead-letters it to `dlb.<ns>.dead` (no
@@ -16,29 +21,25 @@
 //! short pause, so the cancel is retried.
 
 mod config;
+mod consumer;
 mod info;
 mod message;
 pub mod nodes;
 mod topology;
 
 pub use config::{Mode, QueueType, RabbitConfig};
-pub use info::{RABBIT_DELAYED, RABBIT_TTL, RABBIT_TTL_SINGLE_QUEUE};
+pub use info::{RABBIT_DELAYED, RABBIT_TTL, RABBIT_TTL_PER_DELIVERY, RABBIT_TTL_SINGLE_QUEUE};
 pub use message::CancelMessage;
 pub use topology::{broker_facts, BrokerFacts, DELAYED_EXCHANGE_TYPE};
 
 use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
-use crate::crash::{self, CrashPoint};
-use crate::domain::{now_us, CancelOutcome, Micros, OrderId};
+use crate::crash::CrashPoint;
+use crate::domain::{now_us, Micros, OrderId};
 use crate::error::{Error, Result};
 use crate::redact;
 use crate::store::{OrderStore, StoreStats};
 use async_trait::async_trait;
-use futures_lite::StreamExt;
-use lapin::message::Delivery;
-use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions, BasicQosOptions,
-    BasicRejectOptions, ConfirmSelectOptions,
-};
+use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Connection};
 use message::{pick_ttl, remaining_ms};
@@ -53,10 +54,25 @@ const BACKOFF: Duration = Duration::from_millis(200);
 /// How long a publish waits for its confirm before it counts as failed.
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How an instance consumes its work queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Consume {
+    /// The due deliveries already received, up to `batch-size`, cancelled
+    /// in one transaction and acked with one `multiple` ack after it
+    /// commits, on `consumers` channels.
+    Batched,
+    /// One transaction and one ack per delivery, on one channel (the
+    /// teaching variant `rabbit-ttl-per-delivery`).
+    PerDelivery,
+}
+
 /// One instance of a RabbitMQ strategy.
 #[derive(Debug)]
 pub struct RabbitStrategy {
     mode: Mode,
+    /// The strategy's name, also its `cancelled_by`.
+    name: &'static str,
+    consume: Consume,
     store: OrderStore,
     config: RabbitConfig,
     names: Names,
@@ -90,6 +106,8 @@ impl RabbitStrategy {
         let names = Names::new(&store.location().resource_prefix());
         Ok(RabbitStrategy {
             mode,
+            name: mode.name(),
+            consume: Consume::Batched,
             store,
             config: config.clone(),
             names,
@@ -97,6 +115,14 @@ impl RabbitStrategy {
             node: AtomicUsize::new(0),
             counters: Counters::default(),
         })
+    }
+
+    /// The teaching variant of `mode`: one transaction and one ack per
+    /// delivery, under `name`.
+    pub fn per_delivery(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self.consume = Consume::PerDelivery;
+        self
     }
 
     /// The queue consumers read (for operators and tests).
@@ -126,7 +152,7 @@ impl RabbitStrategy {
             Ok((connection, index)) => {
                 if index != last {
                     tracing::warn!(
-                        strategy = self.mode.name(),
+                        strategy = self.name,
                         node = %redact::url(urls[index]),
                         "connected to another node of the list"
                     );
@@ -246,110 +272,12 @@ impl RabbitStrategy {
         self.counters.published.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
-
-    /// Consumes the work queue until shutdown or a connection failure.
-    async fn consume(&self, shutdown: &CancellationToken) -> Result<()> {
-        let (conn, ch) = self.open_channel().await?;
-        ch.basic_qos(self.config.prefetch, BasicQosOptions::default())
-            .await
-            .map_err(|e| self.broker_error("setting prefetch", e))?;
-        let mut deliveries = ch
-            .basic_consume(
-                self.names.work.as_str().into(),
-                "".into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await
-            .map_err(|e| self.broker_error("consuming the work queue", e))?;
-        loop {
-            let next = tokio::select! {
-                _ = shutdown.cancelled() => {
-                    let _ = conn.close(200, "shutdown".into()).await;
-                    return Ok(());
-                }
-                next = deliveries.next() => next,
-            };
-            match next {
-                Some(Ok(delivery)) => self.handle(delivery).await?,
-                Some(Err(e)) => return Err(self.broker_error("receiving", e)),
-                None => {
-                    return Err(Error::Broker {
-                        service: "RabbitMQ",
-                        context: "consuming",
-                        message: "the consumer was cancelled by the broker".into(),
-                    })
-                }
-            }
-        }
-    }
-
-    /// One delivery: reject malformed, re-delay early, otherwise cancel if
-    /// due and ack only after the cancel committed.
-    async fn handle(&self, delivery: Delivery) -> Result<()> {
-        self.counters.consumed.fetch_add(1, Ordering::Relaxed);
-        let Some(message) = CancelMessage::parse(&delivery.data) else {
-            self.counters.malformed.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(
-                bytes = delivery.data.len(),
-                "malformed message dead-lettered"
-            );
-            return delivery
-                .reject(BasicRejectOptions { requeue: false })
-                .await
-                .map(drop)
-                .map_err(|e| self.broker_error("rejecting a malformed message", e));
-        };
-        let now = now_us();
-        let outcome = if message.expire_at_us > now {
-            None
-        } else {
-            // Received, due and unacked: the broker holds it for this consumer only.
-            crash::reached(CrashPoint::AfterClaim);
-            match self
-                .store
-                .cancel_if_due(message.order_id, self.mode.name())
-                .await
-            {
-                Ok(outcome) => {
-                    // The cancel committed; the delivery is not acked yet.
-                    crash::reached(CrashPoint::AfterCommitBeforeAck);
-                    Some(outcome)
-                }
-                Err(e) => {
-                    self.counters.errors.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(order = message.order_id, error = %e, "cancel failed; requeueing");
-                    tokio::time::sleep(BACKOFF).await;
-                    let requeue = BasicNackOptions {
-                        requeue: true,
-                        ..BasicNackOptions::default()
-                    };
-                    return delivery
-                        .nack(requeue)
-                        .await
-                        .map(drop)
-                        .map_err(|e| self.broker_error("nacking", e));
-                }
-            }
-        };
-        if matches!(outcome, None | Some(CancelOutcome::NotDue)) {
-            // Early: wait the rest in the broker again, then drop this copy.
-            self.counters.redelayed.fetch_add(1, Ordering::Relaxed);
-            self.publish(message, remaining_ms(message.expire_at_us, now_us()).max(1))
-                .await?;
-        }
-        delivery
-            .ack(BasicAckOptions::default())
-            .await
-            .map(drop)
-            .map_err(|e| self.broker_error("acking", e))
-    }
 }
 
 #[async_trait]
 impl Canceller for RabbitStrategy {
     fn name(&self) -> &str {
-        self.mode.name()
+        self.name
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -427,7 +355,7 @@ impl Canceller for RabbitStrategy {
                 // messages go back to the queue; reconnect and go on.
                 self.counters.errors.fetch_add(1, Ordering::Relaxed);
                 self.counters.reconnects.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(strategy = self.mode.name(), error = %e, "consumer failed; reconnecting");
+                tracing::warn!(strategy = self.name, error = %e, "consumer failed; reconnecting");
                 tokio::select! {
                     _ = shutdown.cancelled() => {}
                     _ = tokio::time::sleep(BACKOFF) => {}
@@ -455,9 +383,9 @@ impl Canceller for RabbitStrategy {
         self.counters.snapshot()
     }
 
-    /// Both, in `handle`, for every mode: `after-claim` once a due delivery
-    /// is parsed and before `cancel_if_due`; `after-commit-before-ack` once
-    /// `cancel_if_due` returned and before the delivery is acked.
+    /// Both, in the consumer (consumer.rs), for every mode: `after-claim`
+    /// once due deliveries are parsed and before their cancel transaction;
+    /// `after-commit-before-ack` once it committed and before the ack.
     fn crash_points(&self) -> &'static [CrashPoint] {
         &[CrashPoint::AfterClaim, CrashPoint::AfterCommitBeforeAck]
     }

@@ -82,6 +82,7 @@ pub const STRATEGIES: &[Entry] = &[
     Entry::new(&timing_wheel::TIMING_WHEEL_RELEASE_FIRST, |o, s| Ok(Box::new(Wheel::teaching(s, &o.timing_wheel, timing_wheel::TIMING_WHEEL_RELEASE_FIRST.name, AntiPattern::ReleaseBeforeUpdate)))),
     Entry::new(&rabbit::RABBIT_TTL, |o, s| Ok(Box::new(RabbitStrategy::new(Rabbit::Ttl, s, &o.rabbit)?))),
     Entry::new(&rabbit::RABBIT_DELAYED, |o, s| Ok(Box::new(RabbitStrategy::new(Rabbit::Delayed, s, &o.rabbit)?))),
+    Entry::new(&rabbit::RABBIT_TTL_PER_DELIVERY, |o, s| Ok(Box::new(RabbitStrategy::new(Rabbit::Ttl, s, &o.rabbit)?.per_delivery(rabbit::RABBIT_TTL_PER_DELIVERY.name)))),
     Entry::new(&rabbit::RABBIT_TTL_SINGLE_QUEUE, |o, s| Ok(Box::new(RabbitStrategy::new(Rabbit::SingleQueue, s, &o.rabbit)?))),
     Entry::new(&redis_zset::REDIS_ZSET, |o, s| Ok(Box::new(RedisZset::new(s, &o.redis_zset, ClaimMode::Atomic)?))),
     Entry::new(&redis_zset::REDIS_KEYSPACE_EXPIRY, |o, s| Ok(Box::new(RedisKeyspaceExpiry::new(s, &o.redis_zset)?))),
