@@ -1,7 +1,7 @@
 //! The consumer of the work queue: a channel per consumer, the batch of
 //! deliveries already received cancelled in one transaction and settled by
-//! one `multiple` ack after its commit, or, for the teaching variant, one
-//! transaction and one ack per delivery. Continues `impl RabbitStrategy`
+//! one `multiple` ack after its commit; the teaching variant takes the
+//! same path with batches of one (a transaction and an ack per delivery). Continues `impl RabbitStrategy`
 //! from mod.rs, as redis_zset/worker.rs continues its strategy's.
 
 use super::{Consume, RabbitStrategy, BACKOFF};
@@ -27,11 +27,12 @@ impl RabbitStrategy {
     /// every unacked delivery.
     pub(super) async fn consume(&self, shutdown: &CancellationToken) -> Result<()> {
         let conn = self.connect().await?;
-        let consumers = match self.consume {
-            Consume::Batched => self.config.consumers,
-            Consume::PerDelivery => 1,
+        let (consumers, batch_size) = match self.consume {
+            Consume::Batched => (self.config.consumers, self.config.batch_size),
+            // A batch of one: a transaction and an ack per delivery.
+            Consume::PerDelivery => (1, 1),
         };
-        let all = (0..consumers).map(|_| self.consume_on(&conn, shutdown));
+        let all = (0..consumers).map(|_| self.consume_on(&conn, usize::from(batch_size), shutdown));
         let consumed = futures_util::future::try_join_all(all).await;
         let _ = conn.close(200, "shutdown".into()).await;
         consumed.map(drop)
@@ -39,7 +40,12 @@ impl RabbitStrategy {
 
     /// One consumer, on a channel of its own (delivery tags, and so a
     /// `multiple` ack, are per channel).
-    async fn consume_on(&self, conn: &Connection, shutdown: &CancellationToken) -> Result<()> {
+    async fn consume_on(
+        &self,
+        conn: &Connection,
+        batch_size: usize,
+        shutdown: &CancellationToken,
+    ) -> Result<()> {
         let ch = conn
             .create_channel()
             .await
@@ -70,13 +76,9 @@ impl RabbitStrategy {
                 _ = shutdown.cancelled() => return Ok(()),
                 next = deliveries.next() => received(next)?,
             };
-            if self.consume == Consume::PerDelivery {
-                self.handle(first).await?;
-                continue;
-            }
             // What has already arrived joins the batch; nothing waits to fill it.
             let mut batch = vec![first];
-            while batch.len() < usize::from(self.config.batch_size) {
+            while batch.len() < batch_size {
                 match deliveries.next().now_or_never() {
                     Some(next) => batch.push(received(next)?),
                     None => break,
@@ -164,54 +166,6 @@ impl RabbitStrategy {
                 .await?;
         }
         last.ack(BasicAckOptions { multiple: true })
-            .await
-            .map(drop)
-            .map_err(|e| self.broker_error("acking", e))
-    }
-
-    /// One delivery: reject malformed, re-delay early, otherwise cancel if
-    /// due and ack only after the cancel committed.
-    async fn handle(&self, delivery: Delivery) -> Result<()> {
-        self.counters.consumed.fetch_add(1, Ordering::Relaxed);
-        let Some(message) = CancelMessage::parse(&delivery.data) else {
-            return self.reject_malformed(&delivery).await;
-        };
-        let now = now_us();
-        let outcome = if message.expire_at_us > now {
-            None
-        } else {
-            // Received, due and unacked: the broker holds it for this consumer only.
-            crash::reached(CrashPoint::AfterClaim);
-            match self.store.cancel_if_due(message.order_id, self.name).await {
-                Ok(outcome) => {
-                    // The cancel committed; the delivery is not acked yet.
-                    crash::reached(CrashPoint::AfterCommitBeforeAck);
-                    Some(outcome)
-                }
-                Err(e) => {
-                    self.counters.errors.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(order = message.order_id, error = %e, "cancel failed; requeueing");
-                    tokio::time::sleep(BACKOFF).await;
-                    let requeue = BasicNackOptions {
-                        requeue: true,
-                        ..BasicNackOptions::default()
-                    };
-                    return delivery
-                        .nack(requeue)
-                        .await
-                        .map(drop)
-                        .map_err(|e| self.broker_error("nacking", e));
-                }
-            }
-        };
-        if matches!(outcome, None | Some(CancelOutcome::NotDue)) {
-            // Early: wait the rest in the broker again, then drop this copy.
-            self.counters.redelayed.fetch_add(1, Ordering::Relaxed);
-            self.publish(message, remaining_ms(message.expire_at_us, now_us()).max(1))
-                .await?;
-        }
-        delivery
-            .ack(BasicAckOptions::default())
             .await
             .map(drop)
             .map_err(|e| self.broker_error("acking", e))

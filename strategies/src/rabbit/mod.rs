@@ -61,8 +61,8 @@ pub enum Consume {
     /// in one transaction and acked with one `multiple` ack after it
     /// commits, on `consumers` channels.
     Batched,
-    /// One transaction and one ack per delivery, on one channel (the
-    /// teaching variant `rabbit-ttl-per-delivery`).
+    /// Batches of one on one channel: a transaction and an ack per
+    /// delivery (the teaching variant `rabbit-ttl-per-delivery`).
     PerDelivery,
 }
 
