@@ -170,3 +170,76 @@ mod duration_list {
         Ok(list.into_iter().map(Serde::into_inner).collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(config: RabbitConfig) -> String {
+        match config.validate("strategies.rabbit") {
+            Err(Error::Config(message)) => message,
+            other => panic!("expected a config error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_defaults_are_accepted() {
+        RabbitConfig::default()
+            .validate("strategies.rabbit")
+            .unwrap();
+    }
+
+    #[test]
+    fn a_batch_of_none_or_beyond_the_prefetch_names_the_field_and_its_range() {
+        let none = error_of(RabbitConfig {
+            batch_size: 0,
+            ..RabbitConfig::default()
+        });
+        assert!(
+            none.starts_with("strategies.rabbit.batch-size = 0 is out of range"),
+            "{none}"
+        );
+        let prefetch = RabbitConfig::default().prefetch;
+        let beyond = error_of(RabbitConfig {
+            batch_size: prefetch + 1,
+            ..RabbitConfig::default()
+        });
+        assert!(
+            beyond.contains(&format!(
+                "accepted: 1 to strategies.rabbit.prefetch ({prefetch})"
+            )),
+            "{beyond}"
+        );
+        // At the prefetch exactly it is accepted.
+        RabbitConfig {
+            batch_size: prefetch,
+            ..RabbitConfig::default()
+        }
+        .validate("strategies.rabbit")
+        .unwrap();
+    }
+
+    #[test]
+    fn consumers_outside_one_to_sixteen_name_the_field() {
+        for consumers in [0, 17] {
+            let message = error_of(RabbitConfig {
+                consumers,
+                ..RabbitConfig::default()
+            });
+            assert_eq!(
+                message,
+                format!(
+                    "strategies.rabbit.consumers = {consumers} is out of range; accepted: 1 to 16"
+                )
+            );
+        }
+        for consumers in [1, 16] {
+            RabbitConfig {
+                consumers,
+                ..RabbitConfig::default()
+            }
+            .validate("strategies.rabbit")
+            .unwrap();
+        }
+    }
+}
