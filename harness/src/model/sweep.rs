@@ -31,6 +31,12 @@ pub struct SweepResult {
     pub strategies: Vec<StrategySweep>,
     /// The generator alone at twice the highest rate a strategy sustained.
     pub generator: Option<GeneratorProbe>,
+    /// The ceiling's batch window in ms (`strategies::ceiling::WINDOW`).
+    /// Absent in sweeps from before it had one (before issue 22): their
+    /// ceiling cancelled each order at its deadline, batching only under
+    /// load, and strategies that batch by waiting passed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling_window_ms: Option<f64>,
 }
 
 fn rate_axis() -> String {
