@@ -83,12 +83,16 @@ impl Backends {
     }
 }
 
-/// What the backends and the pool's processes hold now.
-pub async fn holdings(backends: &Backends, pool: &Pool) -> Holdings {
+/// What the backends, the database and the pool's processes hold now.
+pub async fn holdings(backends: &Backends, pool: &Pool, store: &OrderStore) -> Holdings {
     let mut held = Holdings {
         worker_rss_kib: rss_kib(&pool.pids()),
         ..Holdings::default()
     };
+    match database_bytes(store).await {
+        Ok(bytes) => held.database_bytes = bytes,
+        Err(e) => held.notes.push(format!("database size not read: {e:#}")),
+    }
     if let Some(url) = &backends.redis_url {
         match redis_holdings(url, &backends.prefix).await {
             Ok((memory, members)) => {
@@ -109,6 +113,42 @@ pub async fn holdings(backends: &Backends, pool: &Pool) -> Holdings {
         }
     }
     held
+}
+
+/// The namespace's tables with their indexes, in bytes: on PostgreSQL
+/// `pg_total_relation_size` (heap, indexes, TOAST) of every table of the
+/// schema; on MariaDB InnoDB's `data_length + index_length` after `ANALYZE
+/// TABLE` (whole pages, an estimate the server keeps); on SQLite the
+/// file's pages. `None` where the kind has no such reading.
+async fn database_bytes(store: &OrderStore) -> Result<Option<u64>> {
+    let sql = match store.location().kind {
+        strategies::DbKind::Postgres => {
+            "SELECT CAST(COALESCE(SUM(pg_total_relation_size(c.oid)), 0) AS BIGINT) \
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+        }
+        strategies::DbKind::Mysql => {
+            let tables = store
+                .query_text_counts(
+                    "SELECT table_name, COUNT(*) FROM information_schema.tables \
+                     WHERE table_schema = DATABASE() AND engine = 'InnoDB' GROUP BY table_name",
+                )
+                .await?;
+            if !tables.is_empty() {
+                let names: Vec<String> = tables.iter().map(|(t, _)| format!("`{t}`")).collect();
+                store
+                    .execute_unchecked(&format!("ANALYZE TABLE {}", names.join(", ")))
+                    .await?;
+            }
+            "SELECT CAST(COALESCE(SUM(data_length + index_length), 0) AS SIGNED) \
+             FROM information_schema.tables WHERE table_schema = DATABASE()"
+        }
+        strategies::DbKind::Sqlite => {
+            "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+        }
+    };
+    let bytes = store.query_i64s(sql, &[]).await?;
+    Ok(bytes.first().map(|b| (*b).max(0) as u64))
 }
 
 /// `used_memory`, and the members of the strategy's ZSETs. On a cluster,
@@ -401,7 +441,7 @@ async fn until_cancelling(
             recovery.probes
         ));
     }
-    recovery.held_after = holdings(input.backends, pool).await;
+    recovery.held_after = holdings(input.backends, pool, input.store).await;
     let counts = |h: &Holdings| {
         [
             ("Redis ZSET members", h.redis_members),

@@ -279,6 +279,19 @@ fn a_tiny_backlog_is_preloaded_held_and_survives_restarts() {
             2,
             "{name}"
         );
+        // The database grows by the backlog's rows and index entries: an
+        // order row alone is over 50 bytes on every kind.
+        let database = |step: usize| {
+            steps[step]["backlog"]["held"]["database_bytes"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{name}: no database size at step {step}"))
+        };
+        assert!(
+            database(1) >= database(0) + 3000 * 50,
+            "{name}: database {} bytes at 0 pending, {} at 3000",
+            database(0),
+            database(1)
+        );
         match name {
             "redis-zset" => assert!(held["redis_members"].as_u64().unwrap() >= 3000, "{held:#}"),
             "rabbit-ttl" => assert!(
@@ -331,6 +344,23 @@ fn a_tiny_backlog_is_preloaded_held_and_survives_restarts() {
     assert!(rows("db-scan", 1) < 2.0 * rows("db-scan", 0) + 1.0);
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("## Holding a backlog"), "{report}");
+    // Each strategy's bytes per pending order, against its own step of 0.
+    let bytes = report
+        .split("### Bytes per pending order")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no bytes per pending order table: {report}"));
+    for name in [
+        "db-scan",
+        "timing-wheel",
+        "redis-zset",
+        "rabbit-ttl",
+        "rabbit-delayed",
+    ] {
+        assert!(
+            bytes.contains(&format!("| {name} | 3000 |")),
+            "{name} has no row: {bytes}"
+        );
+    }
     let plots = assert_plot_files(&dir, &["backlog", "backlog-cost"]);
     assert!(plots.iter().all(|svg| svg.contains("db-scan-noindex")));
 }

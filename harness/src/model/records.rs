@@ -237,6 +237,11 @@ pub struct Holdings {
     pub delayed_stored: Option<u64>,
     /// Resident memory of each instance process, KiB.
     pub worker_rss_kib: Vec<u64>,
+    /// The namespace's tables and their indexes in the database, bytes
+    /// (see `backlog::database_bytes` for what each kind counts). Absent in
+    /// runs from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database_bytes: Option<u64>,
     #[serde(default)]
     pub notes: Vec<String>,
 }

@@ -129,7 +129,7 @@ impl SetUp {
                     insert_s,
                     handoff_s: backlog::hand_off(&pool, size, expire).await,
                     handoff_errors: pool.schedule_errors(),
-                    held: backlog::holdings(&backends, &pool).await,
+                    held: backlog::holdings(&backends, &pool, &bench.store).await,
                     ..BacklogRecord::default()
                 },
                 size,

@@ -509,8 +509,9 @@ impl OrderStore {
     }
 
     /// Executes `sql` as is, bypassing every rule of the domain. For tests
-    /// that build broken states on purpose (and teaching variants); never
-    /// used by a correct strategy.
+    /// that build broken states on purpose (and teaching variants), and the
+    /// harness's own upkeep (an `ANALYZE TABLE` before reading sizes);
+    /// never used by a correct strategy.
     pub async fn execute_unchecked(&self, sql: &str) -> Result<u64> {
         let done = self
             .pool
