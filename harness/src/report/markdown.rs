@@ -193,8 +193,16 @@ pub fn markdown(
             c.canceller_server_rows_read_per_cancel,
         ) {
             let sampled = match (&c.measurement, c.canceller_server_rows_read_ci95_per_cancel) {
-                (Some(m), Some(ci)) if m.server_reads_probes < m.transactions => format!(
-                    ", estimated from {} of {} transactions read: {per:.2} ±{ci:.2} (95 %)",
+                (Some(m), Some(ci)) if m.server_reads_probes < m.transactions && ci > 0.0 => {
+                    format!(
+                        ", estimated from {} of {} transactions read: {per:.2} ±{ci:.2} (95 %)",
+                        m.server_reads_probes, m.transactions
+                    )
+                }
+                // An interval of 0 from a few readings is not certainty.
+                (Some(m), Some(_)) if m.server_reads_probes < m.transactions => format!(
+                    ", estimated from {} of {} transactions read, every reading alike (no \
+                     spread to give an interval from)",
                     m.server_reads_probes, m.transactions
                 ),
                 (Some(m), _) => format!(", every one of {} transactions read", m.transactions),

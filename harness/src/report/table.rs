@@ -505,10 +505,22 @@ pub(crate) fn rows_read_text(s: &Summary) -> String {
 
 /// The canceller's rows read per cancel; a single run's sampled estimate
 /// carries its 95 % interval (repetitions carry their min–max instead).
+/// When every reading was alike the interval is 0, which would read as
+/// certainty from a handful of readings: the cell says how many there were.
 pub(crate) fn rows_read_cell(s: &Summary, key: &str) -> String {
     let cell = fig(s, key, as_ratio);
-    match s.cost.canceller_server_rows_read_ci95_per_cancel {
-        Some(ci) if s.repeats.is_none() && ci > 0.0 && cell != "-" => format!("{cell} ±{ci:.1}"),
+    let sampled = s
+        .cost
+        .measurement
+        .as_ref()
+        .filter(|m| m.server_reads_probes < m.transactions);
+    match (s.cost.canceller_server_rows_read_ci95_per_cancel, sampled) {
+        _ if s.repeats.is_some() || cell == "-" => cell,
+        (Some(ci), _) if ci > 0.0 => format!("{cell} ±{ci:.1}"),
+        (Some(_), Some(m)) => format!(
+            "{cell} ({} of {} transactions read, all alike)",
+            m.server_reads_probes, m.transactions
+        ),
         _ => cell,
     }
 }
@@ -526,3 +538,40 @@ PostgreSQL one transaction a second per instance is read and the rest estimated 
 single run shows the estimate's 95 % interval as `±`. Peak RSS of the largest instance. \
 The yes/no columns are the strategy's declared capabilities; the conformance suite runs a \
 check for each one declared yes (see `strategies/src/canceller.rs` for what it cannot check).";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::summary::{DatabaseInfo, MeasurementCost};
+
+    /// A single run whose rows read were estimated from `probes` of 1 000
+    /// transactions, with the interval `ci`.
+    fn sampled(probes: u64, ci: f64) -> Summary {
+        let mut s = Summary::not_run(
+            "db-timer".parse().unwrap(),
+            Status::Ok,
+            String::new(),
+            DatabaseInfo::default(),
+        );
+        s.cost.canceller_server_rows_read_per_cancel = Some(4.0);
+        s.cost.canceller_server_rows_read_ci95_per_cancel = Some(ci);
+        s.cost.measurement = Some(MeasurementCost {
+            transactions: 1_000,
+            server_reads_probes: probes,
+            ..MeasurementCost::default()
+        });
+        s
+    }
+
+    #[test]
+    fn an_estimate_whose_readings_were_all_alike_says_how_few_there_were() {
+        let key = "canceller_rows_per_cancel";
+        assert_eq!(rows_read_cell(&sampled(12, 0.3), key), "4.0 ±0.3");
+        assert_eq!(
+            rows_read_cell(&sampled(3, 0.0), key),
+            "4.0 (3 of 1000 transactions read, all alike)"
+        );
+        // Every transaction read: a count, not an estimate.
+        assert_eq!(rows_read_cell(&sampled(1_000, 0.0), key), "4.0");
+    }
+}
