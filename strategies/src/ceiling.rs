@@ -2,33 +2,33 @@
 //!
 //! It cancels orders from an in-process list (a min-heap by deadline), with
 //! no delay mechanism at all: no tick rounding, no scan, no broker or Redis
-//! round trip. What remains is the
-//! work every strategy has to do anyway: the harness's create and pay
-//! transactions and the conditional cancel, at the concurrency of the
-//! instance's store (one transaction per pool connection at a time). So the
-//! highest rate at which the ceiling keeps its promise is what the database
-//! and the harness allow on this machine, and a sweep reports each
+//! round trip. What remains is the work every strategy has to do anyway:
+//! the harness's create and pay transactions and the conditional cancel. So
+//! the highest rate at which the ceiling keeps its promise is what the
+//! database and the harness allow on this machine, and a sweep reports each
 //! strategy's maximum rate as a share of it.
 //!
 //! Its cancels are as cheap as any strategy's can be, so that no strategy
 //! can pass it by batching more coarsely: everything due goes in one
 //! `cancel_those_pending`, at most one batch per [`WINDOW`] unless a batch
-//! fills [`MAX_BATCH`]. That transaction reads the batch by primary key,
-//! keeps the orders still pending and cancels those through the one cancel
-//! function: a paid order costs a row of the read, as it costs db-scan
-//! nothing (its scan never sees it), where a refused UPDATE and the read
-//! classifying it would cost two statements. (On PostgreSQL that read goes
-//! through the status index, so the server reads more rows per cancel than
-//! db-scan's scan: 34 against 4.6 at 1000 orders/s, with 3.9 statements and
-//! 240 µs of worker CPU per cancel against db-scan's 3.8 and 217.) The first order
-//! after a quiet spell is cancelled the moment it is due; the ones behind it
-//! wait for the window to close, as db-scan's wait for its next scan. That
-//! window is db-scan's default interval, the coarsest batching of any
-//! shipped default: db-scan does the same per interval with a range scan
-//! for the read, the wheel its UPDATEs per tick or more often (paid orders
-//! included), the per-order strategies one transaction per delivery or
-//! batch. Two ceilings were beaten before
-//! this one, which is why it is built so:
+//! fills [`MAX_BATCH`] (full batches go at once, one per free connection).
+//! That transaction reads the batch by id, keeps the orders still pending
+//! and cancels those through the one cancel function: a paid order costs a
+//! row of the read, as it costs db-scan nothing (its scan never sees it),
+//! where a refused UPDATE and the read classifying it would cost two
+//! statements. On PostgreSQL that read goes through the status index, so
+//! the server reads more rows per cancel than db-scan's scan: 34 against
+//! 4.6 at 1000 orders/s, with 3.9 statements and 240 µs of worker CPU per
+//! cancel against db-scan's 3.8 and 217.
+//!
+//! The first order after a quiet spell is cancelled the moment it is due;
+//! the ones behind it wait for the window to close, as db-scan's wait for
+//! its next scan. That window is db-scan's default interval, the coarsest
+//! batching of any shipped default: db-scan does the same per interval with
+//! a range scan for the read, the wheel its UPDATEs per tick or more often
+//! (paid orders included), the per-order strategies one transaction per
+//! delivery or batch. Two ceilings were beaten before this one, which is
+//! why it is built so:
 //! - one `cancel_if_due` per order: it held 1300 orders/s where db-scan held
 //!   2600 (PostgreSQL, 2 cores);
 //! - a batch per free connection, growing only under load (until issue 22):

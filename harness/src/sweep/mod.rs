@@ -197,7 +197,8 @@ async fn remeasure_ceiling(
         .expect("a ceiling to re-measure");
     let variant = result.strategies[index].strategy;
     eprintln!(
-        "delaybench: a strategy held {rate} orders/s, above the ceiling's maximum:          re-measuring the ceiling there"
+        "delaybench: a strategy held {rate} orders/s, above the ceiling's maximum: \
+         re-measuring the ceiling there"
     );
     let (step, _) = ctx.repeated_step(variant, rate, None).await?;
     eprintln!("delaybench: {}", step_line(variant.name(), &step));
@@ -241,24 +242,20 @@ fn conclude(result: &mut SweepResult) {
     }
     for s in &mut result.strategies {
         let (max, failed) = sweep::max_sustainable(&s.steps);
-        s.max_rate = max;
+        s.max_rate = if s.strategy.info.role == Role::Baseline {
+            // The upper envelope, never below `max`, itself a held rate.
+            s.steps
+                .iter()
+                .filter(|st| st.holds)
+                .map(|st| st.rate)
+                .max_by(f64::total_cmp)
+        } else {
+            max
+        };
         s.first_failed_rate = failed;
         s.limited_by = failed
             .and_then(|f| s.steps.iter().find(|st| st.rate == f))
             .map(sweep::limited_by);
-    }
-    for s in &mut result.strategies {
-        if s.strategy.info.role == Role::Baseline {
-            let envelope = s
-                .steps
-                .iter()
-                .filter(|st| st.holds)
-                .map(|st| st.rate)
-                .max_by(f64::total_cmp);
-            if envelope > s.max_rate {
-                s.max_rate = envelope;
-            }
-        }
     }
     let ceiling = result
         .strategies

@@ -51,13 +51,7 @@ impl OrderStore {
         ids: &[OrderId],
         by: &str,
     ) -> Result<Vec<(OrderId, CancelOutcome)>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let outcomes = in_tx!(self, "cancelling orders", |conn| self
-            .cancel_in_tx(conn, ids, by))?;
-        self.committed(&outcomes);
-        Ok(outcomes)
+        self.cancel_in_own_tx(ids, by, None).await
     }
 
     /// [`OrderStore::cancel_batch_if_due`] for a caller that does not know
@@ -72,9 +66,6 @@ impl OrderStore {
         ids: &[OrderId],
         by: &str,
     ) -> Result<Vec<(OrderId, CancelOutcome)>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
         let list = ids
             .iter()
             .map(|id| id.to_string())
@@ -88,7 +79,25 @@ impl OrderStore {
         let read = super::sql::audited(format!(
             "SELECT id FROM orders WHERE status = 'PENDING' AND id IN ({list})"
         ));
+        self.cancel_in_own_tx(ids, by, Some(read)).await
+    }
+
+    /// `ids` through the one cancel function in a transaction of their
+    /// own, counted once committed; with `pending_among`, only those of
+    /// them that read returns (read first, in the same transaction).
+    async fn cancel_in_own_tx(
+        &self,
+        ids: &[OrderId],
+        by: &str,
+        pending_among: Option<SqlStr>,
+    ) -> Result<Vec<(OrderId, CancelOutcome)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let outcomes = in_tx!(self, "cancelling orders", |conn| async {
+            let Some(read) = &pending_among else {
+                return self.cancel_in_tx(conn, ids, by).await;
+            };
             self.count(&self.counters.statements, 1);
             let rows = sqlx::query(read.clone())
                 .fetch_all(&mut *conn)
