@@ -272,9 +272,16 @@ pub async fn several_instances_stay_correct(f: &Fixture) -> CheckResult {
 
 /// Orders scheduled through an instance that never runs are cancelled on
 /// time by another instance that does. Gated on `!instance_owns_its_orders`.
+///
+/// The running instance first cancels one warm-up order scheduled the same
+/// way ([`Fixture::warm_up`]): the subject is who cancels, and an instance
+/// just spawned may still be connecting when the first 250 ms deadline
+/// passes (once in CI, on the three-node RabbitMQ cluster, the first
+/// order was cancelled 954 ms after its 250 ms deadline).
 pub async fn any_instance_cancels_any_order(f: &Fixture) -> CheckResult {
     let scheduler = f.instance().await;
     let running = Running::start(f.instance().await);
+    f.warm_up(100, 250, &*scheduler).await?;
     let mut orders = Vec::new();
     for i in 0..10 {
         let order = f

@@ -320,6 +320,27 @@ impl Fixture {
         }
     }
 
+    /// Order `id`, due in `due_in_ms` and scheduled through `via`, is
+    /// cancelled by whatever instance runs, within [`PATIENCE`]: what a
+    /// check does before the orders it times, when its subject is which
+    /// instance cancels rather than how long one takes to start (connect,
+    /// declare its queues, begin consuming), as the harness's warm-up does.
+    pub async fn warm_up(&self, id: OrderId, due_in_ms: i64, via: &dyn Canceller) -> CheckResult {
+        let order = self.create_scheduled(id, due_in_ms, via).await;
+        let give_up = order.expire_at_us + PATIENCE.as_micros() as i64;
+        while self.status(id).await == OrderStatus::Pending {
+            if now_us() >= give_up {
+                return Err(format!(
+                    "{}: the warm-up order {id} was still PENDING {PATIENCE:?} after its \
+                     deadline: no running instance cancels",
+                    self.describe()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(())
+    }
+
     pub async fn status(&self, id: OrderId) -> OrderStatus {
         self.orders
             .order(id)
