@@ -24,7 +24,7 @@ use tokio::time::Instant;
 
 /// Backlog orders take ids from here up (the plan's start at 1).
 pub const BACKLOG_FIRST_ID: OrderId = 1 << 36;
-/// Recovery probes take ids from here up, above any backlog.
+/// Recovery probes take ids from here up, above any backlog or storm.
 pub const PROBE_FIRST_ID: OrderId = 1 << 38;
 /// How long a restart may take to cancel a probe before it is reported as
 /// not recovered.
@@ -32,10 +32,13 @@ const RECOVERY_LIMIT: Duration = Duration::from_secs(180);
 /// A new probe this often while none has been cancelled.
 const PROBE_EVERY: Duration = Duration::from_millis(500);
 
-/// Inserts `n` backlog orders due `after` from now; returns their deadline
-/// and the seconds it took.
+/// Inserts `n` PENDING orders with ids from `first`, all due `after` from
+/// now (a backlog from [`BACKLOG_FIRST_ID`], a storm from
+/// [`STORM_FIRST_ID`](crate::storm::STORM_FIRST_ID)); returns their
+/// deadline and the seconds it took.
 pub async fn insert(
     store: &OrderStore,
+    first: OrderId,
     n: u64,
     after: Duration,
     skus: u32,
@@ -44,18 +47,18 @@ pub async fn insert(
     let created = now_us();
     let expire = created + after.as_micros() as Micros;
     store
-        .preload_pending(BACKLOG_FIRST_ID, n, created, expire, skus)
+        .preload_pending(first, n, created, expire, skus)
         .await
-        .with_context(|| format!("preloading a backlog of {n} orders"))?;
+        .with_context(|| format!("preloading {n} pending orders from id {first}"))?;
     Ok((expire, started.elapsed().as_secs_f64()))
 }
 
-/// Schedules every backlog order on the pool and waits until each
+/// Schedules the `n` orders from `first` on the pool and waits until each
 /// instance returned from all of them; the seconds it took.
-pub async fn hand_off(pool: &Pool, n: u64, expire_at_us: Micros) -> f64 {
+pub async fn hand_off(pool: &Pool, first: OrderId, n: u64, expire_at_us: Micros) -> f64 {
     let started = Instant::now();
     for k in 0..n {
-        pool.schedule(BACKLOG_FIRST_ID + k as OrderId, expire_at_us, now_us());
+        pool.schedule(first + k as OrderId, expire_at_us, now_us());
     }
     pool.barrier().await;
     started.elapsed().as_secs_f64()

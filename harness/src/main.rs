@@ -22,6 +22,7 @@ mod scenario;
 mod scenario_reference;
 mod service_args;
 mod session;
+mod storm;
 mod sweep;
 mod workload;
 

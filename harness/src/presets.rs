@@ -35,6 +35,7 @@ pub const PRESETS: &[Preset] = presets!(
     "sweep",
     "backlog",
     "backlog-1m",
+    "storm",
     "redis-cluster",
     "rabbitmq-cluster",
     "rabbitmq-cluster-classic",

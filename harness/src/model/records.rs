@@ -3,6 +3,7 @@
 //! before it, the backlog and the outbox. The faults as they happened are
 //! recorded beside their kinds (`faults/record.rs`).
 
+use super::cpu::CpuUse;
 use super::lateness::LatenessStats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -219,6 +220,51 @@ pub struct BacklogRecord {
     /// Instance 0, then each service the strategy uses, restarted in turn
     /// once the measured run was checked.
     pub recovery: Vec<Recovery>,
+}
+
+/// A `[storm]`: N orders due in one instant during the load, and what
+/// draining them took (see `storm::analyse`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StormRecord {
+    pub orders: u64,
+    /// The instant, ms after the load's first order (the scenario's `at`,
+    /// or earlier when the preparation overran its lead).
+    pub due_ms: u64,
+    /// The scenario's `at`, ms: where the instant was meant to fall.
+    pub planned_ms: u64,
+    /// Seconds of the multi-row INSERTs into the database.
+    pub insert_s: f64,
+    /// Seconds from the first storm `schedule` until every one returned.
+    pub handoff_s: f64,
+    pub handoff_errors: u64,
+    /// What the backends held before the storm (once the hand-off ended).
+    pub held: Holdings,
+    /// Storm orders cancelled, and those still PENDING when the watch
+    /// gave up (0 when it drained).
+    pub cancelled: u64,
+    pub pending_left: u64,
+    /// Seconds from the instant to the last storm order's cancel; `None`
+    /// when not all were cancelled.
+    pub drain_s: Option<f64>,
+    /// Storm orders cancelled per second of the drain.
+    pub cancels_per_s: Option<f64>,
+    /// The storm orders' lateness (each cancel after the instant).
+    pub lateness_us: LatenessStats,
+    /// CPU over the regular load before the instant, and over the drain.
+    pub cpu_before: Option<CpuUse>,
+    pub cpu_during: Option<CpuUse>,
+    /// Core-seconds the drain used beyond the regular load's rate before
+    /// it, every service and the workers summed.
+    pub storm_core_s: Option<f64>,
+    /// The regular measured orders' lateness by deadline: before the
+    /// instant, during the drain, after it.
+    pub regular_before_us: LatenessStats,
+    pub regular_during_us: LatenessStats,
+    pub regular_after_us: LatenessStats,
+    /// Seconds after the instant from which every second of regular
+    /// deadlines had its p99 back within twice the p99 before plus 5 ms;
+    /// `None` when it never was within the run.
+    pub recovery_s: Option<f64>,
 }
 
 /// What the backends held at one moment; `None` where the strategy does

@@ -4,6 +4,7 @@
 
 use super::fault_table::FAULT_NOTES;
 use super::plots::{DrawnFigure, Section};
+use super::storm_table::STORM_NOTES;
 use super::table::{anomaly_counts, RunTables, MEASUREMENT_NOTES, TRADEOFF_NOTES};
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{Status, Summary};
@@ -85,6 +86,28 @@ pub fn html(
                 col > 0 && col != last - 1 && cell != "0" && cell != "n/a" && cell != "-"
             });
             let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(FAULT_NOTES));
+        }
+        if let Some(storm) = &tables.storm {
+            let _ = writeln!(
+                out,
+                "<h2>Deadline storm: draining orders due in one instant</h2>"
+            );
+            // The markdown's emphasis becomes the cell's warning class.
+            let plain: Vec<Vec<String>> = storm
+                .iter()
+                .map(|row| row.iter().map(|c| c.replace("**", "")).collect())
+                .collect();
+            table(&mut out, &plain, |col, cell| {
+                storm.iter().skip(1).any(|row| {
+                    row.get(col)
+                        .is_some_and(|c| c.contains("**") && c.replace("**", "") == cell)
+                })
+            });
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">{}</p>",
+                esc(&STORM_NOTES.replace("**", ""))
+            );
         }
         warnings(&mut out, &ran);
         anomalies(&mut out, &ran);

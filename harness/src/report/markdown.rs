@@ -4,6 +4,7 @@
 
 use super::fault_table::FAULT_NOTES;
 use super::plots::{markdown_links, Figure, Section};
+use super::storm_table::STORM_NOTES;
 use super::table::{ms, RunTables, MEASUREMENT_NOTES, TRADEOFF_NOTES};
 use crate::model::lateness::{LatenessStats, Pct};
 use crate::model::run_info::RunInfo;
@@ -65,6 +66,14 @@ pub fn markdown(
         let _ = writeln!(out, "\n## Faults: what each strategy lost, and where\n");
         table(&mut out, faults);
         let _ = writeln!(out, "\n{FAULT_NOTES}");
+    }
+    if let Some(storm) = &tables.storm {
+        let _ = writeln!(
+            out,
+            "\n## Deadline storm: draining orders due in one instant\n"
+        );
+        table(&mut out, storm);
+        let _ = writeln!(out, "\n{STORM_NOTES}");
     }
     for s in summaries.iter().filter(|s| s.status == Status::Ok) {
         let _ = writeln!(out, "\n### {}\n", s.strategy);

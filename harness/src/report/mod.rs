@@ -12,6 +12,7 @@ mod html;
 mod markdown;
 mod palette;
 mod plots;
+mod storm_table;
 pub mod sweep;
 mod table;
 mod text_table;

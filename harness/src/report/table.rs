@@ -5,6 +5,7 @@
 //! reads the same in every format.
 
 use super::fault_table::fault_rows;
+use super::storm_table::storm_rows;
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{Status, Summary};
 use strategies::checker::Anomalies;
@@ -28,6 +29,8 @@ pub(crate) struct RunTables {
     pub measurement: Option<Vec<Vec<String>>>,
     /// What each strategy lost to faults, when the scenario injected any.
     pub faults: Option<Vec<Vec<String>>>,
+    /// The deadline storm, when the scenario had one.
+    pub storm: Option<Vec<Vec<String>>>,
 }
 
 impl RunTables {
@@ -43,6 +46,7 @@ impl RunTables {
             by_timeout: timeout_rows(summaries),
             measurement: measurement_rows(summaries, twins),
             faults: fault_rows(summaries),
+            storm: storm_rows(summaries),
         }
     }
 }
@@ -358,7 +362,13 @@ pub(crate) fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
     ]
     .iter()
     .map(|s| s.to_string())
-    .collect()];
+    .collect::<Vec<String>>()];
+    // A run with a `[storm]` shows each strategy's drain beside its cost.
+    let storm = summaries.iter().any(|s| s.storm.is_some());
+    if storm {
+        let at = rows[0].len() - 1;
+        rows[0].insert(at, "storm drain cancels/s".into());
+    }
     for s in summaries.iter().filter(|s| s.status == Status::Ok) {
         let mut row = vec![
             s.strategy.name().to_string(),
@@ -392,10 +402,24 @@ pub(crate) fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
             }
             None => row.extend(std::iter::repeat_n("?".to_string(), 5)),
         }
+        if storm {
+            row.push(storm_drain_cell(s));
+        }
         row.push(warnings_cell(s));
         rows.push(row);
     }
     rows
+}
+
+/// The storm's drain rate with its size, or what stopped it.
+fn storm_drain_cell(s: &Summary) -> String {
+    match &s.storm {
+        Some(r) => match r.cancels_per_s {
+            Some(rate) => format!("{rate:.0} (n={})", r.orders),
+            None => format!("not drained ({} of {} left)", r.pending_left, r.orders),
+        },
+        None => "-".into(),
+    }
 }
 
 /// Which figure stands for the DB rows read per cancel of `s`: the

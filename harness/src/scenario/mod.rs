@@ -6,14 +6,15 @@
 //!
 //! The [`Scenario`] here, loaded and checked as a whole; each table of it
 //! in a file of its own: [`orders`] (`[[timeouts]]`, `[stock]`,
-//! `[payments]`, `[schedule-retry]`), [`measure`], [`sweep`], [`backlog`]
-//! and [`before_each`] (`[before-each-strategy]`). `[[faults]]` are read
+//! `[payments]`, `[schedule-retry]`), [`measure`], [`sweep`], [`backlog`],
+//! [`storm`] and [`before_each`] (`[before-each-strategy]`). `[[faults]]` are read
 //! by the fault kinds, each from its own fields (`crate::faults`).
 
 mod backlog;
 mod before_each;
 mod measure;
 mod orders;
+mod storm;
 mod sweep;
 #[cfg(test)]
 mod tests;
@@ -22,6 +23,7 @@ pub use backlog::Backlog;
 pub use before_each::BeforeEachStrategy;
 pub use measure::Measure;
 pub use orders::ScheduleRetry;
+pub use storm::Storm;
 pub use sweep::Sweep;
 
 use crate::faults::{read_faults, Fault};
@@ -103,6 +105,10 @@ pub struct Scenario {
     /// default none).
     #[serde(default)]
     pub backlog: Option<Backlog>,
+    /// Orders all due in one instant during the load (`[storm]`; default
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storm: Option<Storm>,
     /// A command run before every strategy's run (`[before-each-strategy]`;
     /// default none), e.g. one that makes a cluster whole again after the
     /// previous strategy's fault took a node down.
@@ -351,6 +357,39 @@ impl Scenario {
                 );
             }
         }
+        if let Some(storm) = &self.storm {
+            if storm.orders.is_empty() || storm.orders.iter().any(|n| !(1..=10_000_000).contains(n))
+            {
+                bail!("field `storm.orders` = {:?} is out of range; accepted values: a list of 1 to many sizes, each 1 to 10000000 orders", storm.orders);
+            }
+            if storm.at <= self.warmup || storm.at >= self.warmup + self.duration {
+                bail!(
+                    "field `storm.at` = {:?} is out of range; accepted values: after the warm-up \
+                     ({:?}) and before the last arrival ({:?}), so the regular orders are \
+                     measured before, during and after the storm",
+                    storm.at,
+                    self.warmup,
+                    self.warmup + self.duration
+                );
+            }
+            let held = storm.orders.iter().max().copied().unwrap_or(0)
+                + self
+                    .backlog
+                    .as_ref()
+                    .and_then(|b| b.pending.iter().max().copied())
+                    .unwrap_or(0);
+            let needed = held / u64::from(self.stock.skus) + 1;
+            if needed as i64 > self.stock.initial / 2 {
+                bail!(
+                    "field `stock.initial` = {} is too small for a storm (and backlog) of {held} \
+                     orders over {} SKUs (each needs {needed} units, and the load its share); \
+                     accepted values: at least {}",
+                    self.stock.initial,
+                    self.stock.skus,
+                    needed * 2
+                );
+            }
+        }
         if let Some(hook) = &self.before_each_strategy {
             hook.validate()?;
         }
@@ -370,6 +409,13 @@ impl Scenario {
             // The backlog's orders go through rabbit-ttl too.
             if let Some(b) = &self.backlog {
                 options.rabbit.ttls.push(b.after);
+            }
+            // So are the storm's: one wait queue as long as its lead, which
+            // each fires that long after its hand-off (a fixed TTL cannot
+            // name an instant; the report shows the spread).
+            if let Some(storm) = &self.storm {
+                let size = storm.orders.first().copied().unwrap_or(0);
+                options.rabbit.ttls.push(storm.lead(size));
             }
         }
         options

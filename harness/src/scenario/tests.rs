@@ -337,3 +337,37 @@ fn malformed_values_name_the_field() {
     let msg = error_for(("[strategies.db-scan]", "[strategies.db-scna]"));
     assert!(msg.contains("db-scna") && msg.contains("db-scan"), "{msg}");
 }
+
+#[test]
+fn a_storm_parses_and_out_of_range_fields_are_named() {
+    let storm = crate::presets::find("storm").unwrap().text;
+    let s = Scenario::parse(storm, "storm").unwrap();
+    let st = s.storm.clone().unwrap();
+    assert_eq!(
+        (&st.orders[..], st.at),
+        (&[100_000][..], Duration::from_secs(10))
+    );
+    // rabbit-ttl gets a wait queue as long as the storm's lead.
+    let lead = st.lead(100_000);
+    assert!(s.strategy_options().rabbit.ttls.contains(&lead));
+    assert!(lead > st.at + Duration::from_secs(5));
+    let error = |from: &str, to: &str| {
+        let text = storm.replace(from, to);
+        assert_ne!(text, storm, "edit {from:?} did not apply");
+        format!("{:#}", Scenario::parse(&text, "my.toml").unwrap_err())
+    };
+    for at in ["\"1s\"", "\"52s\""] {
+        let e = error("at = \"10s\"", &format!("at = {at}"));
+        assert!(
+            e.contains("storm.at") && e.contains("after the warm-up"),
+            "{e}"
+        );
+    }
+    let e = error("orders = [100000]", "orders = [0]");
+    assert!(
+        e.contains("storm.orders") && e.contains("1 to 10000000"),
+        "{e}"
+    );
+    let e = error("initial = 10000000", "initial = 1000");
+    assert!(e.contains("stock.initial") && e.contains("storm"), "{e}");
+}

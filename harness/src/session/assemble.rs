@@ -163,6 +163,20 @@ pub(super) fn summary(
         overdue,
         cpu: observed.cpu,
         backlog: setup.backlog.map(|held| held.record),
+        storm: setup
+            .storm
+            .zip(observed.storm_drain)
+            .map(|(prepared, drain)| {
+                crate::storm::analyse(
+                    prepared,
+                    scenario.storm.as_ref().map(|s| s.at).unwrap_or_default(),
+                    drain,
+                    &timings,
+                    t0_us,
+                    measured_from_us,
+                    arrivals_end_us + timeouts_us.iter().copied().max().unwrap_or(0),
+                )
+            }),
         missed_by_fault,
         outbox: observed.outbox,
         cost,

@@ -10,6 +10,7 @@ use crate::instance::{Pool, WorkerSpec};
 use crate::model::records::BacklogRecord;
 use crate::proxy::FaultProxy;
 use crate::scenario::Scenario;
+use crate::storm::{self, STORM_FIRST_ID};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,6 +40,8 @@ pub(super) struct SetUp {
     pub(super) backends: Backends,
     /// The backlog held, once handed to the instances.
     pub(super) backlog: Option<HeldBacklog>,
+    /// The storm, once handed to the instances.
+    pub(super) storm: Option<storm::Prepared>,
     /// The server's rows read before the window (whole-run count).
     pub(super) rows_before: Option<u64>,
 }
@@ -67,8 +70,31 @@ impl SetUp {
             // and recovery figure.
             Some(b) => {
                 let size = b.pending.first().copied().unwrap_or(0);
-                let (expire, insert_s) =
-                    backlog::insert(&bench.store, size, b.after, scenario.stock.skus).await?;
+                let (expire, insert_s) = backlog::insert(
+                    &bench.store,
+                    backlog::BACKLOG_FIRST_ID,
+                    size,
+                    b.after,
+                    scenario.stock.skus,
+                )
+                .await?;
+                Some((size, expire, insert_s))
+            }
+            None => None,
+        };
+        // The storm's orders too, due `lead` from now: the load starts `at`
+        // before that instant, once everything below is done.
+        let storm = match &scenario.storm {
+            Some(s) => {
+                let size = s.orders.first().copied().unwrap_or(0);
+                let (expire, insert_s) = backlog::insert(
+                    &bench.store,
+                    STORM_FIRST_ID,
+                    size,
+                    s.lead(size),
+                    scenario.stock.skus,
+                )
+                .await?;
                 Some((size, expire, insert_s))
             }
             None => None,
@@ -127,13 +153,30 @@ impl SetUp {
                 record: BacklogRecord {
                     pending: size,
                     insert_s,
-                    handoff_s: backlog::hand_off(&pool, size, expire).await,
+                    handoff_s: backlog::hand_off(&pool, backlog::BACKLOG_FIRST_ID, size, expire)
+                        .await,
                     handoff_errors: pool.schedule_errors(),
                     held: backlog::holdings(&backends, &pool, &bench.store).await,
                     ..BacklogRecord::default()
                 },
                 size,
             }),
+            None => None,
+        };
+        let storm = match storm {
+            Some((orders, expire_at_us, insert_s)) => {
+                let errors_before = pool.schedule_errors();
+                let handoff_s =
+                    backlog::hand_off(&pool, STORM_FIRST_ID, orders, expire_at_us).await;
+                Some(storm::Prepared {
+                    orders,
+                    expire_at_us,
+                    insert_s,
+                    handoff_s,
+                    handoff_errors: pool.schedule_errors() - errors_before,
+                    held: backlog::holdings(&backends, &pool, &bench.store).await,
+                })
+            }
             None => None,
         };
         Ok(SetUp {
@@ -147,6 +190,7 @@ impl SetUp {
             session,
             backends,
             backlog,
+            storm,
             rows_before,
         })
     }

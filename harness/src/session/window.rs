@@ -13,6 +13,7 @@ use crate::model::records::OutboxRecord;
 use crate::model::GeneratorHealth;
 use crate::redis_stats;
 use crate::scenario::Scenario;
+use crate::storm;
 use crate::workload::Plan;
 use anyhow::{Context, Result};
 use std::sync::Arc;
@@ -38,6 +39,8 @@ pub(super) struct Observed {
     pub(super) server_rows_read: Option<u64>,
     /// Fresh connections to the namespace, for the checker.
     pub(super) store: OrderStore,
+    /// What the storm's watch saw, when the scenario has a storm.
+    pub(super) storm_drain: Option<storm::Drain>,
 }
 
 /// Drives `plan` against the set-up strategy until every order has had
@@ -51,8 +54,23 @@ pub(super) async fn observe(
     let options = setup.deployment.options();
     let store = &setup.bench.store;
     let pool = &setup.pool;
+    // The load starts `at` before the storm's instant (at once when the
+    // preparation took longer than its lead: the storm then falls due
+    // earlier in the load, as its record says).
+    if let (Some(prepared), Some(s)) = (&setup.storm, &scenario.storm) {
+        storm::sleep_until_wall(prepared.expire_at_us - s.at.as_micros() as Micros).await;
+    }
     let load = Load::start(setup.deployment.variant().name(), plan, scenario, pool);
     let (t0, t0_us) = (load.t0, load.t0_us);
+    let storm_watch = match &setup.storm {
+        Some(prepared) => Some(storm::watch(
+            OrderStore::connect(location, 1).await?,
+            prepared,
+            t0 + Duration::from_micros(plan.measured_from_us as u64),
+            storm::due_instant(prepared.expire_at_us, t0, t0_us),
+        )),
+        None => None,
+    };
     // Redis cost is read on the server over the measured window: INFO
     // commandstats when the warm-up ends and after the drain.
     let uses_redis = setup.capabilities.requires.contains(&Service::Redis);
@@ -101,6 +119,11 @@ pub(super) async fn observe(
         + Duration::from_micros(plan.last_deadline_us as u64 + generator.lag_us_max)
         + scenario.drain;
     tokio::time::sleep_until(drain_end).await;
+    // And until the storm drained (or its watch gave up).
+    let storm_drain = match storm_watch {
+        Some(watch) => Some(watch.await.context("watching the storm")?),
+        None => None,
+    };
     let mut faults = faults.await.context("fault injection")?;
     let outbox = match outbox_samples {
         Some(task) => {
@@ -147,6 +170,7 @@ pub(super) async fn observe(
         redis_commands,
         server_rows_read,
         store,
+        storm_drain,
     })
 }
 

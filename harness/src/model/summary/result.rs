@@ -118,6 +118,9 @@ pub struct Summary {
     /// The `[backlog]` the strategy held while it ran, and its restarts.
     #[serde(default)]
     pub backlog: Option<crate::model::records::BacklogRecord>,
+    /// The `[storm]` and its drain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storm: Option<crate::model::records::StormRecord>,
     /// With faults: the missed cancels, by the fault in effect during each
     /// lost order's life (a last row for losses no fault explains).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -193,6 +196,7 @@ impl Summary {
             overdue: None,
             cpu: None,
             backlog: None,
+            storm: None,
             missed_by_fault: Vec::new(),
             outbox: None,
             cost: Cost::default(),

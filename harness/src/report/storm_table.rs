@@ -1,0 +1,147 @@
+//! The deadline storm's table: per strategy, how fast it drained N orders
+//! due in one instant, what that cost beyond the regular load, and what
+//! the regular orders falling due meanwhile saw. Built once, like the
+//! other tables in `table`.
+
+use crate::model::lateness::LatenessStats;
+use crate::model::records::{Holdings, StormRecord};
+use crate::model::summary::{Status, Summary};
+
+/// The storm table (`None` when no strategy ran one).
+pub(crate) fn storm_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
+    let ran: Vec<(&Summary, &StormRecord)> = summaries
+        .iter()
+        .filter(|s| s.status == Status::Ok)
+        .filter_map(|s| Some((s, s.storm.as_ref()?)))
+        .collect();
+    if ran.is_empty() {
+        return None;
+    }
+    let header = [
+        "strategy",
+        "storm orders, due at",
+        "drained in",
+        "cancels/s",
+        "storm lateness p50 / p99 / max",
+        "storm CPU per cancel",
+        "cancels per core-second",
+        "regular p99: before / during / after",
+        "regular back to normal",
+        "held before the storm",
+    ];
+    let mut out = vec![header.map(String::from).to_vec()];
+    for (s, r) in ran {
+        out.push(vec![
+            s.strategy.name().to_string(),
+            due_cell(r),
+            match r.drain_s {
+                Some(d) => format!("{d:.2} s"),
+                None => format!(
+                    "**not drained**: {} of {} cancelled, {} left PENDING",
+                    r.cancelled, r.orders, r.pending_left
+                ),
+            },
+            r.cancels_per_s.map_or("-".into(), |c| format!("{c:.0}")),
+            format!(
+                "{} / {} / {} ms (n={})",
+                ms(r.lateness_us.p50),
+                ms(r.lateness_us.p99),
+                ms(r.lateness_us.max),
+                r.lateness_us.count
+            ),
+            match (r.storm_core_s, r.cancelled) {
+                (Some(core_s), n) if n > 0 => format!("{:.0} µs", core_s / n as f64 * 1e6),
+                _ => "-".into(),
+            },
+            match r.storm_core_s {
+                Some(core_s) if core_s > 0.0 => format!("{:.0}", r.cancelled as f64 / core_s),
+                _ => "-".into(),
+            },
+            format!(
+                "{} / {} / {}",
+                p99_cell(&r.regular_before_us),
+                p99_cell(&r.regular_during_us),
+                p99_cell(&r.regular_after_us)
+            ),
+            match r.recovery_s {
+                Some(s) => format!("{s:.0} s after the instant"),
+                None => "**not within the run**".into(),
+            },
+            held_cell(&r.held),
+        ]);
+    }
+    Some(out)
+}
+
+/// The storm's size and instant, with how long its insert and hand-off
+/// took (rabbit-ttl's drain includes the hand-off's spread); stressed when
+/// they overran their lead and the instant fell earlier than planned.
+fn due_cell(r: &StormRecord) -> String {
+    let at = format!(
+        "{} at {:.1} s (insert {:.1} s, hand-off {:.1} s)",
+        r.orders,
+        r.due_ms as f64 / 1000.0,
+        r.insert_s,
+        r.handoff_s
+    );
+    if r.due_ms + 500 < r.planned_ms {
+        format!(
+            "{at}, **planned at {:.1} s**: the preparation overran its lead",
+            r.planned_ms as f64 / 1000.0
+        )
+    } else {
+        at
+    }
+}
+
+fn p99_cell(stats: &LatenessStats) -> String {
+    if stats.count == 0 {
+        "- (n=0)".into()
+    } else {
+        format!("{} ms (n={})", ms(stats.p99), stats.count)
+    }
+}
+
+fn held_cell(held: &Holdings) -> String {
+    let mib = |b: u64| format!("{:.0} MiB", b as f64 / (1 << 20) as f64);
+    let mut parts = Vec::new();
+    if !held.worker_rss_kib.is_empty() {
+        let rss: Vec<String> = held.worker_rss_kib.iter().map(|k| mib(k * 1024)).collect();
+        parts.push(format!("workers {}", rss.join(" + ")));
+    }
+    if let Some(b) = held.redis_used_memory {
+        parts.push(format!("Redis {}", mib(b)));
+    }
+    if let Some(b) = held.broker_memory {
+        parts.push(format!("broker {}", mib(b)));
+    }
+    if let Some(b) = held.database_bytes {
+        parts.push(format!("database {}", mib(b)));
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Microseconds as the other tables print milliseconds (`table` builds on
+/// this module, so it cannot be imported from there).
+fn ms(us: u64) -> String {
+    format!("{:.1}", us as f64 / 1000.0)
+}
+
+/// What the storm table's words mean.
+pub(crate) const STORM_NOTES: &str = "\
+The storm's orders were written and handed to the strategy before the load, all due in one \
+instant; none is paid. **drained in**: from the instant to the last storm order's cancel \
+(the rows' own stamps). **storm CPU per cancel** and **cancels per core-second**: the CPU every \
+service and the workers used over the drain, less what they used at the regular load's rate \
+before the instant, over the storm's cancels; so the figure travels to a machine with more \
+cores. A drain shorter than a second reads that CPU coarsely. **regular p99**: the regular \
+measured orders by deadline, before the instant, during the drain and after it (n each). \
+**back to normal**: from that second on, every second of regular deadlines had its p99 within \
+twice the p99 before plus 5 ms. **held before the storm**: what the backends held once the \
+hand-off ended (worker RSS each, Redis and broker memory server-wide, the namespace's tables). \
+rabbit-ttl's wait queues have fixed TTLs: its storm orders each fire one TTL after their own \
+hand-off, so its drain includes the hand-off's spread.";
