@@ -144,4 +144,5 @@ measured orders by deadline, before the instant, during the drain and after it (
 twice the p99 before plus 5 ms. **held before the storm**: what the backends held once the \
 hand-off ended (worker RSS each, Redis and broker memory server-wide, the namespace's tables). \
 rabbit-ttl's wait queues have fixed TTLs: its storm orders each fire one TTL after their own \
-hand-off, so its drain includes the hand-off's spread.";
+hand-off, so its drain includes the hand-off's spread. With `--repeat`, a row is the repetition \
+of median p99; the trade-off table's storm column gives the median and min–max of all.";

@@ -411,11 +411,16 @@ pub(crate) fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
     rows
 }
 
-/// The storm's drain rate with its size, or what stopped it.
+/// The storm's drain rate with its size (over repetitions, their median
+/// and min–max), or what stopped it.
 fn storm_drain_cell(s: &Summary) -> String {
     match &s.storm {
         Some(r) => match r.cancels_per_s {
-            Some(rate) => format!("{rate:.0} (n={})", r.orders),
+            Some(_) => format!(
+                "{} (n={})",
+                fig(s, "storm_cancels_per_s", as_count),
+                r.orders
+            ),
             None => format!("not drained ({} of {} left)", r.pending_left, r.orders),
         },
         None => "-".into(),

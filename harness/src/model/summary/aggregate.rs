@@ -59,6 +59,18 @@ pub fn figures(s: &Summary) -> Vec<(&'static str, Option<f64>)> {
             "schedule_p99",
             us(s.schedule_path_us.as_ref().and_then(|p| p.shown(Pct::P99))),
         ),
+        // The deadline storm's drain, where the run had one.
+        (
+            "storm_cancels_per_s",
+            s.storm.as_ref().and_then(|st| st.cancels_per_s),
+        ),
+        ("storm_drain_s", s.storm.as_ref().and_then(|st| st.drain_s)),
+        (
+            "storm_us_per_cancel",
+            s.storm.as_ref().and_then(|st| {
+                (st.cancelled > 0).then_some(st.storm_core_s? * 1e6 / st.cancelled as f64)
+            }),
+        ),
     ]
 }
 
