@@ -91,6 +91,16 @@ fn every_strategy_drains_a_tiny_storm_and_the_report_says_how_fast() {
         );
         assert_eq!(storm["planned_ms"], 2000, "{name}");
         assert!(storm["held"]["worker_rss_kib"].as_array().unwrap().len() == 2);
+        // Each storm order reaches one instance, through `schedule`, as a
+        // live order does: none is fired once per instance (a wheel that
+        // reloaded the storm at its start would try each twice).
+        let store = &s["cost"]["store"];
+        let attempts = store["cancel_attempts"].as_f64().unwrap();
+        let cancelled = store["cancelled"].as_f64().unwrap();
+        assert!(
+            attempts < 1.5 * cancelled,
+            "{name}: {attempts} cancel attempts for {cancelled} cancels"
+        );
     }
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     let section = report

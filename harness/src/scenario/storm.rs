@@ -27,8 +27,8 @@ fn ten_seconds() -> Duration {
 }
 
 impl Storm {
-    /// How long before the deadline the storm's orders are written: the
-    /// insert, the instances' start and the hand-off must fit in it before
+    /// How long before the deadline the storm's orders are written, once
+    /// the instances run: the insert and the hand-off must fit in it before
     /// the load's `at` (5 s, plus 150 µs per order: a hand-off runs at 10k
     /// to 60k orders/s here).
     /// When they do not, the load starts late and the storm falls due

@@ -82,23 +82,6 @@ impl SetUp {
             }
             None => None,
         };
-        // The storm's orders too, due `lead` from now: the load starts `at`
-        // before that instant, once everything below is done.
-        let storm = match &scenario.storm {
-            Some(s) => {
-                let size = s.orders.first().copied().unwrap_or(0);
-                let (expire, insert_s) = backlog::insert(
-                    &bench.store,
-                    STORM_FIRST_ID,
-                    size,
-                    s.lead(size),
-                    scenario.stock.skus,
-                )
-                .await?;
-                Some((size, expire, insert_s))
-            }
-            None => None,
-        };
         // Setup runs on a connection of its own whose row counts are flushed
         // before the reading that starts the whole-run count: PostgreSQL
         // publishes a backend's counts up to 10 s late otherwise, and an index
@@ -163,8 +146,23 @@ impl SetUp {
             }),
             None => None,
         };
-        let storm = match storm {
-            Some((orders, expire_at_us, insert_s)) => {
+        // The storm's orders go in once the instances run, due `lead` from
+        // now, so they reach the strategy as live orders do: through
+        // `schedule` only. Written before the start, every wheel instance
+        // would reload all of them and each order would fire once per
+        // instance, a cost no live storm has. The load starts `at` before
+        // the instant.
+        let storm = match &scenario.storm {
+            Some(s) => {
+                let orders = s.orders.first().copied().unwrap_or(0);
+                let (expire_at_us, insert_s) = backlog::insert(
+                    &bench.store,
+                    STORM_FIRST_ID,
+                    orders,
+                    s.lead(orders),
+                    scenario.stock.skus,
+                )
+                .await?;
                 let errors_before = pool.schedule_errors();
                 let handoff_s =
                     backlog::hand_off(&pool, STORM_FIRST_ID, orders, expire_at_us).await;
