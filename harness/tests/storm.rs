@@ -124,3 +124,49 @@ fn every_strategy_drains_a_tiny_storm_and_the_report_says_how_fast() {
         "markdown emphasis in the page: {section}"
     );
 }
+
+#[test]
+fn several_storm_sizes_and_a_storm_sweep_are_refused_naming_the_field() {
+    let out = common::Scratch::new();
+    let file = out.path().join("storms.toml");
+    std::fs::write(
+        &file,
+        STORM.replace("orders = [2000]", "orders = [2000, 4000]"),
+    )
+    .unwrap();
+    let o = delaybench(&[
+        "run",
+        "--scenario",
+        file.to_str().unwrap(),
+        "--strategies",
+        "db-scan",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let stderr = common::stderr(&o);
+    assert!(
+        !o.status.success() && stderr.contains("storm.orders"),
+        "{stderr}"
+    );
+    let file = out.path().join("storm.toml");
+    std::fs::write(&file, STORM).unwrap();
+    let o = delaybench(&[
+        "sweep",
+        "--scenario",
+        file.to_str().unwrap(),
+        "--strategies",
+        "db-scan",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let stderr = common::stderr(&o);
+    assert!(
+        !o.status.success() && stderr.contains("field `storm`"),
+        "{stderr}"
+    );
+    // Nothing was left behind: no run folder for either.
+    assert!(std::fs::read_dir(out.path()).unwrap().all(|e| {
+        let e = e.unwrap();
+        e.file_type().unwrap().is_file()
+    }));
+}

@@ -36,6 +36,14 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
             b.pending[0]
         );
     }
+    if let Some(st) = scenario.storm.as_ref().filter(|s| s.orders.len() > 1) {
+        anyhow::bail!(
+            "field `storm.orders` lists {} sizes; `delaybench run` measures one storm \
+             (`orders = [{}]`): run once per size (a storm sweep is not built yet)",
+            st.orders.len(),
+            st.orders[0]
+        );
+    }
     let server = DbServer::parse(args.common.services.database(service_args::SQLITE)?)?;
     // Before the run folder exists: a database that is down leaves nothing behind.
     let database_version = server.server_version().await?;

@@ -55,6 +55,13 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
         "fields `measure.commit-times` and `measure.schedule-times` must stay true for \
          `delaybench sweep`: it judges every step by the lateness at commit and the schedule path"
     );
+    // Every step of a rate sweep would carry the same storm: not what a
+    // storm sweep over sizes means, and not built yet.
+    anyhow::ensure!(
+        scenario.storm.is_none(),
+        "field `storm` is for `delaybench run` (one size per run); `delaybench sweep` does not \
+         sweep storms yet"
+    );
     anyhow::ensure!(
         !scenario.measure.unmeasured_twin,
         "field `measure.unmeasured-twin` is for `delaybench run`; a sweep does not run twins"
