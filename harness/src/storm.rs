@@ -1,10 +1,11 @@
 //! `[storm]`: N PENDING orders all due in one instant while the regular
 //! load runs, and what draining them took.
 //!
-//! - before the load, the orders go into the database and to the
-//!   instances as a backlog's do ([`backlog::insert`], [`backlog::hand_off`]),
-//!   due `lead` after the insert began; the load then starts `at` before
-//!   that instant (late, and said so, when the preparation overran);
+//! - once the instances run and before the load, the orders go into the
+//!   database and to the instances through `schedule`, with a backlog's
+//!   helpers ([`backlog::insert`], [`backlog::hand_off`]), due `lead` after
+//!   the insert began; the load then starts `at` before that instant
+//!   (late, and said so, when the preparation overran);
 //! - [`watch`]: from the instant on, the watch waits until none of the
 //!   storm's orders is PENDING (or [`give_up_after`] passed), reading each
 //!   service's CPU over the regular load before the storm and over the drain;
@@ -87,20 +88,26 @@ pub fn watch(
         let cpu_before = before.map(|b| b.until_now());
         let during = resources::snapshot();
         let give_up = due + give_up_after(orders);
-        let mut pending_left;
+        // Unknown until a count succeeds: a failed count is said, and
+        // never read as drained.
+        let mut pending_left = -1;
         loop {
-            pending_left = store
+            match store
                 .query_i64s(
                     "SELECT COUNT(*) FROM orders WHERE id >= ? AND id < ? AND status = 'PENDING'",
                     &[STORM_FIRST_ID, last],
                 )
                 .await
-                .map(|r| r[0])
-                .unwrap_or(-1);
+            {
+                Ok(count) => pending_left = count[0],
+                Err(e) => eprintln!("delaybench: storm: counting its pending orders failed: {e}"),
+            }
             if pending_left == 0 || Instant::now() >= give_up {
                 break;
             }
-            eprintln!("delaybench: storm: {pending_left} of {orders} orders still pending");
+            if pending_left > 0 {
+                eprintln!("delaybench: storm: {pending_left} of {orders} orders still pending");
+            }
             tokio::time::sleep(poll_every(orders)).await;
         }
         Drain {

@@ -267,6 +267,19 @@ pub struct StormRecord {
     pub recovery_s: Option<f64>,
 }
 
+impl StormRecord {
+    /// The storm's own CPU per cancel, µs (`storm_core_s` over the cancels).
+    pub fn us_per_cancel(&self) -> Option<f64> {
+        (self.cancelled > 0).then_some(self.storm_core_s? * 1e6 / self.cancelled as f64)
+    }
+
+    /// Storm cancels per core-second of the storm's own CPU.
+    pub fn cancels_per_core_s(&self) -> Option<f64> {
+        let core_s = self.storm_core_s.filter(|c| *c > 0.0)?;
+        Some(self.cancelled as f64 / core_s)
+    }
+}
+
 /// What the backends held at one moment; `None` where the strategy does
 /// not use the backend or it could not be read (then `notes` says why).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

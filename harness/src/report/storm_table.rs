@@ -49,14 +49,10 @@ pub(crate) fn storm_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
                 ms(r.lateness_us.max),
                 r.lateness_us.count
             ),
-            match (r.storm_core_s, r.cancelled) {
-                (Some(core_s), n) if n > 0 => format!("{:.0} µs", core_s / n as f64 * 1e6),
-                _ => "-".into(),
-            },
-            match r.storm_core_s {
-                Some(core_s) if core_s > 0.0 => format!("{:.0}", r.cancelled as f64 / core_s),
-                _ => "-".into(),
-            },
+            r.us_per_cancel()
+                .map_or("-".into(), |us| format!("{us:.0} µs")),
+            r.cancels_per_core_s()
+                .map_or("-".into(), |c| format!("{c:.0}")),
             format!(
                 "{} / {} / {}",
                 p99_cell(&r.regular_before_us),

@@ -67,9 +67,7 @@ pub fn figures(s: &Summary) -> Vec<(&'static str, Option<f64>)> {
         ("storm_drain_s", s.storm.as_ref().and_then(|st| st.drain_s)),
         (
             "storm_us_per_cancel",
-            s.storm.as_ref().and_then(|st| {
-                (st.cancelled > 0).then_some(st.storm_core_s? * 1e6 / st.cancelled as f64)
-            }),
+            s.storm.as_ref().and_then(|st| st.us_per_cancel()),
         ),
     ]
 }
