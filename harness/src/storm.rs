@@ -42,8 +42,10 @@ pub struct Prepared {
     pub insert_s: f64,
     pub handoff_s: f64,
     pub handoff_errors: u64,
-    /// What the backends held once the hand-off ended.
+    /// What the backends held once the hand-off ended, and just before
+    /// the storm's orders went in.
     pub held: Holdings,
+    pub held_before: Holdings,
 }
 
 /// What the watch saw from the storm's instant on.
@@ -212,6 +214,7 @@ pub fn analyse(
         handoff_s: storm.handoff_s,
         handoff_errors: storm.handoff_errors,
         held: storm.held,
+        held_before: Some(storm.held_before),
         cancelled,
         pending_left: drain.pending_left.max(0) as u64,
         drain_s,
@@ -286,6 +289,7 @@ mod tests {
             handoff_s: 0.2,
             handoff_errors: 0,
             held: Holdings::default(),
+            held_before: Holdings::default(),
         }
     }
 

@@ -292,6 +292,20 @@ fn a_tiny_backlog_is_preloaded_held_and_survives_restarts() {
             database(0),
             database(1)
         );
+        // Read just before the backlog went in too, the instances running.
+        let before = &b["held_before"]["database_bytes"];
+        assert!(
+            before.as_u64().unwrap_or_else(|| panic!("{name}: {b:#}")) + 3000 * 50
+                <= held["database_bytes"].as_u64().unwrap(),
+            "{name}: {b:#}"
+        );
+        // Each backlog order reached one instance, through `schedule` only:
+        // none was reloaded from the database and handed over again.
+        if name == "timing-wheel" {
+            let counters = &summary["cost"]["strategy_counters"];
+            assert_eq!(counters["reloaded"], 0, "{counters:#}");
+            assert_eq!(counters["duplicate_schedules"], 0, "{counters:#}");
+        }
         match name {
             "redis-zset" => assert!(held["redis_members"].as_u64().unwrap() >= 3000, "{held:#}"),
             "rabbit-ttl" => assert!(
@@ -344,7 +358,8 @@ fn a_tiny_backlog_is_preloaded_held_and_survives_restarts() {
     assert!(rows("db-scan", 1) < 2.0 * rows("db-scan", 0) + 1.0);
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("## Holding a backlog"), "{report}");
-    // Each strategy's bytes per pending order, against its own step of 0.
+    // Each strategy's bytes per pending order, against what it held just
+    // before its backlog went in.
     let bytes = report
         .split("### Bytes per pending order")
         .nth(1)
@@ -357,7 +372,11 @@ fn a_tiny_backlog_is_preloaded_held_and_survives_restarts() {
         "rabbit-delayed",
     ] {
         assert!(
-            bytes.contains(&format!("| {name} | 3000 |")),
+            bytes.contains(&format!("| {name} | 3000 |"))
+                && bytes
+                    .lines()
+                    .any(|l| l.starts_with(&format!("| {name} | 3000 |"))
+                        && l.contains("just before it")),
             "{name} has no row: {bytes}"
         );
     }

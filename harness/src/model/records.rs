@@ -217,6 +217,11 @@ pub struct BacklogRecord {
     pub handoff_errors: u64,
     /// What the backends held once the hand-off ended.
     pub held: Holdings,
+    /// What they held just before the backlog went in (the instances
+    /// already running); absent in runs from before it was read, whose
+    /// backlog went in before the instances started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_before: Option<Holdings>,
     /// Instance 0, then each service the strategy uses, restarted in turn
     /// once the measured run was checked.
     pub recovery: Vec<Recovery>,
@@ -239,6 +244,9 @@ pub struct StormRecord {
     pub handoff_errors: u64,
     /// What the backends held before the storm (once the hand-off ended).
     pub held: Holdings,
+    /// What they held just before the storm's orders went in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_before: Option<Holdings>,
     /// Storm orders cancelled, and those still PENDING when the watch
     /// gave up (0 when it drained).
     pub cancelled: u64,
@@ -278,6 +286,12 @@ impl StormRecord {
         let core_s = self.storm_core_s.filter(|c| *c > 0.0)?;
         Some(self.cancelled as f64 / core_s)
     }
+
+    /// Bytes per storm order held before the instant.
+    pub fn bytes_per_order(&self) -> Option<BytesPerOrder> {
+        let before = self.held_before.as_ref().filter(|_| self.orders > 0)?;
+        Some(self.held.bytes_per_order(before, self.orders))
+    }
 }
 
 /// What the backends held at one moment; `None` where the strategy does
@@ -303,6 +317,72 @@ pub struct Holdings {
     pub database_bytes: Option<u64>,
     #[serde(default)]
     pub notes: Vec<String>,
+}
+
+impl Holdings {
+    /// What holding each of `orders` cost every backend: the growth from
+    /// `before` to `self` over `orders`, in bytes (see [`BytesPerOrder`]).
+    pub fn bytes_per_order(&self, before: &Holdings, orders: u64) -> BytesPerOrder {
+        let per = |now: Option<u64>, then: Option<u64>| match (now, then) {
+            (Some(a), Some(b)) if orders > 0 => Some((a as f64 - b as f64) / orders as f64),
+            _ => None,
+        };
+        // Comparable only when the same instances were read both times.
+        let workers = |h: &Holdings| {
+            (!h.worker_rss_kib.is_empty() && h.worker_rss_kib.len() == before.worker_rss_kib.len())
+                .then(|| h.worker_rss_kib.iter().sum::<u64>() * 1024)
+        };
+        BytesPerOrder {
+            workers: per(workers(self), workers(before)),
+            redis: per(self.redis_used_memory, before.redis_used_memory),
+            broker: per(self.broker_memory, before.broker_memory),
+            database: per(self.database_bytes, before.database_bytes),
+        }
+    }
+}
+
+/// Bytes per pending order, by where they are held: what a reading grew by
+/// from just before the orders went in to just after every instance had
+/// them, over their number. `None` where the strategy does not use the
+/// backend or a reading is missing. Redis and the broker are read
+/// server-wide, the workers' resident memory as the allocator keeps it: a
+/// negative or tiny figure is what else moved meanwhile.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BytesPerOrder {
+    /// Every instance's resident memory, summed: each order is scheduled
+    /// on one instance, so this is what one order costs the instance that
+    /// holds it.
+    pub workers: Option<f64>,
+    /// Redis `used_memory`.
+    pub redis: Option<f64>,
+    /// The broker's memory, the delayed-message store included.
+    pub broker: Option<f64>,
+    /// The namespace's tables and indexes (see `backlog::database_bytes`).
+    pub database: Option<f64>,
+}
+
+impl BytesPerOrder {
+    /// `(where, bytes)` for each backend that was read, in a fixed order.
+    pub fn parts(&self) -> Vec<(&'static str, f64)> {
+        [
+            ("database", self.database),
+            ("workers", self.workers),
+            ("Redis", self.redis),
+            ("broker", self.broker),
+        ]
+        .into_iter()
+        .filter_map(|(what, v)| v.map(|v| (what, v)))
+        .collect()
+    }
+}
+
+impl BacklogRecord {
+    /// Bytes per pending order of the backlog, when it had any and its
+    /// holdings were read before it went in.
+    pub fn bytes_per_order(&self) -> Option<BytesPerOrder> {
+        let before = self.held_before.as_ref().filter(|_| self.pending > 0)?;
+        Some(self.held.bytes_per_order(before, self.pending))
+    }
 }
 
 /// One restart with the backlog in place.

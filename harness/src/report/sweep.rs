@@ -6,7 +6,6 @@
 
 use super::plots::{self, markdown_links, Chart, Figure, RateLine, Section, SweepChart};
 use super::table::{self, run_facts};
-use crate::model::records::Holdings;
 use crate::model::run_info::RunInfo;
 use crate::model::summary::Status;
 use crate::model::sweep::{SweepResult, SweepStep};
@@ -253,9 +252,10 @@ fn mib(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / 1_048_576.0)
 }
 
-/// Bytes per pending order: what each backend held at a backlog of N
-/// beyond what it held at none, over N. A strategy without a step of 0 has
-/// no baseline and no row.
+/// Bytes per pending order: what each backend held with the backlog in
+/// place beyond what it held just before it went in, over its size. Steps
+/// from before that reading was taken compare with the same strategy's
+/// step of 0 instead (said in the row); without either, no row.
 fn bytes_per_pending_table(out: &mut String, result: &SweepResult) {
     let rows: Vec<String> = result
         .strategies
@@ -270,24 +270,19 @@ fn bytes_per_pending_table(out: &mut String, result: &SweepResult) {
                 .map(|b| &b.held);
             s.steps.iter().filter_map(move |st| {
                 let n = st.pending.filter(|n| *n > 0)?;
-                let (base, held) = (baseline?, &st.backlog.as_ref()?.held);
-                let per = |now: Option<u64>, then: Option<u64>| match (now, then) {
-                    (Some(a), Some(b)) => format!("{:.0}", (a as f64 - b as f64) / n as f64),
-                    _ => "-".into(),
+                let b = st.backlog.as_ref()?;
+                let (bytes, against) = match b.bytes_per_order() {
+                    Some(bytes) => (bytes, "just before it"),
+                    None => (b.held.bytes_per_order(baseline?, n), "the step of 0"),
                 };
-                let workers = |h: &Holdings| {
-                    (!h.worker_rss_kib.is_empty()).then(|| {
-                        let kib: u64 = h.worker_rss_kib.iter().sum();
-                        kib * 1024 / h.worker_rss_kib.len() as u64
-                    })
-                };
+                let cell = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
                 Some(format!(
-                    "| {} | {n} | {} | {} | {} | {} |",
+                    "| {} | {n} | {} | {} | {} | {} | {against} |",
                     s.strategy,
-                    per(workers(held), workers(base)),
-                    per(held.redis_used_memory, base.redis_used_memory),
-                    per(held.broker_memory, base.broker_memory),
-                    per(held.database_bytes, base.database_bytes),
+                    cell(bytes.workers),
+                    cell(bytes.redis),
+                    cell(bytes.broker),
+                    cell(bytes.database),
                 ))
             })
         })
@@ -298,20 +293,24 @@ fn bytes_per_pending_table(out: &mut String, result: &SweepResult) {
     let _ = writeln!(out, "\n### Bytes per pending order\n");
     let _ = writeln!(
         out,
-        "| strategy | pending | worker RSS (each, mean of the instances) | Redis used_memory | broker memory | database tables + indexes |"
+        "| strategy | pending | workers (all instances) | Redis used_memory | broker memory | database tables + indexes | compared with |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for row in rows {
         let _ = writeln!(out, "{row}");
     }
     let _ = writeln!(
         out,
-        "\nWhat the backend held with the backlog in place beyond what it held at a backlog of \
-         none (the same strategy's step of 0), over the backlog's size, in bytes. Server-wide \
-         figures (Redis, the broker) include whatever else moved between the two steps; a \
-         negative figure is such noise. Database: PostgreSQL's `pg_total_relation_size` of \
-         the namespace's tables, MariaDB's InnoDB estimate after `ANALYZE TABLE`, SQLite's \
-         pages; `-` when a step predates the reading."
+        "\nWhat the backend held with the backlog in place beyond what it held just before the \
+         backlog went in (or, in runs from before that reading, at the same strategy's step of \
+         0), over the backlog's size, in bytes. Workers: the instances' resident memory summed, \
+         each order being scheduled on one instance, as the allocator keeps it after the hand-off's \
+         burst (a strategy that holds nothing there shows that floor); in runs whose backlog went in before the \
+         instances started, every instance had reloaded all of it. Server-wide figures (Redis, \
+         the broker) include whatever else moved meanwhile; a negative figure is such noise. \
+         Database: PostgreSQL's `pg_total_relation_size` of the namespace's tables, MariaDB's \
+         InnoDB estimate after `ANALYZE TABLE`, SQLite's pages; `-` when a step predates the \
+         reading."
     );
 }
 

@@ -6,6 +6,7 @@
 
 use super::fault_table::fault_rows;
 use super::storm_table::storm_rows;
+use crate::model::records::BytesPerOrder;
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{Status, Summary};
 use strategies::checker::Anomalies;
@@ -369,6 +370,12 @@ pub(crate) fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
         let at = rows[0].len() - 1;
         rows[0].insert(at, "storm drain cancels/s".into());
     }
+    // A run that held orders (a backlog, a storm) shows what each cost.
+    let held = summaries.iter().any(|s| held_orders(s).is_some());
+    if held {
+        let at = rows[0].len() - 1;
+        rows[0].insert(at, "bytes / pending order".into());
+    }
     for s in summaries.iter().filter(|s| s.status == Status::Ok) {
         let mut row = vec![
             s.strategy.name().to_string(),
@@ -405,6 +412,9 @@ pub(crate) fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
         if storm {
             row.push(storm_drain_cell(s));
         }
+        if held {
+            row.push(bytes_per_order_cell(s));
+        }
         row.push(warnings_cell(s));
         rows.push(row);
     }
@@ -423,6 +433,35 @@ fn storm_drain_cell(s: &Summary) -> String {
             ),
             None => format!("not drained ({} of {} left)", r.pending_left, r.orders),
         },
+        None => "-".into(),
+    }
+}
+
+/// The orders `s` held whose footprint was read: its backlog's when it
+/// had one of some size, else its storm's; with how many, and what.
+fn held_orders(s: &Summary) -> Option<(BytesPerOrder, u64, &'static str)> {
+    let backlog = s
+        .backlog
+        .as_ref()
+        .and_then(|b| Some((b.bytes_per_order()?, b.pending, "backlog")));
+    backlog.or_else(|| {
+        let r = s.storm.as_ref()?;
+        Some((r.bytes_per_order()?, r.orders, "storm"))
+    })
+}
+
+/// Bytes per pending order by where they are held, with the orders they
+/// were read over; `-` when the run held none or predates the reading.
+fn bytes_per_order_cell(s: &Summary) -> String {
+    match held_orders(s) {
+        Some((bytes, n, what)) => {
+            let parts: Vec<String> = bytes
+                .parts()
+                .into_iter()
+                .map(|(at, b)| format!("{at} {b:.0}"))
+                .collect();
+            format!("{} ({what} of {n})", parts.join(" · "))
+        }
         None => "-".into(),
     }
 }
@@ -565,12 +604,20 @@ server: on PostgreSQL those of the canceller's own transactions (measured window
 the whole run's, server-wide and workload included, marked `(whole run)`; none on SQLite. On \
 PostgreSQL one transaction a second per instance is read and the rest estimated from them; a \
 single run shows the estimate's 95 % interval as `±`. Peak RSS of the largest instance. \
+`storm drain cancels/s` (with a `[storm]`): the storm's orders cancelled per second of its \
+drain. `bytes / pending order` (with a backlog or a storm): what each backend's reading grew by \
+from just before those orders went in to once every instance had them, over their number; \
+workers summed over the instances (each order is scheduled on one), their resident memory as \
+the allocator keeps it after the hand-off's burst: a strategy that holds nothing in its workers \
+(db-scan, db-timer) shows that floor, so read the others against it; Redis and the broker are \
+read server-wide, so what else moved meanwhile is in them. \
 The yes/no columns are the strategy's declared capabilities; the conformance suite runs a \
 check for each one declared yes (see `strategies/src/canceller.rs` for what it cannot check).";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::records::{BacklogRecord, Holdings, StormRecord};
     use crate::model::summary::{DatabaseInfo, MeasurementCost};
 
     /// A single run whose rows read were estimated from `probes` of 1 000
@@ -602,5 +649,54 @@ mod tests {
         );
         // Every transaction read: a count, not an estimate.
         assert_eq!(rows_read_cell(&sampled(1_000, 0.0), key), "4.0");
+    }
+
+    fn holdings(rss_kib: &[u64], database: u64, redis: Option<u64>) -> Holdings {
+        Holdings {
+            worker_rss_kib: rss_kib.to_vec(),
+            database_bytes: Some(database),
+            redis_used_memory: redis,
+            ..Holdings::default()
+        }
+    }
+
+    #[test]
+    fn bytes_per_pending_order_are_the_growth_over_the_orders_held() {
+        let mut s = sampled(1_000, 0.0);
+        assert_eq!(bytes_per_order_cell(&s), "-");
+        // 1 000 orders: the database grew 300 kB, the two workers 50 KiB
+        // each (102 400 B in all), Redis 120 kB.
+        s.backlog = Some(BacklogRecord {
+            pending: 1_000,
+            held_before: Some(holdings(&[10_000, 10_000], 1_000_000, Some(5_000_000))),
+            held: holdings(&[10_050, 10_050], 1_300_000, Some(5_120_000)),
+            ..BacklogRecord::default()
+        });
+        assert_eq!(
+            bytes_per_order_cell(&s),
+            "database 300 · workers 102 · Redis 120 (backlog of 1000)"
+        );
+        // A worker restarted in between (a third pid read) is not compared.
+        let b = s.backlog.as_mut().unwrap();
+        b.held.worker_rss_kib.push(9_000);
+        assert_eq!(
+            bytes_per_order_cell(&s),
+            "database 300 · Redis 120 (backlog of 1000)"
+        );
+        // A backlog of none, or one from before the reading, says nothing;
+        // the storm's orders then stand in.
+        let b = s.backlog.as_mut().unwrap();
+        b.held_before = None;
+        assert_eq!(bytes_per_order_cell(&s), "-");
+        s.storm = Some(StormRecord {
+            orders: 100,
+            held_before: Some(holdings(&[10_000], 1_000_000, None)),
+            held: holdings(&[10_010], 1_050_000, None),
+            ..StormRecord::default()
+        });
+        assert_eq!(
+            bytes_per_order_cell(&s),
+            "database 500 · workers 102 (storm of 100)"
+        );
     }
 }

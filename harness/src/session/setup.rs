@@ -63,25 +63,6 @@ impl SetUp {
         set_up: &mut Option<Box<dyn Canceller>>,
     ) -> Result<SetUp> {
         let mut bench = Bench::open(location, scenario).await?;
-        // The backlog goes into the database before any instance starts (a
-        // wheel reloads it on start), then to the instances through `schedule`.
-        let backlog = match &scenario.backlog {
-            // A backlog of 0 is measured too: the baseline of every holding
-            // and recovery figure.
-            Some(b) => {
-                let size = b.pending.first().copied().unwrap_or(0);
-                let (expire, insert_s) = backlog::insert(
-                    &bench.store,
-                    backlog::BACKLOG_FIRST_ID,
-                    size,
-                    b.after,
-                    scenario.stock.skus,
-                )
-                .await?;
-                Some((size, expire, insert_s))
-            }
-            None => None,
-        };
         // Setup runs on a connection of its own whose row counts are flushed
         // before the reading that starts the whole-run count: PostgreSQL
         // publishes a backend's counts up to 10 s late otherwise, and an index
@@ -131,19 +112,40 @@ impl SetUp {
             &options.redis_zset.url,
             location.resource_prefix(),
         );
-        let backlog = match backlog {
-            Some((size, expire, insert_s)) => Some(HeldBacklog {
-                record: BacklogRecord {
-                    pending: size,
-                    insert_s,
-                    handoff_s: backlog::hand_off(&pool, backlog::BACKLOG_FIRST_ID, size, expire)
-                        .await,
-                    handoff_errors: pool.schedule_errors(),
-                    held: backlog::holdings(&backends, &pool, &bench.store).await,
-                    ..BacklogRecord::default()
-                },
-                size,
-            }),
+        // The backlog, like the storm below, goes in once the instances run
+        // and reaches the strategy only through `schedule`, each order on
+        // one instance, as orders accumulate live. Written before the start,
+        // every wheel instance reloaded all of it (and was handed it again),
+        // so a backlog of N cost each worker N twice over. A backlog of 0 is
+        // measured too: the baseline of the holding and recovery figures.
+        let backlog = match &scenario.backlog {
+            Some(b) => {
+                let size = b.pending.first().copied().unwrap_or(0);
+                let held_before = backlog::holdings(&backends, &pool, &bench.store).await;
+                let (expire, insert_s) = backlog::insert(
+                    &bench.store,
+                    backlog::BACKLOG_FIRST_ID,
+                    size,
+                    b.after,
+                    scenario.stock.skus,
+                )
+                .await?;
+                let errors_before = pool.schedule_errors();
+                let handoff_s =
+                    backlog::hand_off(&pool, backlog::BACKLOG_FIRST_ID, size, expire).await;
+                Some(HeldBacklog {
+                    record: BacklogRecord {
+                        pending: size,
+                        insert_s,
+                        handoff_s,
+                        handoff_errors: pool.schedule_errors() - errors_before,
+                        held: backlog::holdings(&backends, &pool, &bench.store).await,
+                        held_before: Some(held_before),
+                        ..BacklogRecord::default()
+                    },
+                    size,
+                })
+            }
             None => None,
         };
         // The storm's orders go in once the instances run, due `lead` from
@@ -155,6 +157,7 @@ impl SetUp {
         let storm = match &scenario.storm {
             Some(s) => {
                 let orders = s.orders.first().copied().unwrap_or(0);
+                let held_before = backlog::holdings(&backends, &pool, &bench.store).await;
                 let (expire_at_us, insert_s) = backlog::insert(
                     &bench.store,
                     STORM_FIRST_ID,
@@ -173,6 +176,7 @@ impl SetUp {
                     handoff_s,
                     handoff_errors: pool.schedule_errors() - errors_before,
                     held: backlog::holdings(&backends, &pool, &bench.store).await,
+                    held_before,
                 })
             }
             None => None,
