@@ -52,6 +52,18 @@
 -define(FILE_NAME, "pending.dets").
 %% Writes applied to the file together at most.
 -define(BATCH, 2000).
+%% How far the file may fall behind ETS, in writes waiting in the store's
+%% mailbox, before publishers wait for it; and how often a publisher looks.
+%% Without the bound a burst of delayed publishes (a million in 20 s) ran
+%% hundreds of thousands of writes ahead of the file: a crash lost them all
+%% and a clean stop, draining them within the supervisor's shutdown time,
+%% was killed halfway and lost two thirds of them.
+-define(MAX_BEHIND, 20000).
+-define(CHECK_EVERY, 64).
+-define(CHECK_KEY, '$delaybench_delayed_inserts').
+%% How long a publisher waits for the file at most, ms; past it the
+%% publish goes on (the store is stuck or stopping, and the bound is lost).
+-define(WAIT_MS, 30000).
 
 -record(state, {file :: string(),
                 sync_ms :: non_neg_integer(),
@@ -59,7 +71,9 @@
                 dirty = false :: boolean(),
                 writes = 0 :: non_neg_integer(),
                 syncs = 0 :: non_neg_integer(),
-                last_sync_us = undefined :: undefined | integer()}).
+                last_sync_us = undefined :: undefined | integer(),
+                %% The most writes seen waiting in the mailbox.
+                max_behind = 0 :: non_neg_integer()}).
 
 start_link() ->
     gen_server:start_link({local, ?SERVER}, ?MODULE, [], []).
@@ -84,7 +98,38 @@ insert(XName, DelayMs, Msg) when is_integer(DelayMs), DelayMs > 0 ->
               "delayed message store (~s) is not running", [?MODULE])
     end,
     gen_server:cast(?SERVER, {persist, Key}),
+    ok = keep_up(),
     delaybench_delayed_scheduler:notify(Due).
+
+%% Every ?CHECK_EVERY inserts of a process, if more than ?MAX_BEHIND
+%% writes wait for the file, the publisher waits until the store has taken
+%% in every write cast before this call (the call is queued behind them):
+%% the channel, then the client, slow to what the file takes, as RabbitMQ's
+%% own flow control slows them to what a queue takes.
+keep_up() ->
+    N = case get(?CHECK_KEY) of undefined -> 0; C -> C end,
+    case N + 1 >= ?CHECK_EVERY of
+        false ->
+            put(?CHECK_KEY, N + 1),
+            ok;
+        true ->
+            put(?CHECK_KEY, 0),
+            case whereis(?SERVER) of
+                undefined ->
+                    ok;
+                Pid ->
+                    case erlang:process_info(Pid, message_queue_len) of
+                        {message_queue_len, L} when L > ?MAX_BEHIND ->
+                            try gen_server:call(Pid, caught_up, ?WAIT_MS) of
+                                ok -> ok
+                            catch
+                                exit:_ -> ok
+                            end;
+                        _ ->
+                            ok
+                    end
+            end
+    end.
 
 %% The key of the message due first, or '$end_of_table'.
 first() ->
@@ -161,6 +206,9 @@ file_path() ->
 
 init([]) ->
     process_flag(trap_exit, true),
+    %% A burst queues many writes here; kept off the heap, they are not
+    %% copied by every garbage collection of this process.
+    process_flag(message_queue_data, off_heap),
     File = file_path(),
     ok = filelib:ensure_dir(File),
     ok = open_dets(File),
@@ -199,9 +247,13 @@ open_dets(File) ->
 
 handle_call(sync, _From, S) ->
     {reply, ok, do_sync(S)};
+handle_call(caught_up, _From, S) ->
+    %% Every write cast before the call has been applied (see keep_up/0).
+    {reply, ok, S, timeout(S)};
 handle_call(info, _From, S = #state{file = File, sync_ms = SyncMs,
                                     writes = W, syncs = N,
-                                    last_sync_us = Last}) ->
+                                    last_sync_us = Last,
+                                    max_behind = Behind}) ->
     Reply = #{file => File,
               pending => count(),
               on_disk => dets:info(?DETS, size),
@@ -209,7 +261,8 @@ handle_call(info, _From, S = #state{file = File, sync_ms = SyncMs,
               sync_interval_ms => SyncMs,
               writes => W,
               syncs => N,
-              last_sync_us => Last},
+              last_sync_us => Last,
+              max_behind => Behind},
     {reply, Reply, S, timeout(S)};
 handle_call({import, Recs}, _From, S) ->
     New = [R || R = #delaybench_delayed_message{key = K} <- Recs,
@@ -223,10 +276,12 @@ handle_call({import, Recs}, _From, S) ->
 handle_call(_Req, _From, S) ->
     {reply, {error, unknown_call}, S, timeout(S)}.
 
-handle_cast(Msg, S) ->
+handle_cast(Msg, S = #state{max_behind = Max}) ->
+    {message_queue_len, Behind} = erlang:process_info(self(), message_queue_len),
     %% Take this write and those waiting behind it as one batch: one
     %% dets:insert/2 of many records costs far less than many of one.
-    S1 = apply_writes(take_batch([Msg], ?BATCH - 1), S),
+    S1 = apply_writes(take_batch([Msg], ?BATCH - 1),
+                      S#state{max_behind = max(Max, Behind)}),
     {noreply, S1, timeout(S1)}.
 
 handle_info({timeout, Ref, sync}, S = #state{timer = Ref}) ->

@@ -808,3 +808,79 @@ async fn pending_messages_survive_a_broker_app_restart() {
         .expect("delete exchange");
     let _ = conn.close(200, "done".into()).await;
 }
+
+/// `rabbitmqctl [-n node] eval expr`'s output, panicking if it fails.
+async fn rabbitmqctl_eval(expr: &str) -> String {
+    let mut args = rabbitmqctl_node_args();
+    args.extend(["eval".to_owned(), expr.to_owned()]);
+    let out = tokio::task::spawn_blocking(move || Command::new("rabbitmqctl").args(&args).output())
+        .await
+        .expect("join")
+        .expect("run rabbitmqctl");
+    assert!(out.status.success(), "rabbitmqctl eval {expr}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// The store's file may fall behind its RAM table by this many writes
+/// (`MAX_BEHIND` in `delaybench_delayed_store.erl`), plus what publishers
+/// add between two looks.
+const MAX_BEHIND: u64 = 20_000;
+const BEHIND_SLACK: u64 = 2_000;
+
+#[tokio::test]
+async fn a_burst_of_delayed_publishes_waits_for_the_file_instead_of_running_ahead() {
+    // Alone on the broker: the store's high-water mark is node-wide.
+    let _exclusive = BROKER.write().await;
+    let b = Broker::new().await;
+    let x = b.delayed_exchange("direct").await;
+    b.ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .expect("confirm.select");
+    // Far more, and faster, than the file takes (about 5 000-15 000 writes
+    // a second here): without the bound the mailbox ran tens of thousands
+    // of writes ahead, and a clean stop of a million-message burst was
+    // killed halfway through writing them.
+    let burst = 3 * MAX_BEHIND;
+    let body = "x".repeat(200);
+    let mut confirms = Vec::with_capacity(burst as usize);
+    for _ in 0..burst {
+        confirms.push(
+            b.ch.basic_publish(
+                x.as_str().into(),
+                "none".into(),
+                BasicPublishOptions::default(),
+                body.as_bytes(),
+                BasicProperties::default().with_headers(delay_headers(3_600_000)),
+            )
+            .await
+            .expect("publish"),
+        );
+    }
+    for c in confirms {
+        c.await.expect("confirm");
+    }
+    let info = rabbitmqctl_eval(
+        "I = delaybench_delayed_store:info(), io:format(\"~b ~b~n\", \
+         [maps:get(max_behind, I), delaybench_delayed_store:count()]).",
+    )
+    .await;
+    let numbers: Vec<u64> = info
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    // Deleting the exchange purges its pending messages, first: a failed
+    // check must not leave them due an hour later.
+    b.ch.exchange_delete(x.as_str().into(), ExchangeDeleteOptions::default())
+        .await
+        .expect("delete");
+    b.close().await;
+    let (behind, pending) = (numbers[0], numbers[1]);
+    assert!(
+        pending >= burst,
+        "{pending} pending after {burst} confirmed"
+    );
+    assert!(
+        behind <= MAX_BEHIND + BEHIND_SLACK,
+        "the file fell {behind} writes behind (bound {MAX_BEHIND})"
+    );
+}
