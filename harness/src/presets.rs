@@ -36,6 +36,7 @@ pub const PRESETS: &[Preset] = presets!(
     "backlog",
     "backlog-1m",
     "storm",
+    "storm-sweep",
     "redis-cluster",
     "rabbitmq-cluster",
     "rabbitmq-cluster-classic",

@@ -126,7 +126,7 @@ fn every_strategy_drains_a_tiny_storm_and_the_report_says_how_fast() {
 }
 
 #[test]
-fn several_storm_sizes_and_a_storm_sweep_are_refused_naming_the_field() {
+fn a_run_with_several_storm_sizes_and_a_sweep_of_storm_and_backlog_are_refused_naming_the_fields() {
     let out = common::Scratch::new();
     let file = out.path().join("storms.toml");
     std::fs::write(
@@ -145,11 +145,16 @@ fn several_storm_sizes_and_a_storm_sweep_are_refused_naming_the_field() {
     ]);
     let stderr = common::stderr(&o);
     assert!(
-        !o.status.success() && stderr.contains("storm.orders"),
+        !o.status.success() && stderr.contains("storm.orders") && stderr.contains("sweep"),
         "{stderr}"
     );
+    // A sweep varies one thing: a storm and a backlog together are refused.
     let file = out.path().join("storm.toml");
-    std::fs::write(&file, STORM).unwrap();
+    std::fs::write(
+        &file,
+        format!("{STORM}\n[backlog]\npending = [0, 100]\nafter = \"1h\"\n"),
+    )
+    .unwrap();
     let o = delaybench(&[
         "sweep",
         "--scenario",
@@ -161,7 +166,7 @@ fn several_storm_sizes_and_a_storm_sweep_are_refused_naming_the_field() {
     ]);
     let stderr = common::stderr(&o);
     assert!(
-        !o.status.success() && stderr.contains("field `storm`"),
+        !o.status.success() && stderr.contains("`storm`") && stderr.contains("`backlog`"),
         "{stderr}"
     );
     // Nothing was left behind: no run folder for either.
@@ -169,4 +174,78 @@ fn several_storm_sizes_and_a_storm_sweep_are_refused_naming_the_field() {
         let e = e.unwrap();
         e.file_type().unwrap().is_file()
     }));
+}
+
+#[test]
+fn a_storm_sweep_runs_one_step_per_size_and_reports_each_drain() {
+    let out = common::Scratch::new();
+    let file = out.path().join("storm-sweep.toml");
+    std::fs::write(
+        &file,
+        STORM.replace("orders = [2000]", "orders = [300, 1200]"),
+    )
+    .unwrap();
+    let strategies = ["db-scan", "redis-zset"];
+    let o = delaybench(&[
+        "sweep",
+        "--scenario",
+        file.to_str().unwrap(),
+        "--strategies",
+        &strategies.join(","),
+        "--db",
+        &pg(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let dir = run_dir_of(&o);
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(result["axis"], "storm");
+    let swept: Vec<&str> = result["strategies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["strategy"].as_str().unwrap())
+        .collect();
+    // No ceiling in a storm sweep: it measures drains, not a rate to divide.
+    assert_eq!(swept, strategies);
+    for s in result["strategies"].as_array().unwrap() {
+        let name = s["strategy"].as_str().unwrap();
+        let steps = s["steps"].as_array().unwrap();
+        let sizes: Vec<u64> = steps
+            .iter()
+            .map(|st| st["storm_orders"].as_u64().unwrap())
+            .collect();
+        assert_eq!(sizes, [300, 1200], "{name}");
+        for (st, n) in steps.iter().zip([300u64, 1200]) {
+            let storm = &st["storm"];
+            assert_eq!(storm["orders"], n, "{name}");
+            assert_eq!(storm["cancelled"], n, "{name}: {storm:#}");
+            assert_eq!(st["anomalies"], 0, "{name}: {st:#}");
+            assert!(st["folder"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("storm-{n}")));
+        }
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let section = report
+        .split("## Draining a deadline storm, by its size")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no storm table: {report}"));
+    for name in strategies {
+        for n in [300, 1200] {
+            assert!(
+                section
+                    .lines()
+                    .any(|l| l.starts_with(&format!("| {name} | "))
+                        && l.contains(&format!("| {n} at "))),
+                "{name} {n}: {section}"
+            );
+        }
+    }
+    common::assert_plot_files(&dir, &["storm-drain", "storm"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("cancels/s"), "{stdout}");
 }

@@ -15,8 +15,9 @@ use strategies::registry::Variant;
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SweepResult {
     pub run_id: String,
-    /// What the steps vary: `rate` (offered orders/s) or `pending` (the
-    /// `[backlog]` size, at the scenario's rate).
+    /// What the steps vary: `rate` (offered orders/s), `pending` (the
+    /// `[backlog]` size) or `storm` (the `[storm]` size), the last two at
+    /// the scenario's rate.
     #[serde(default = "rate_axis")]
     pub axis: String,
     /// `discover` (double, then bisect) or `list` (`[sweep] rates`).
@@ -85,6 +86,11 @@ pub struct SweepStep {
     pub pending: Option<u64>,
     #[serde(default)]
     pub backlog: Option<super::records::BacklogRecord>,
+    /// The storm's size (the `storm` axis), and what draining it took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storm_orders: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storm: Option<super::records::StormRecord>,
     pub holds: bool,
     /// Why it does not hold, one criterion each; empty when it holds.
     pub reasons: Vec<String>,

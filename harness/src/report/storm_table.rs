@@ -6,6 +6,7 @@
 use crate::model::lateness::LatenessStats;
 use crate::model::records::{Holdings, StormRecord};
 use crate::model::summary::{Status, Summary};
+use crate::model::sweep::SweepResult;
 
 /// The storm table (`None` when no strategy ran one).
 pub(crate) fn storm_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
@@ -17,56 +18,95 @@ pub(crate) fn storm_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
     if ran.is_empty() {
         return None;
     }
-    let header = [
-        "strategy",
-        "storm orders, due at",
-        "drained in",
-        "cancels/s",
-        "storm lateness p50 / p99 / max",
-        "storm CPU per cancel",
-        "cancels per core-second",
-        "regular p99: before / during / after",
-        "regular back to normal",
-        "held before the storm",
-    ];
-    let mut out = vec![header.map(String::from).to_vec()];
+    let mut out = vec![HEADER.map(String::from).to_vec()];
     for (s, r) in ran {
-        out.push(vec![
-            s.strategy.name().to_string(),
-            due_cell(r),
-            match r.drain_s {
-                Some(d) => format!("{d:.2} s"),
-                None => format!(
-                    "**not drained**: {} of {} cancelled, {} left PENDING",
-                    r.cancelled, r.orders, r.pending_left
-                ),
-            },
-            r.cancels_per_s.map_or("-".into(), |c| format!("{c:.0}")),
-            format!(
-                "{} / {} / {} ms (n={})",
-                ms(r.lateness_us.p50),
-                ms(r.lateness_us.p99),
-                ms(r.lateness_us.max),
-                r.lateness_us.count
-            ),
-            r.us_per_cancel()
-                .map_or("-".into(), |us| format!("{us:.0} µs")),
-            r.cancels_per_core_s()
-                .map_or("-".into(), |c| format!("{c:.0}")),
-            format!(
-                "{} / {} / {}",
-                p99_cell(&r.regular_before_us),
-                p99_cell(&r.regular_during_us),
-                p99_cell(&r.regular_after_us)
-            ),
-            match r.recovery_s {
-                Some(s) => format!("{s:.0} s after the instant"),
-                None => "**not within the run**".into(),
-            },
-            held_cell(&r.held),
-        ]);
+        let mut row = vec![s.strategy.name().to_string()];
+        row.extend(storm_cells(r));
+        out.push(row);
     }
     Some(out)
+}
+
+/// A storm sweep's table: per strategy and storm size, whether the step
+/// held (linked to its summary) and the storm table's cells; `None` when
+/// no step ran a storm.
+pub(crate) fn storm_sweep_rows(result: &SweepResult) -> Option<Vec<Vec<String>>> {
+    let mut header = HEADER.map(String::from).to_vec();
+    header.insert(1, "holds".into());
+    let mut out = vec![header];
+    for s in &result.strategies {
+        if s.status != Status::Ok {
+            let mut row = vec![s.strategy.name().to_string(), s.status.as_str().to_string()];
+            row.push(s.reason.clone().unwrap_or_default().replace('|', "\\|"));
+            row.resize(out[0].len(), String::new());
+            out.push(row);
+            continue;
+        }
+        for st in &s.steps {
+            let Some(r) = &st.storm else { continue };
+            let mut row = vec![
+                s.strategy.name().to_string(),
+                format!(
+                    "[{}]({}/summary.json)",
+                    if st.holds { "yes" } else { "**no**" },
+                    st.folder
+                ),
+            ];
+            row.extend(storm_cells(r));
+            out.push(row);
+        }
+    }
+    (out.len() > 1).then_some(out)
+}
+
+const HEADER: [&str; 10] = [
+    "strategy",
+    "storm orders, due at",
+    "drained in",
+    "cancels/s",
+    "storm lateness p50 / p99 / max",
+    "storm CPU per cancel",
+    "cancels per core-second",
+    "regular p99: before / during / after",
+    "regular back to normal",
+    "held before the storm",
+];
+
+/// Every cell of a storm's row past the strategy's name.
+fn storm_cells(r: &StormRecord) -> Vec<String> {
+    vec![
+        due_cell(r),
+        match r.drain_s {
+            Some(d) => format!("{d:.2} s"),
+            None => format!(
+                "**not drained**: {} of {} cancelled, {} left PENDING",
+                r.cancelled, r.orders, r.pending_left
+            ),
+        },
+        r.cancels_per_s.map_or("-".into(), |c| format!("{c:.0}")),
+        format!(
+            "{} / {} / {} ms (n={})",
+            ms(r.lateness_us.p50),
+            ms(r.lateness_us.p99),
+            ms(r.lateness_us.max),
+            r.lateness_us.count
+        ),
+        r.us_per_cancel()
+            .map_or("-".into(), |us| format!("{us:.0} µs")),
+        r.cancels_per_core_s()
+            .map_or("-".into(), |c| format!("{c:.0}")),
+        format!(
+            "{} / {} / {}",
+            p99_cell(&r.regular_before_us),
+            p99_cell(&r.regular_during_us),
+            p99_cell(&r.regular_after_us)
+        ),
+        match r.recovery_s {
+            Some(s) => format!("{s:.0} s after the instant"),
+            None => "**not within the run**".into(),
+        },
+        held_cell(&r.held),
+    ]
 }
 
 /// The storm's size and instant, with how long its insert and hand-off

@@ -41,7 +41,12 @@ pub fn write(run_dir: &Path, result: &SweepResult) -> Result<()> {
 
 /// The sweep's plots.
 fn figures(result: &SweepResult) -> Vec<Figure> {
-    let x_of = |st: &SweepStep| st.pending.map(|n| n as f64).unwrap_or(st.rate);
+    let x_of = |st: &SweepStep| {
+        st.pending
+            .or(st.storm_orders)
+            .map(|n| n as f64)
+            .unwrap_or(st.rate)
+    };
     let lateness = lines(result, |st| {
         (st.cancels > 0).then(|| {
             (
@@ -52,6 +57,38 @@ fn figures(result: &SweepResult) -> Vec<Figure> {
         })
     });
     let bound = Some((result.bound_ms, format!("bound {} ms", result.bound_ms)));
+    if result.axis == "storm" {
+        let drain = lines(result, |st| {
+            let rate = st.storm.as_ref()?.cancels_per_s?;
+            Some((x_of(st), rate, rate))
+        });
+        return vec![
+            Figure {
+                name: "storm-drain",
+                title: "storm drain rate against storm size".into(),
+                section: Section::Sweep,
+                chart: Chart::Sweep(SweepChart {
+                    caption: "Storm orders cancelled per second of the drain, against the storm's size (log scales)",
+                    x_desc: "orders due in the one instant (x: a step that did not hold)",
+                    y_desc: "storm cancels/s",
+                    bound: None,
+                    lines: drain,
+                }),
+            },
+            Figure {
+                name: "storm",
+                title: "p50 and p99 lateness against storm size".into(),
+                section: Section::Sweep,
+                chart: Chart::Sweep(SweepChart {
+                    caption: "The regular orders' lateness at commit against the storm's size (p99 solid, p50 thin; log scales)",
+                    x_desc: "orders due in the one instant (x: a step that did not hold)",
+                    y_desc: "lateness (ms)",
+                    bound,
+                    lines: lateness,
+                }),
+            },
+        ];
+    }
     if result.axis != "pending" {
         return vec![Figure {
             name: "sweep",
@@ -196,6 +233,18 @@ pub fn markdown(info: &RunInfo, result: &SweepResult, figures: &[Figure]) -> Str
                     .collect::<Vec<_>>()
                     .join(", ")
             )
+        } else if let Some(st) = sc.storm.as_ref().filter(|_| result.axis == "storm") {
+            format!(
+                "at {} orders/s, each step with a deadline storm of {} orders (one step each), \
+                 all due in one instant {} after the load's first order",
+                rate(sc.rate),
+                st.orders
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                humantime::format_duration(st.at)
+            )
         } else if result.mode == "discover" {
             format!(
                 "rates discovered: from {} orders/s doubling until a step fails (at most {}), then {} bisections",
@@ -237,11 +286,13 @@ pub fn markdown(info: &RunInfo, result: &SweepResult, figures: &[Figure]) -> Str
          **max sustainable rate** is the highest rate that held with every lower step holding.",
         result.bound_ms, result.keep_up_ms
     );
-    if result.axis == "pending" {
-        backlog_tables(&mut out, result);
-    } else {
-        let _ = writeln!(out, "- {}", ceiling_line(result));
-        rate_tables(&mut out, result);
+    match result.axis.as_str() {
+        "pending" => backlog_tables(&mut out, result),
+        "storm" => storm_tables(&mut out, result),
+        _ => {
+            let _ = writeln!(out, "- {}", ceiling_line(result));
+            rate_tables(&mut out, result);
+        }
     }
     let _ = writeln!(out, "\n{}", markdown_links(figures, Section::Sweep));
     step_tables(&mut out, result);
@@ -312,6 +363,21 @@ fn bytes_per_pending_table(out: &mut String, result: &SweepResult) {
          InnoDB estimate after `ANALYZE TABLE`, SQLite's pages; `-` when a step predates the \
          reading."
     );
+}
+
+/// The storm sweep's table: per strategy and storm size, the drain and
+/// what the regular orders saw (see `storm_table`).
+fn storm_tables(out: &mut String, result: &SweepResult) {
+    let _ = writeln!(out, "\n## Draining a deadline storm, by its size\n");
+    match super::storm_table::storm_sweep_rows(result) {
+        Some(rows) => {
+            super::markdown::table(out, &rows);
+            let _ = writeln!(out, "{}", super::storm_table::STORM_NOTES);
+        }
+        None => {
+            let _ = writeln!(out, "No step ran its storm.");
+        }
+    }
 }
 
 /// The backlog sweep's table: per strategy and size, what the preload
@@ -627,6 +693,40 @@ fn step_tables(out: &mut String, result: &SweepResult) {
 /// step's hand-off and recovery times).
 pub fn terminal_table(result: &SweepResult) -> String {
     let strings = |cells: &[&str]| cells.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+    if result.axis == "storm" {
+        let header = strings(&[
+            "strategy",
+            "storm",
+            "holds",
+            "drained s",
+            "cancels/s",
+            "regular p99 during ms",
+        ]);
+        let mut rows = Vec::new();
+        for s in &result.strategies {
+            if s.status != Status::Ok {
+                rows.push(vec![
+                    s.strategy.name().to_string(),
+                    s.status.as_str().to_string(),
+                ]);
+            }
+            for st in &s.steps {
+                let r = st.storm.as_ref();
+                rows.push(vec![
+                    s.strategy.name().to_string(),
+                    st.storm_orders.unwrap_or(0).to_string(),
+                    if st.holds { "yes" } else { "NO" }.to_string(),
+                    r.and_then(|r| r.drain_s)
+                        .map_or("not drained".into(), |d| format!("{d:.2}")),
+                    r.and_then(|r| r.cancels_per_s)
+                        .map_or("-".into(), |c| format!("{c:.0}")),
+                    r.filter(|r| r.regular_during_us.count > 0)
+                        .map_or("-".into(), |r| table::ms(r.regular_during_us.p99)),
+                ]);
+            }
+        }
+        return super::text_table::render(&header, &rows);
+    }
     if result.axis == "pending" {
         let header = strings(&[
             "strategy",

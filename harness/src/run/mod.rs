@@ -39,7 +39,8 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
     if let Some(st) = scenario.storm.as_ref().filter(|s| s.orders.len() > 1) {
         anyhow::bail!(
             "field `storm.orders` lists {} sizes; `delaybench run` measures one storm \
-             (`orders = [{}]`): run once per size (a storm sweep is not built yet)",
+             (`orders = [{}]`), and `delaybench sweep --scenario ...` runs one step per size \
+             (the preset `storm-sweep`)",
             st.orders.len(),
             st.orders[0]
         );

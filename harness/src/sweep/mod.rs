@@ -32,7 +32,7 @@ use crate::run::folder::{new_run_dir, start_run_info};
 use anyhow::Result;
 use discovery::next_rate;
 use std::path::PathBuf;
-use step::StepContext;
+use step::{Size, StepContext};
 use strategies::registry::{Role, Variant, STRATEGIES};
 use strategies::DbServer;
 
@@ -55,23 +55,28 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
         "fields `measure.commit-times` and `measure.schedule-times` must stay true for \
          `delaybench sweep`: it judges every step by the lateness at commit and the schedule path"
     );
-    // Every step of a rate sweep would carry the same storm: not what a
-    // storm sweep over sizes means, and not built yet.
+    // A sweep varies one thing: the rate, the backlog or the storm.
     anyhow::ensure!(
-        scenario.storm.is_none(),
-        "field `storm` is for `delaybench run` (one size per run); `delaybench sweep` does not \
-         sweep storms yet"
+        scenario.storm.is_none() || scenario.backlog.is_none(),
+        "fields `storm` and `backlog` are both set: `delaybench sweep` varies one of them (their \
+         sizes: `storm.orders`, `backlog.pending`); drop the other"
     );
     anyhow::ensure!(
         !scenario.measure.unmeasured_twin,
         "field `measure.unmeasured-twin` is for `delaybench run`; a sweep does not run twins"
     );
     let mut variants = args.common.selected()?;
-    // The yardstick first, whatever was asked, in a rate sweep. A backlog
-    // sweep leaves it out: it holds its schedule in memory and reloads
-    // nothing, so it has no recovery to compare.
+    // The yardstick first, whatever was asked, in a rate sweep. A sweep
+    // over sizes leaves it out: it holds its schedule in memory and reloads
+    // nothing (no recovery to compare), and a storm sweep measures each
+    // cancel path's drain, not a rate to divide.
     variants.retain(|v| v.info.role != Role::Baseline);
-    if scenario.backlog.is_none() {
+    let sizes: Option<Vec<Size>> = match (&scenario.backlog, &scenario.storm) {
+        (Some(b), _) => Some(b.pending.iter().map(|n| Size::Pending(*n)).collect()),
+        (_, Some(s)) => Some(s.orders.iter().map(|n| Size::Storm(*n)).collect()),
+        _ => None,
+    };
+    if sizes.is_none() {
         let baselines = STRATEGIES.iter().filter(|s| s.role == Role::Baseline);
         variants.splice(0..0, baselines.map(Variant::plain));
     }
@@ -91,11 +96,18 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
     .await?
     .write(&run_dir)?;
     let config = &scenario.sweep;
-    // With a `[backlog]`, the steps are its sizes at the scenario's rate.
-    let sizes: Option<Vec<u64>> = scenario.backlog.as_ref().map(|b| b.pending.clone());
+    // With a `[backlog]` or a `[storm]`, the steps are its sizes at the
+    // scenario's rate.
     let mut result = SweepResult {
         run_id: run_id.clone(),
-        axis: if sizes.is_some() { "pending" } else { "rate" }.to_string(),
+        axis: if scenario.storm.is_some() {
+            "storm"
+        } else if scenario.backlog.is_some() {
+            "pending"
+        } else {
+            "rate"
+        }
+        .to_string(),
         mode: if config.rates.is_empty() && sizes.is_none() {
             "discover"
         } else {
@@ -147,10 +159,10 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
             None => config.rates.first().copied(),
         };
         while let Some(rate) = next {
-            let pending = sizes
+            let size = sizes
                 .as_ref()
                 .map(|s| s[result.strategies[index].steps.len()]);
-            let (step, summary) = ctx.repeated_step(*variant, rate, pending).await?;
+            let (step, summary) = ctx.repeated_step(*variant, rate, size).await?;
             eprintln!("delaybench: {}", step_line(name, &step));
             let this = &mut result.strategies[index];
             if summary.status != Status::Ok && this.steps.is_empty() {
@@ -285,9 +297,20 @@ fn step_line(name: &str, s: &SweepStep) -> String {
     format!(
         "{name} at {} orders/s{}: {} (n={} p50 {} p99 {}, lag p99 {:.1} ms{}){}{}",
         s.rate,
-        s.pending
-            .map(|n| format!(" holding {n} pending"))
-            .unwrap_or_default(),
+        match (s.pending, s.storm_orders) {
+            (Some(n), _) => format!(" holding {n} pending"),
+            (_, Some(n)) => format!(
+                " with a storm of {n}{}",
+                s.storm
+                    .as_ref()
+                    .map(|r| match r.drain_s {
+                        Some(d) => format!(" drained in {d:.2} s"),
+                        None => format!(" NOT drained ({} left)", r.pending_left),
+                    })
+                    .unwrap_or_default()
+            ),
+            _ => String::new(),
+        },
         if s.holds { "holds" } else { "FAILS" },
         s.cancels,
         ms(s.p50_us),

@@ -1,6 +1,6 @@
-//! One step of a sweep: one strategy at one rate (or holding one backlog),
-//! a whole run in its own namespace, judged; repeated, and run again when
-//! only the shared host stalled.
+//! One step of a sweep: one strategy at one rate (or holding one backlog,
+//! or draining one storm), a whole run in its own namespace, judged;
+//! repeated, and run again when only the shared host stalled.
 
 use crate::model::summary::{Status, Summary};
 use crate::model::sweep::{self, SweepStep};
@@ -13,6 +13,14 @@ use std::path::{Path, PathBuf};
 use strategies::checker::Anomaly;
 use strategies::registry::Variant;
 use strategies::{DbLocation, DbServer};
+
+/// What a step of a sweep over sizes varies: the backlog held (the
+/// `pending` axis) or the orders of the storm (the `storm` axis).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Size {
+    Pending(u64),
+    Storm(u64),
+}
 
 /// What every step of a sweep shares.
 pub(super) struct StepContext<'a> {
@@ -32,15 +40,15 @@ impl StepContext<'_> {
         &self,
         variant: Variant,
         rate: f64,
-        pending: Option<u64>,
+        size: Option<Size>,
     ) -> Result<(SweepStep, Summary)> {
         if self.repeat == 1 {
-            return self.step(variant, rate, pending, None).await;
+            return self.step(variant, rate, size, None).await;
         }
         let mut steps = Vec::new();
         let mut first = None;
         for k in 1..=self.repeat {
-            let (step, summary) = self.step(variant, rate, pending, Some(k)).await?;
+            let (step, summary) = self.step(variant, rate, size, Some(k)).await?;
             let stop = summary.status != Status::Ok;
             first.get_or_insert(summary);
             steps.push(step);
@@ -54,7 +62,7 @@ impl StepContext<'_> {
         ))
     }
 
-    /// One strategy at one rate (holding `pending` backlog orders): a
+    /// One strategy at one rate (holding a backlog, or draining a storm, of `size`): a
     /// whole run, judged; run again, up to [`sweep::HARNESS_STALL_RETRIES`]
     /// times, while it failed only on a harness stall
     /// ([`sweep::harness_stalled`]). A stalled attempt's folder is kept
@@ -63,14 +71,14 @@ impl StepContext<'_> {
         &self,
         variant: Variant,
         rate: f64,
-        pending: Option<u64>,
+        size: Option<Size>,
         repetition: Option<u32>,
     ) -> Result<(SweepStep, Summary)> {
         let mut stalled = Vec::new();
         loop {
             let attempt = stalled.len() as u32;
             let (mut step, summary, dir) = self
-                .attempt(variant, rate, pending, repetition, attempt)
+                .attempt(variant, rate, size, repetition, attempt)
                 .await?;
             let keep_up = self.scenario.sweep.keep_up.as_micros() as u64;
             if attempt < sweep::HARNESS_STALL_RETRIES
@@ -106,18 +114,21 @@ impl StepContext<'_> {
         &self,
         variant: Variant,
         rate: f64,
-        pending: Option<u64>,
+        size: Option<Size>,
         repetition: Option<u32>,
         attempt: u32,
     ) -> Result<(SweepStep, Summary, PathBuf)> {
         let mut scenario = self.scenario.clone();
         scenario.rate = rate;
-        if let (Some(b), Some(n)) = (&mut scenario.backlog, pending) {
-            b.pending = vec![n];
+        match (size, &mut scenario.backlog, &mut scenario.storm) {
+            (Some(Size::Pending(n)), Some(b), _) => b.pending = vec![n],
+            (Some(Size::Storm(n)), _, Some(s)) => s.orders = vec![n],
+            _ => {}
         }
         let plan = workload::plan(&scenario);
-        let mut point = match pending {
-            Some(n) => format!("pending-{n}"),
+        let mut point = match size {
+            Some(Size::Pending(n)) => format!("pending-{n}"),
+            Some(Size::Storm(n)) => format!("storm-{n}"),
             None => format!("rate-{}", rate.to_string().replace('.', "_")),
         };
         let name = variant.name();
@@ -153,8 +164,16 @@ impl StepContext<'_> {
         let arrivals_s = (scenario.warmup + scenario.duration).as_secs_f64();
         let step = SweepStep {
             rate,
-            pending,
+            pending: match size {
+                Some(Size::Pending(n)) => Some(n),
+                _ => None,
+            },
             backlog: summary.backlog.clone(),
+            storm_orders: match size {
+                Some(Size::Storm(n)) => Some(n),
+                _ => None,
+            },
+            storm: summary.storm.clone(),
             holds: reasons.is_empty(),
             reasons,
             folder,
