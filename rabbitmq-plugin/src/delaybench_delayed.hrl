@@ -8,12 +8,11 @@
 -define(HDR_DELAY, <<"x-delay">>).
 
 %% Pending messages: an ETS ordered_set in RAM (public, owned by
-%% delaybench_delayed_store) and a DETS file on disk, both of
+%% delaybench_delayed_store) and a journal on disk (disk_log) of
 %% #delaybench_delayed_message{} records. The ETS name differs from the
 %% Mnesia table of plugin versions before 0.2.0, which on RabbitMQ 3.x is
 %% also a named ETS table and may still exist.
 -define(ETS, delaybench_delayed_pending).
--define(DETS, delaybench_delayed_pending).
 
 -record(delaybench_delayed_message,
         {key,      %% {DueMicros, Seq, Guid}: wall-clock due time in
