@@ -235,6 +235,15 @@ pub trait Canceller: Send + Sync + std::fmt::Debug {
         StrategyCounters::new()
     }
 
+    /// Whether the instance has finished starting and holds what it must
+    /// before new work reaches it (a timing wheel: every PENDING order,
+    /// reloaded as `run` starts). A worker reports itself ready only then,
+    /// so an order written after the report reaches the instance through
+    /// `schedule` alone, never also through its reload.
+    fn started(&self) -> bool {
+        true
+    }
+
     /// What this instance does among the strategy's instances right now.
     /// A fault aimed at "the instance that does the work" (a kill, a
     /// pause) that lands on a standby is reported as having missed its

@@ -161,6 +161,11 @@ pub async fn worker_main() -> Result<()> {
             move |id, created| state.scheduled(id, created),
         ))
     });
+    // A wheel reloads PENDING orders as `run` starts: ready only after
+    // that, so a backlog written next reaches it through `schedule` alone.
+    while !canceller.started() && !run.is_finished() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let mut out = tokio::io::stdout();
     out.write_all(b"{\"ready\":true}\n").await?;
     out.flush().await?;

@@ -5,8 +5,9 @@
 //!
 //! The session, in order:
 //! 1. the scenario's `before-each-strategy` command, if any;
-//! 2. [`setup`]: the schema and a backlog, the strategy set up (the teardown
-//!    armed first), its instances running;
+//! 2. [`setup`]: the schema, the strategy set up (the teardown armed
+//!    first), its instances running (a wheel's reload done), then a backlog
+//!    and a storm written and handed to them through `schedule`;
 //! 3. [`window`]: the plan driven from its first order, faults at their
 //!    times, the drain, the instances stopped;
 //! 4. [`assemble`]: the checker, then the backlog's recovery, then the

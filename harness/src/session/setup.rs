@@ -1,7 +1,7 @@
-//! Everything a strategy's measured window starts from: the schema (and a
-//! backlog in it), the strategy set up once, what it declares, the order
-//! service's store, the links the faults act on, and its instances
-//! running, holding the backlog.
+//! Everything a strategy's measured window starts from: the schema, the
+//! strategy set up once, what it declares, the order service's store, the
+//! links the faults act on, its instances running, and then the backlog
+//! and the storm, written and handed to the instances as live orders are.
 
 use super::bench::Bench;
 use crate::backlog::{self, Backends};

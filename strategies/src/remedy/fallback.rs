@@ -53,6 +53,10 @@ impl Canceller for WithFallback {
         self.strategy.schedule(order_id, expire_at_us).await
     }
 
+    fn started(&self) -> bool {
+        self.strategy.started()
+    }
+
     async fn run(&self, shutdown: CancellationToken) -> Result<()> {
         let (a, b) = tokio::join!(
             self.strategy.run(shutdown.clone()),

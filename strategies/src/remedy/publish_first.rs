@@ -51,6 +51,10 @@ impl Canceller for PublishFirst {
         self.strategy.schedule(order_id, expire_at_us).await
     }
 
+    fn started(&self) -> bool {
+        self.strategy.started()
+    }
+
     async fn run(&self, shutdown: CancellationToken) -> Result<()> {
         self.strategy.run(shutdown).await
     }

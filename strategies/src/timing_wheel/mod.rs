@@ -28,7 +28,7 @@ use crate::store::{AntiPattern, OrderStore, StoreStats};
 use crate::wake::{DeadlineWaker, Heed};
 use async_trait::async_trait;
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -55,6 +55,8 @@ pub struct TimingWheelStrategy {
     /// Wakes the driver when a deadline earlier than its sleep arrives.
     waker: DeadlineWaker,
     counters: Counters,
+    /// Set once the reload of PENDING orders is in the wheel.
+    started: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -118,6 +120,7 @@ impl TimingWheelStrategy {
             }),
             waker: DeadlineWaker::default(),
             counters: Counters::default(),
+            started: AtomicBool::new(false),
         }
     }
 
@@ -230,6 +233,7 @@ impl TimingWheelStrategy {
                     self.counters
                         .reloaded
                         .fetch_add(reloaded, Ordering::Relaxed);
+                    self.started.store(true, Ordering::Release);
                     return true;
                 }
                 Err(e) => {
@@ -287,6 +291,10 @@ impl Canceller for TimingWheelStrategy {
         self.counters.scheduled.fetch_add(1, Ordering::Relaxed);
         self.insert(order_id, expire_at_us);
         Ok(())
+    }
+
+    fn started(&self) -> bool {
+        self.started.load(Ordering::Acquire)
     }
 
     async fn run(&self, shutdown: CancellationToken) -> Result<()> {
