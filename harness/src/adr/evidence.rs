@@ -7,8 +7,8 @@ use super::sla::Condition;
 use crate::faults::FaultReach;
 use crate::model::run_info::RunInfo;
 use crate::model::summary::{Status, Summary};
-use crate::model::sweep::{StrategySweep, SweepResult, SweepStep};
-use anyhow::Result;
+use crate::model::sweep::{StrategySweep, SweepAxis, SweepResult, SweepStep};
+use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 use strategies::registry::Variant;
 use strategies::Service;
@@ -36,10 +36,16 @@ impl Source {
         let info = RunInfo::read(dir)?;
         let (body, condition) = if dir.join("sweep.json").exists() {
             let result = SweepResult::read(dir)?;
-            let condition = if result.axis == "pending" {
-                Condition::Backlog
-            } else {
-                Condition::Capacity
+            let condition = match result.axis {
+                SweepAxis::Rate => Condition::Capacity,
+                SweepAxis::Pending => Condition::Backlog,
+                // Not misread as capacity: a storm sweep's steps all run
+                // one rate, and no SLA term reads a drain yet.
+                SweepAxis::Storm => bail!(
+                    "{} is a sweep of deadline storms: an ADR does not read storm sweeps yet; \
+                     cite the folder's report.md (its storm table) in the ADR by hand",
+                    dir.display()
+                ),
             };
             (Body::Sweep(result), condition)
         } else {

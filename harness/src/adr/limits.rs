@@ -6,6 +6,7 @@ use super::evidence::{clustered, Body, Source};
 use super::sla::{trim, Condition};
 use crate::faults::FaultKind;
 use crate::model::lateness::Pct;
+use crate::model::sweep::SweepAxis;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use strategies::Service;
@@ -20,7 +21,7 @@ pub fn run_words(source: &Source) -> String {
     let info = &source.info;
     let s = &info.scenario;
     match &source.body {
-        Body::Sweep(result) if result.axis == "pending" => {
+        Body::Sweep(result) if result.axis == SweepAxis::Pending => {
             let pending = pending_sizes(source);
             format!(
                 "{} orders/s for {} per step while holding {} pending orders; {}",

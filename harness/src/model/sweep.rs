@@ -15,11 +15,9 @@ use strategies::registry::Variant;
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SweepResult {
     pub run_id: String,
-    /// What the steps vary: `rate` (offered orders/s), `pending` (the
-    /// `[backlog]` size) or `storm` (the `[storm]` size), the last two at
-    /// the scenario's rate.
-    #[serde(default = "rate_axis")]
-    pub axis: String,
+    /// What the steps vary (sweeps from before the axis existed: rates).
+    #[serde(default)]
+    pub axis: SweepAxis,
     /// `discover` (double, then bisect) or `list` (`[sweep] rates`).
     pub mode: String,
     /// A step holds only with p99 lateness at commit within this.
@@ -40,8 +38,17 @@ pub struct SweepResult {
     pub ceiling_window_ms: Option<f64>,
 }
 
-fn rate_axis() -> String {
-    "rate".into()
+/// What a sweep's steps vary; written as `rate`, `pending` or `storm`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SweepAxis {
+    /// The offered orders/s; the ceiling runs first and bounds them.
+    #[default]
+    Rate,
+    /// The `[backlog]` size, at the scenario's rate.
+    Pending,
+    /// The `[storm]` size, at the scenario's rate.
+    Storm,
 }
 
 /// One strategy's steps and what they add up to.

@@ -43,16 +43,26 @@ pub(crate) fn storm_sweep_rows(result: &SweepResult) -> Option<Vec<Vec<String>>>
             continue;
         }
         for st in &s.steps {
-            let Some(r) = &st.storm else { continue };
             let mut row = vec![
                 s.strategy.name().to_string(),
                 format!(
-                    "[{}]({}/summary.json)",
+                    "[{}]({})",
                     if st.holds { "yes" } else { "**no**" },
-                    st.folder
+                    super::sweep::link(st)
                 ),
             ];
-            row.extend(storm_cells(r));
+            match &st.storm {
+                Some(r) => row.extend(storm_cells(r)),
+                // Never dropped: a step that ended before its storm was
+                // read still says so, with its size.
+                None => {
+                    row.push(format!(
+                        "{} (**no storm record**: the step ended before its drain was read)",
+                        st.storm_orders.map_or("-".into(), |n| n.to_string())
+                    ));
+                    row.resize(out[0].len(), String::new());
+                }
+            }
             out.push(row);
         }
     }

@@ -8,7 +8,7 @@ use super::plots::{self, markdown_links, Chart, Figure, RateLine, Section, Sweep
 use super::table::{self, run_facts};
 use crate::model::run_info::RunInfo;
 use crate::model::summary::Status;
-use crate::model::sweep::{SweepResult, SweepStep};
+use crate::model::sweep::{SweepAxis, SweepResult, SweepStep};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -57,7 +57,7 @@ fn figures(result: &SweepResult) -> Vec<Figure> {
         })
     });
     let bound = Some((result.bound_ms, format!("bound {} ms", result.bound_ms)));
-    if result.axis == "storm" {
+    if result.axis == SweepAxis::Storm {
         let drain = lines(result, |st| {
             let rate = st.storm.as_ref()?.cancels_per_s?;
             Some((x_of(st), rate, rate))
@@ -89,7 +89,7 @@ fn figures(result: &SweepResult) -> Vec<Figure> {
             },
         ];
     }
-    if result.axis != "pending" {
+    if result.axis != SweepAxis::Pending {
         return vec![Figure {
             name: "sweep",
             title: "p50 and p99 lateness against offered rate".into(),
@@ -167,7 +167,7 @@ fn cell(text: &str) -> String {
 
 /// Where a step's data is: its `summary.json`, or the folder of its
 /// repetitions.
-fn link(step: &SweepStep) -> String {
+pub(crate) fn link(step: &SweepStep) -> String {
     if step.repeats.is_empty() {
         format!("{}/summary.json", step.folder)
     } else {
@@ -220,7 +220,11 @@ pub fn markdown(info: &RunInfo, result: &SweepResult, figures: &[Figure]) -> Str
         humantime::format_duration(sc.duration),
         humantime::format_duration(sc.drain),
         sc.instances,
-        if let Some(b) = sc.backlog.as_ref().filter(|_| result.axis == "pending") {
+        if let Some(b) = sc
+            .backlog
+            .as_ref()
+            .filter(|_| result.axis == SweepAxis::Pending)
+        {
             format!(
                 "at {} orders/s, each step holding a backlog of pending orders due {} later: {} \
                  (inserted in multi-row INSERTs, then handed to the strategy through its own \
@@ -233,7 +237,11 @@ pub fn markdown(info: &RunInfo, result: &SweepResult, figures: &[Figure]) -> Str
                     .collect::<Vec<_>>()
                     .join(", ")
             )
-        } else if let Some(st) = sc.storm.as_ref().filter(|_| result.axis == "storm") {
+        } else if let Some(st) = sc
+            .storm
+            .as_ref()
+            .filter(|_| result.axis == SweepAxis::Storm)
+        {
             format!(
                 "at {} orders/s, each step with a deadline storm of {} orders (one step each), \
                  all due in one instant {} after the load's first order",
@@ -286,10 +294,18 @@ pub fn markdown(info: &RunInfo, result: &SweepResult, figures: &[Figure]) -> Str
          **max sustainable rate** is the highest rate that held with every lower step holding.",
         result.bound_ms, result.keep_up_ms
     );
-    match result.axis.as_str() {
-        "pending" => backlog_tables(&mut out, result),
-        "storm" => storm_tables(&mut out, result),
-        _ => {
+    if result.axis == SweepAxis::Storm {
+        let _ = writeln!(
+            out,
+            "- In a storm step these judge the **regular** orders only (the storm's own orders \
+             are in neither the p99 nor the overdue count): a step holds when the regular orders \
+             kept their bound while the storm drained. The storm's drain is the table below."
+        );
+    }
+    match result.axis {
+        SweepAxis::Pending => backlog_tables(&mut out, result),
+        SweepAxis::Storm => storm_tables(&mut out, result),
+        SweepAxis::Rate => {
             let _ = writeln!(out, "- {}", ceiling_line(result));
             rate_tables(&mut out, result);
         }
@@ -367,7 +383,7 @@ fn bytes_per_pending_table(out: &mut String, result: &SweepResult) {
 
 /// The storm sweep's table: per strategy and storm size, the drain and
 /// what the regular orders saw (see `storm_table`).
-fn storm_tables(out: &mut String, result: &SweepResult) {
+pub(crate) fn storm_tables(out: &mut String, result: &SweepResult) {
     let _ = writeln!(out, "\n## Draining a deadline storm, by its size\n");
     match super::storm_table::storm_sweep_rows(result) {
         Some(rows) => {
@@ -693,7 +709,7 @@ fn step_tables(out: &mut String, result: &SweepResult) {
 /// step's hand-off and recovery times).
 pub fn terminal_table(result: &SweepResult) -> String {
     let strings = |cells: &[&str]| cells.iter().map(|c| c.to_string()).collect::<Vec<_>>();
-    if result.axis == "storm" {
+    if result.axis == SweepAxis::Storm {
         let header = strings(&[
             "strategy",
             "storm",
@@ -727,7 +743,7 @@ pub fn terminal_table(result: &SweepResult) -> String {
         }
         return super::text_table::render(&header, &rows);
     }
-    if result.axis == "pending" {
+    if result.axis == SweepAxis::Pending {
         let header = strings(&[
             "strategy",
             "pending",

@@ -25,7 +25,7 @@ mod generator;
 mod step;
 
 use crate::model::summary::Status;
-use crate::model::sweep::{self, StrategySweep, SweepResult, SweepStep};
+use crate::model::sweep::{self, StrategySweep, SweepAxis, SweepResult, SweepStep};
 use crate::report;
 use crate::run::args::CommonArgs;
 use crate::run::folder::{new_run_dir, start_run_info};
@@ -101,13 +101,12 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
     let mut result = SweepResult {
         run_id: run_id.clone(),
         axis: if scenario.storm.is_some() {
-            "storm"
+            SweepAxis::Storm
         } else if scenario.backlog.is_some() {
-            "pending"
+            SweepAxis::Pending
         } else {
-            "rate"
-        }
-        .to_string(),
+            SweepAxis::Rate
+        },
         mode: if config.rates.is_empty() && sizes.is_none() {
             "discover"
         } else {
@@ -232,7 +231,7 @@ async fn remeasure_ceiling(
 /// rate the ceiling held, whether or not discovery tried the ceiling there
 /// (a rate sweep only).
 fn ceiling_to_remeasure(result: &SweepResult) -> Option<f64> {
-    if result.axis != "rate" {
+    if result.axis != SweepAxis::Rate {
         return None;
     }
     let ceiling = result
@@ -256,7 +255,7 @@ fn ceiling_to_remeasure(result: &SweepResult) -> Option<f64> {
 /// ([`remeasure_ceiling`]). A bound has to err high: a rate the ceiling
 /// held once, the machine can do, whatever a noisier step said below it.
 fn conclude(result: &mut SweepResult) {
-    if result.axis != "rate" {
+    if result.axis != SweepAxis::Rate {
         return; // a backlog sweep runs one rate: no maximum to find
     }
     for s in &mut result.strategies {
@@ -365,7 +364,7 @@ mod tests {
     fn result(strategies: Vec<StrategySweep>) -> SweepResult {
         let mut result = SweepResult {
             run_id: "test".into(),
-            axis: "rate".into(),
+            axis: SweepAxis::Rate,
             mode: "discover".into(),
             bound_ms: 500.0,
             keep_up_ms: 100.0,

@@ -4,6 +4,7 @@
 
 use super::super::set::{MANIFEST, SLA};
 use super::loaded::{Loaded, Set, ADR_FILE};
+use crate::model::sweep::SweepAxis;
 use crate::report::{self, markdown_table, RunTables};
 use anyhow::Result;
 use std::fmt::Write as _;
@@ -78,10 +79,10 @@ pub(super) fn reference_readme(set: &Set) -> Result<String> {
                 twins,
             } => run_section(&mut out, &RunTables::build(info, summaries, twins)),
             Loaded::Sweep { result, .. } => {
-                if result.axis == "pending" {
-                    report::sweep::backlog_tables(&mut out, result);
-                } else {
-                    report::sweep::rate_tables(&mut out, result);
+                match result.axis {
+                    SweepAxis::Rate => report::sweep::rate_tables(&mut out, result),
+                    SweepAxis::Pending => report::sweep::backlog_tables(&mut out, result),
+                    SweepAxis::Storm => report::sweep::storm_tables(&mut out, result),
                 }
                 let _ = writeln!(out);
             }

@@ -23,6 +23,7 @@ use super::table::{shown, Shown};
 use crate::model::run_info::RunInfo;
 use crate::model::summary::Spread;
 use crate::model::summary::{Status, Summary};
+use crate::model::sweep::SweepAxis;
 use anyhow::{bail, Context, Result};
 use regression::regressions_of;
 use setup::differences;
@@ -43,8 +44,7 @@ pub struct Comparison {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Run,
-    RateSweep,
-    BacklogSweep,
+    Sweep(SweepAxis),
 }
 
 impl Kind {
@@ -56,20 +56,22 @@ impl Kind {
         let path = dir.join("sweep.json");
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
-        let sweep: serde_json::Value =
+        #[derive(serde::Deserialize)]
+        struct Axis {
+            #[serde(default)]
+            axis: SweepAxis,
+        }
+        let sweep: Axis =
             serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        Ok(if sweep["axis"] == "pending" {
-            Kind::BacklogSweep
-        } else {
-            Kind::RateSweep
-        })
+        Ok(Kind::Sweep(sweep.axis))
     }
 
     fn describe(self) -> &'static str {
         match self {
             Kind::Run => "a run folder",
-            Kind::RateSweep => "a sweep of rates",
-            Kind::BacklogSweep => "a sweep of backlogs",
+            Kind::Sweep(SweepAxis::Rate) => "a sweep of rates",
+            Kind::Sweep(SweepAxis::Pending) => "a sweep of backlogs",
+            Kind::Sweep(SweepAxis::Storm) => "a sweep of deadline storms",
         }
     }
 }
