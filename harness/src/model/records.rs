@@ -276,6 +276,13 @@ pub struct StormRecord {
 }
 
 impl StormRecord {
+    /// Whether writing and handing off the storm took longer than its lead,
+    /// so its instant fell earlier than planned, during the hand-off: its
+    /// drain then includes part of the hand-off.
+    pub fn overran_lead(&self) -> bool {
+        self.due_ms + 500 < self.planned_ms
+    }
+
     /// The storm's own CPU per cancel, µs (`storm_core_s` over the cancels).
     pub fn us_per_cancel(&self) -> Option<f64> {
         (self.cancelled > 0).then_some(self.storm_core_s? * 1e6 / self.cancelled as f64)

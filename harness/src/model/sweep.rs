@@ -372,7 +372,10 @@ impl SweepResult {
                         "{} at {} orders/s{} has {other} anomalies besides missed cancels (see {}/summary.json)",
                         s.strategy,
                         st.rate,
-                        st.pending.map(|n| format!(" with {n} pending")).unwrap_or_default(),
+                        st.pending
+                            .map(|n| format!(" with {n} pending"))
+                            .or(st.storm_orders.map(|n| format!(" with a storm of {n}")))
+                            .unwrap_or_default(),
                         st.folder
                     ));
                 }

@@ -130,7 +130,7 @@ fn due_cell(r: &StormRecord) -> String {
         r.insert_s,
         r.handoff_s
     );
-    if r.due_ms + 500 < r.planned_ms {
+    if r.overran_lead() {
         format!(
             "{at}, **planned at {:.1} s**: the preparation overran its lead",
             r.planned_ms as f64 / 1000.0

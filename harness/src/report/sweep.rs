@@ -58,8 +58,12 @@ fn figures(result: &SweepResult) -> Vec<Figure> {
     });
     let bound = Some((result.bound_ms, format!("bound {} ms", result.bound_ms)));
     if result.axis == SweepAxis::Storm {
+        // A storm whose hand-off overran its lead fell due during the
+        // hand-off: its rate is not the drain's alone, so it is left out
+        // (the table says so beside it).
         let drain = lines(result, |st| {
-            let rate = st.storm.as_ref()?.cancels_per_s?;
+            let storm = st.storm.as_ref().filter(|r| !r.overran_lead())?;
+            let rate = storm.cancels_per_s?;
             Some((x_of(st), rate, rate))
         });
         return vec![
@@ -68,7 +72,7 @@ fn figures(result: &SweepResult) -> Vec<Figure> {
                 title: "storm drain rate against storm size".into(),
                 section: Section::Sweep,
                 chart: Chart::Sweep(SweepChart {
-                    caption: "Storm orders cancelled per second of the drain, against the storm's size (log scales)",
+                    caption: "Storm orders cancelled per second of the drain, against the storm's size (log scales; a storm whose hand-off overran its lead is left out)",
                     x_desc: "orders due in the one instant (x: a step that did not hold)",
                     y_desc: "storm cancels/s",
                     bound: None,
@@ -672,6 +676,7 @@ fn step_tables(out: &mut String, result: &SweepResult) {
                 rate(st.rate),
                 st.pending
                     .map(|n| format!(" + {n} pending"))
+                    .or(st.storm_orders.map(|n| format!(" + storm of {n}")))
                     .unwrap_or_default(),
                 link(st),
                 if st.holds { "yes" } else { "**no**" },
@@ -732,8 +737,19 @@ pub fn terminal_table(result: &SweepResult) -> String {
                     s.strategy.name().to_string(),
                     st.storm_orders.unwrap_or(0).to_string(),
                     if st.holds { "yes" } else { "NO" }.to_string(),
-                    r.and_then(|r| r.drain_s)
-                        .map_or("not drained".into(), |d| format!("{d:.2}")),
+                    match r {
+                        None => "no storm record".into(),
+                        Some(r) => {
+                            let drained = r
+                                .drain_s
+                                .map_or("not drained".into(), |d| format!("{d:.2}"));
+                            if r.overran_lead() {
+                                format!("{drained} (hand-off overran its lead)")
+                            } else {
+                                drained
+                            }
+                        }
+                    },
                     r.and_then(|r| r.cancels_per_s)
                         .map_or("-".into(), |c| format!("{c:.0}")),
                     r.filter(|r| r.regular_during_us.count > 0)
