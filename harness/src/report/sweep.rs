@@ -710,101 +710,111 @@ fn step_tables(out: &mut String, result: &SweepResult) {
     }
 }
 
+/// A terminal table of one row per step (a strategy that did not run: one
+/// row with its status), each after the strategy's name.
+fn step_rows(
+    result: &SweepResult,
+    header: &[&str],
+    row_of: impl Fn(&SweepStep) -> Vec<String>,
+) -> String {
+    let mut rows = Vec::new();
+    for s in &result.strategies {
+        let name = s.strategy.name().to_string();
+        if s.status != Status::Ok {
+            rows.push(vec![name.clone(), s.status.as_str().to_string()]);
+        }
+        for st in &s.steps {
+            let mut row = vec![name.clone()];
+            row.extend(row_of(st));
+            rows.push(row);
+        }
+    }
+    let header: Vec<String> = header.iter().map(|c| c.to_string()).collect();
+    super::text_table::render(&header, &rows)
+}
+
 /// The maximum-rate table for the terminal (for a backlog sweep: each
 /// step's hand-off and recovery times).
 pub fn terminal_table(result: &SweepResult) -> String {
     let strings = |cells: &[&str]| cells.iter().map(|c| c.to_string()).collect::<Vec<_>>();
-    if result.axis == SweepAxis::Storm {
-        let header = strings(&[
-            "strategy",
-            "storm",
-            "holds",
-            "drained s",
-            "cancels/s",
-            "regular p99 during ms",
-        ]);
-        let mut rows = Vec::new();
-        for s in &result.strategies {
-            if s.status != Status::Ok {
-                rows.push(vec![
-                    s.strategy.name().to_string(),
-                    s.status.as_str().to_string(),
-                ]);
-            }
-            for st in &s.steps {
-                let r = st.storm.as_ref();
-                rows.push(vec![
-                    s.strategy.name().to_string(),
-                    st.storm_orders.unwrap_or(0).to_string(),
-                    if st.holds { "yes" } else { "NO" }.to_string(),
-                    match r {
-                        None => "no storm record".into(),
-                        Some(r) => {
-                            let drained = r
-                                .drain_s
-                                .map_or("not drained".into(), |d| format!("{d:.2}"));
-                            if r.overran_lead() {
-                                format!("{drained} (hand-off overran its lead)")
-                            } else {
-                                drained
+    match result.axis {
+        SweepAxis::Storm => {
+            return step_rows(
+                result,
+                &[
+                    "strategy",
+                    "storm",
+                    "holds",
+                    "drained s",
+                    "cancels/s",
+                    "regular p99 during ms",
+                ],
+                |st| {
+                    let r = st.storm.as_ref();
+                    vec![
+                        st.storm_orders.unwrap_or(0).to_string(),
+                        if st.holds { "yes" } else { "NO" }.to_string(),
+                        match r {
+                            None => "no storm record".into(),
+                            Some(r) => {
+                                let drained = r
+                                    .drain_s
+                                    .map_or("not drained".into(), |d| format!("{d:.2}"));
+                                if r.overran_lead() {
+                                    format!("{drained} (hand-off overran its lead)")
+                                } else {
+                                    drained
+                                }
                             }
-                        }
-                    },
-                    r.and_then(|r| r.cancels_per_s)
-                        .map_or("-".into(), |c| format!("{c:.0}")),
-                    r.filter(|r| r.regular_during_us.count > 0)
-                        .map_or("-".into(), |r| table::ms(r.regular_during_us.p99)),
-                ]);
-            }
+                        },
+                        r.and_then(|r| r.cancels_per_s)
+                            .map_or("-".into(), |c| format!("{c:.0}")),
+                        r.filter(|r| r.regular_during_us.count > 0)
+                            .map_or("-".into(), |r| table::ms(r.regular_during_us.p99)),
+                    ]
+                },
+            )
         }
-        return super::text_table::render(&header, &rows);
-    }
-    if result.axis == SweepAxis::Pending {
-        let header = strings(&[
-            "strategy",
-            "pending",
-            "holds",
-            "hand-off s",
-            "p99 ms",
-            "recovery s",
-        ]);
-        let mut rows = Vec::new();
-        for s in &result.strategies {
-            if s.status != Status::Ok {
-                rows.push(vec![
-                    s.strategy.name().to_string(),
-                    s.status.as_str().to_string(),
-                ]);
-            }
-            for st in &s.steps {
-                let b = st.backlog.as_ref();
-                rows.push(vec![
-                    s.strategy.name().to_string(),
-                    st.pending.unwrap_or(0).to_string(),
-                    if st.holds { "yes" } else { "NO" }.to_string(),
-                    b.map(|b| format!("{:.2}", b.handoff_s))
-                        .unwrap_or_else(|| "-".into()),
-                    ms(st.p99_us),
-                    b.map(|b| {
-                        b.recovery
-                            .iter()
-                            .map(|r| {
-                                format!(
-                                    "{} {}",
-                                    r.what,
-                                    r.cancelling_again_s
-                                        .map(|v| format!("{v:.2}"))
-                                        .unwrap_or_else(|| "NOT RECOVERED".into())
-                                )
-                            })
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                    .unwrap_or_default(),
-                ]);
-            }
+        SweepAxis::Pending => {
+            return step_rows(
+                result,
+                &[
+                    "strategy",
+                    "pending",
+                    "holds",
+                    "hand-off s",
+                    "p99 ms",
+                    "recovery s",
+                ],
+                |st| {
+                    let b = st.backlog.as_ref();
+                    vec![
+                        st.pending.unwrap_or(0).to_string(),
+                        if st.holds { "yes" } else { "NO" }.to_string(),
+                        b.map(|b| format!("{:.2}", b.handoff_s))
+                            .unwrap_or_else(|| "-".into()),
+                        ms(st.p99_us),
+                        b.map(|b| {
+                            b.recovery
+                                .iter()
+                                .map(|r| {
+                                    format!(
+                                        "{} {}",
+                                        r.what,
+                                        r.cancelling_again_s
+                                            .map(|v| format!("{v:.2}"))
+                                            .unwrap_or_else(|| "NOT RECOVERED".into())
+                                    )
+                                })
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        })
+                        .unwrap_or_default(),
+                    ]
+                },
+            )
         }
-        return super::text_table::render(&header, &rows);
+        SweepAxis::Rate => {}
     }
     let header = strings(&[
         "strategy",
