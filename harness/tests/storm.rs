@@ -40,22 +40,33 @@ const STRATEGIES: [&str; 6] = [
     "rabbit-delayed",
 ];
 
-#[test]
-fn every_strategy_drains_a_tiny_storm_and_the_report_says_how_fast() {
+/// Runs `delaybench <command>` on `scenario` (written into a fresh scratch
+/// folder, which is also `--out`) for `strategies` on PostgreSQL.
+fn on_scenario(
+    command: &str,
+    scenario: &str,
+    strategies: &[&str],
+) -> (common::Scratch, std::process::Output) {
     let out = common::Scratch::new();
-    let file = out.path().join("storm.toml");
-    std::fs::write(&file, STORM).unwrap();
+    let file = out.path().join("scenario.toml");
+    std::fs::write(&file, scenario).unwrap();
     let o = delaybench(&[
-        "run",
+        command,
         "--scenario",
         file.to_str().unwrap(),
         "--strategies",
-        &STRATEGIES.join(","),
+        &strategies.join(","),
         "--db",
         &pg(),
         "--out",
         out.path().to_str().unwrap(),
     ]);
+    (out, o)
+}
+
+#[test]
+fn every_strategy_drains_a_tiny_storm_and_the_report_says_how_fast() {
+    let (_out, o) = on_scenario("run", STORM, &STRATEGIES);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let dir = run_dir_of(&o);
     for name in STRATEGIES {
@@ -178,25 +189,12 @@ fn a_run_with_several_storm_sizes_and_a_sweep_of_storm_and_backlog_are_refused_n
 
 #[test]
 fn a_storm_sweep_runs_one_step_per_size_and_reports_each_drain() {
-    let out = common::Scratch::new();
-    let file = out.path().join("storm-sweep.toml");
-    std::fs::write(
-        &file,
-        STORM.replace("orders = [2000]", "orders = [300, 1200]"),
-    )
-    .unwrap();
     let strategies = ["db-scan", "redis-zset"];
-    let o = delaybench(&[
+    let (_out, o) = on_scenario(
         "sweep",
-        "--scenario",
-        file.to_str().unwrap(),
-        "--strategies",
-        &strategies.join(","),
-        "--db",
-        &pg(),
-        "--out",
-        out.path().to_str().unwrap(),
-    ]);
+        &STORM.replace("orders = [2000]", "orders = [300, 1200]"),
+        &strategies,
+    );
     assert!(o.status.success(), "{}", common::stderr(&o));
     let dir = run_dir_of(&o);
     let result: Value =
