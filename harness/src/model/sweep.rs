@@ -139,6 +139,16 @@ pub struct SweepStep {
 }
 
 impl SweepStep {
+    /// Where a report links the step: its summary, or the folder of its
+    /// repetitions.
+    pub fn link(&self) -> String {
+        if self.repeats.is_empty() {
+            format!("{}/summary.json", self.folder)
+        } else {
+            self.folder.clone()
+        }
+    }
+
     /// `min–max` of the repetitions' p99 in ms, when repeated.
     pub fn p99_spread_ms(&self) -> Option<(f64, f64)> {
         let p99s: Vec<f64> = self

@@ -48,7 +48,7 @@ pub(crate) fn storm_sweep_rows(result: &SweepResult) -> Option<Vec<Vec<String>>>
                 format!(
                     "[{}]({})",
                     if st.holds { "yes" } else { "**no**" },
-                    super::sweep::link(st)
+                    st.link()
                 ),
             ];
             match &st.storm {

@@ -169,16 +169,6 @@ fn cell(text: &str) -> String {
     text.replace('\n', " ").replace('|', "\\|")
 }
 
-/// Where a step's data is: its `summary.json`, or the folder of its
-/// repetitions.
-pub(crate) fn link(step: &SweepStep) -> String {
-    if step.repeats.is_empty() {
-        format!("{}/summary.json", step.folder)
-    } else {
-        step.folder.clone()
-    }
-}
-
 fn rate(r: f64) -> String {
     format!("{r:.0}")
 }
@@ -453,7 +443,7 @@ pub(crate) fn backlog_tables(out: &mut String, result: &SweepResult) {
                 "| {} | [{}]({}) | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} ({}) | {} |",
                 s.strategy,
                 st.pending.unwrap_or(0),
-                link(st),
+                st.link(),
                 if st.holds { "yes" } else { "**no**" },
                 opt(b.map(|b| format!("{:.2}", b.insert_s))),
                 opt(b.map(|b| format!("{:.2} ({})", b.handoff_s, b.handoff_errors))),
@@ -678,7 +668,7 @@ fn step_tables(out: &mut String, result: &SweepResult) {
                     .map(|n| format!(" + {n} pending"))
                     .or(st.storm_orders.map(|n| format!(" + storm of {n}")))
                     .unwrap_or_default(),
-                link(st),
+                st.link(),
                 if st.holds { "yes" } else { "**no**" },
                 st.achieved_rate,
                 st.cancels,
