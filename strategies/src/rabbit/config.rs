@@ -58,8 +58,10 @@ pub struct RabbitConfig {
     /// 100 and batches of 50 drained rabbit-delayed at 3 352 and 3 462
     /// cancels/s, prefetch 1 000 and batches of 500 at 4 935 and 4 990
     /// (rabbit-ttl: 2 815 and 2 429 against 3 365 and 3 329), two runs
-    /// each (results/storm/20261204-15*-storm-100k-*). The database paths
-    /// cancel in batches of 500 too.
+    /// each (results/storm/20261204-15*-storm-100k-*). For scale: db-scan
+    /// and db-timer cancel up to 200 per transaction by default (the storm
+    /// presets set db-scan to 500), and their storm drains ran at 16 000-
+    /// 20 000 cancels/s (results/storm/20261204-034454-storm-sweep).
     pub batch_size: u16,
     /// Consumers of the work queue per instance, each on its own channel
     /// (default 1, 1 to 16).
