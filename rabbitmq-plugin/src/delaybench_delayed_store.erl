@@ -271,7 +271,7 @@ init([]) ->
     S0 = #state{file = File, sync_ms = SyncMs, entries = Entries},
     S1 = case carry_over_dets(File) of
              0 -> S0;
-             _ -> compact_now(S0)
+             _ -> S2 = compact_now(S0), ok = set_dets_aside(File), S2
          end,
     rabbit_log:info("delaybench_delayed_exchange: ~b pending delayed "
                     "message(s) loaded from ~ts (~b journal entries)",
@@ -327,7 +327,7 @@ replay_entry({purge, XName}) ->
                               [], [true]}]).
 
 %% Records left in 0.2.0's DETS file go into ETS (the caller compacts them
-%% into the journal), then the file is renamed; returns how many.
+%% into the journal, then sets the file aside); returns how many.
 carry_over_dets(File) ->
     Old = filename:join(filename:dirname(File), ?OLD_FILE_NAME),
     case filelib:is_regular(Old) of
@@ -343,11 +343,18 @@ carry_over_dets(File) ->
                                    Acc + 1
                            end, 0, T),
             ok = dets:close(T),
-            ok = file:rename(Old, Old ++ ".carried-over"),
             rabbit_log:info("delaybench_delayed_exchange: ~b message(s) "
                             "carried over from ~ts", [N, Old]),
+            %% An empty file has nothing the journal must hold first.
+            N =:= 0 andalso set_dets_aside(File),
             N
     end.
+
+%% Once the journal holds what the DETS file held (a compaction committed),
+%% the file is set aside; before that, a crash must find it again.
+set_dets_aside(File) ->
+    Old = filename:join(filename:dirname(File), ?OLD_FILE_NAME),
+    ok = file:rename(Old, Old ++ ".carried-over").
 
 handle_call(sync, _From, S) ->
     {reply, ok, do_sync(S)};

@@ -37,9 +37,11 @@ pub enum QueueType {
     Quorum,
 }
 
-/// `[strategies.rabbit]` in a scenario file.
+/// `[strategies.rabbit]` in a scenario file. Read through
+/// [`RabbitConfigInput`], so a `batch-size` left out follows the
+/// `prefetch` given; written with every value in effect.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", from = "RabbitConfigInput")]
 pub struct RabbitConfig {
     /// Broker URL (default `amqp://guest:guest@127.0.0.1:5672/%2f`), or the
     /// nodes of a cluster separated by commas
@@ -89,15 +91,54 @@ impl fmt::Debug for RabbitConfig {
     }
 }
 
+/// The default batch, or the prefetch when that is smaller.
+const DEFAULT_BATCH: u16 = 500;
+
 impl Default for RabbitConfig {
     fn default() -> Self {
-        RabbitConfig {
+        RabbitConfigInput::default().into()
+    }
+}
+
+/// `[strategies.rabbit]` as written: a `batch-size` left out is the
+/// default batch, or the `prefetch` given when that is smaller (a scenario
+/// or an older run's record that sets only `prefetch = 100` still loads).
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+struct RabbitConfigInput {
+    url: String,
+    prefetch: u16,
+    batch_size: Option<u16>,
+    consumers: u16,
+    queue_type: QueueType,
+    #[serde(with = "duration_list")]
+    ttls: Vec<Duration>,
+}
+
+impl Default for RabbitConfigInput {
+    fn default() -> Self {
+        RabbitConfigInput {
             url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(),
             prefetch: 1000,
-            batch_size: 500,
+            batch_size: None,
             consumers: 1,
             queue_type: QueueType::Classic,
             ttls: Vec::new(),
+        }
+    }
+}
+
+impl From<RabbitConfigInput> for RabbitConfig {
+    fn from(input: RabbitConfigInput) -> Self {
+        RabbitConfig {
+            batch_size: input
+                .batch_size
+                .unwrap_or(DEFAULT_BATCH.min(input.prefetch.max(1))),
+            url: input.url,
+            prefetch: input.prefetch,
+            consumers: input.consumers,
+            queue_type: input.queue_type,
+            ttls: input.ttls,
         }
     }
 }
@@ -196,6 +237,24 @@ mod tests {
         RabbitConfig::default()
             .validate("strategies.rabbit")
             .unwrap();
+    }
+
+    #[test]
+    fn a_batch_left_out_follows_a_smaller_prefetch_and_is_written_as_in_effect() {
+        let read = |json: &str| serde_json::from_str::<RabbitConfig>(json).unwrap();
+        let default = read("{}");
+        assert_eq!((default.prefetch, default.batch_size), (1000, 500));
+        // An older run's record, from before batch-size existed.
+        let older = read(r#"{"prefetch": 100}"#);
+        assert_eq!(older.batch_size, 100);
+        older.validate("strategies.rabbit").unwrap();
+        let chosen = read(r#"{"prefetch": 100, "batch-size": 20}"#);
+        assert_eq!(chosen.batch_size, 20);
+        // Written with the batch in effect, so a replay does not depend on
+        // a later default.
+        let written = serde_json::to_value(&older).unwrap();
+        assert_eq!(written["batch-size"], 100);
+        assert!(serde_json::from_str::<RabbitConfig>(r#"{"batch": 1}"#).is_err());
     }
 
     #[test]
