@@ -129,7 +129,13 @@ pub async fn drive(
                 }
                 Action::Pay { id, callback_id } => {
                     match store.pay(id, &callback_id, now_us()).await {
-                        Ok(outcome) => Done::Paid(outcome),
+                        Ok(outcome) => {
+                            // Committed: the order's timer may go.
+                            if outcome == PaymentOutcome::Applied {
+                                instances.paid(id);
+                            }
+                            Done::Paid(outcome)
+                        }
                         Err(e) => Done::Failed {
                             create: false,
                             error: e.to_string(),

@@ -35,6 +35,7 @@ pub const PRESETS: &[Preset] = presets!(
     "sweep",
     "backlog",
     "backlog-1m",
+    "backlog-10m",
     "storm",
     "storm-sweep",
     "redis-cluster",

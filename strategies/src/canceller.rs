@@ -211,6 +211,20 @@ pub trait Canceller: Send + Sync + std::fmt::Debug {
     /// may be called more than once for one order.
     async fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> Result<()>;
 
+    /// `order_id` was paid: its paying
+    /// transaction committed. A strategy that
+    /// [`drops_paid_timers`](crate::strategy_info::StrategyInfo::drops_paid_timers)
+    /// drops the order's timer, so its deadline costs no cancel attempt.
+    /// Best effort, never needed for correctness: a timer that fires anyway
+    /// (the call raced it, reached another instance, or failed) meets the
+    /// conditional UPDATE, which finds the order paid. Called at most once
+    /// per payment, only where the strategy says it drops timers; the
+    /// default does nothing (a broker cannot take a message back out of a
+    /// queue; the database paths never hold a timer).
+    async fn paid(&self, _order_id: OrderId) -> Result<()> {
+        Ok(())
+    }
+
     /// Cancels due orders until `shutdown` is cancelled, then returns.
     /// Transient backend errors are counted and retried, not returned.
     async fn run(&self, shutdown: CancellationToken) -> Result<()>;

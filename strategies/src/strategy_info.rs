@@ -37,6 +37,14 @@ pub struct StrategyInfo {
     /// transaction, before it commits (a teaching variant's mistake);
     /// every other strategy is scheduled after the commit, or by the outbox.
     pub schedules_before_commit: bool,
+    /// It can drop an order's timer when the order is paid
+    /// ([`Canceller::paid`](crate::canceller::Canceller::paid)), so a paid
+    /// order's deadline costs no cancel attempt. The order service then
+    /// tells it of each payment, unless `strategies.drop-paid-timers` is
+    /// off (the naive form, where the timer fires and the conditional
+    /// UPDATE finds the order paid). Teaching variants leave it off: their
+    /// damage shows on the paid orders' firings.
+    pub drops_paid_timers: bool,
 }
 
 /// What a registry entry is for.
@@ -65,6 +73,7 @@ impl StrategyInfo {
         reads_the_orders_table: false,
         notifies_deadline: false,
         schedules_before_commit: false,
+        drops_paid_timers: false,
     };
 
     /// A teaching variant (see [`Role::Teaching`]).

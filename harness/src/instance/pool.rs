@@ -8,6 +8,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
+use strategies::registry::Deployment;
 use strategies::{Micros, OrderId, StrategyCounters};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
@@ -134,6 +135,13 @@ impl Instance {
             lock(&self.log).sent += 1;
         }
         sent
+    }
+
+    /// Tells the worker the order was paid (answered by nobody).
+    fn paid(&self, order_id: OrderId) {
+        if self.alive.load(Ordering::SeqCst) {
+            let _ = self.commands.send(format!("f {order_id}\n"));
+        }
     }
 
     /// Asks for a barrier flush; returns the barrier count to wait past.
@@ -266,6 +274,8 @@ pub struct Pool {
     t0: OnceLock<Instant>,
     /// Start a fresh process this long after an instance died by itself.
     restart_dead_after: Option<Duration>,
+    /// Payments are passed on ([`Pool::paid`]).
+    hears_payments: bool,
 }
 
 impl Pool {
@@ -275,7 +285,11 @@ impl Pool {
         restart_dead_after: Option<Duration>,
     ) -> Result<Arc<Pool>> {
         let (deaths, mut died) = mpsc::unbounded_channel();
+        let hears_payments = specs
+            .first()
+            .is_some_and(|spec| Deployment::new(spec.strategy, &spec.options).hears_payments());
         let pool = Arc::new(Pool {
+            hears_payments,
             slots: specs.iter().map(|_| Mutex::new(None)).collect(),
             specs,
             measuring: false.into(),
@@ -341,6 +355,23 @@ impl Pool {
             Some(instance) => instance.schedule(order_id, expire_at_us, committed_at_us),
             None => false,
         })
+    }
+
+    /// Tells the order's instance (the one [`Pool::schedule`] picks now)
+    /// that it was paid, where the strategy drops paid orders' timers
+    /// ([`Deployment::hears_payments`]); nothing otherwise, so a strategy
+    /// that would ignore it pays nothing for it.
+    pub fn paid(&self, order_id: OrderId) {
+        if !self.hears_payments {
+            return;
+        }
+        let n = self.slots.len();
+        for k in 0..n {
+            if let Some(instance) = &*self.slot((order_id as usize + k) % n) {
+                instance.paid(order_id);
+                return;
+            }
+        }
     }
 
     /// Waits until every live instance has returned from every schedule

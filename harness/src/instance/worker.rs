@@ -217,6 +217,20 @@ pub async fn worker_main() -> Result<()> {
                             }
                         });
                     }
+                    (Some("f"), Some(id), None, None) => {
+                        // Paid: the strategy drops the order's timer. In
+                        // flight like a schedule, so a slow backend holds
+                        // back the stdin reader rather than piling up.
+                        let id = id.parse::<OrderId>()?;
+                        let permit = Arc::clone(&in_flight).acquire_owned().await?;
+                        let canceller = Arc::clone(&canceller);
+                        tokio::spawn(async move {
+                            if let Err(e) = canceller.paid(id).await {
+                                tracing::debug!(order = id, error = %e, "dropping a paid order's timer failed");
+                            }
+                            drop(permit);
+                        });
+                    }
                     (Some("c"), Some(point), None, None) => {
                         strategies::crash::arm(point.parse()?);
                     }

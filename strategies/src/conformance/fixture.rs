@@ -147,6 +147,12 @@ impl Fixture {
         self.deployment.variant()
     }
 
+    /// Whether the order service would tell instances of payments
+    /// ([`crate::registry::Deployment::hears_payments`]).
+    pub fn hears_payments(&self) -> bool {
+        self.deployment.hears_payments()
+    }
+
     /// The strategy under test, by registry name.
     pub fn strategy(&self) -> &'static str {
         self.deployment.variant().name()

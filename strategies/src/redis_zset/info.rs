@@ -16,6 +16,7 @@ pub const REDIS_ZSET: StrategyInfo = StrategyInfo {
         "a Redis Cluster master that is down stops its shards' claims and schedules until it is back",
         "the schedule is written after the order commits: a crash or Redis outage in between loses it without `+outbox` or `+fallback`",
     ],
+    drops_paid_timers: true,
     ..StrategyInfo::BASE
 };
 

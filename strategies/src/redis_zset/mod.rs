@@ -125,6 +125,7 @@ crate::canceller::counters! {
     struct Counters {
         scheduled,
         duplicate_schedules,
+        dropped_paid,
         claims,
         claimed,
         acks,
@@ -310,6 +311,22 @@ impl Canceller for RedisZset {
             2 => self.note_due(shard.index, expire_at_us),
             _ => {}
         }
+        Ok(())
+    }
+
+    /// ZREMs the paid order from its shard's delay set. A member already
+    /// claimed (in the processing set) is left to its claimer, whose
+    /// conditional UPDATE finds the order paid.
+    async fn paid(&self, order_id: OrderId) -> Result<()> {
+        let shard = &self.shards[shard_of(order_id, self.config.shards)];
+        let removed: i64 = self
+            .redis
+            .query(
+                redis::cmd("ZREM").arg(&shard.delay).arg(order_id),
+                "dropping a paid order from its delay set",
+            )
+            .await?;
+        Self::count(&self.counters.dropped_paid, removed.max(0) as usize);
         Ok(())
     }
 

@@ -57,6 +57,15 @@ impl Deployment {
         self.variant.info.schedules_before_commit
     }
 
+    /// Whether the order service tells the instances of each payment
+    /// ([`Canceller::paid`]): the strategy drops paid orders' timers and
+    /// `strategies.drop-paid-timers` is on. Not with `+outbox`: its
+    /// schedules travel through the relay, which a direct call could
+    /// overtake, leaving the timer in place anyway.
+    pub fn hears_payments(&self) -> bool {
+        self.variant.info.drops_paid_timers && self.options.drop_paid_timers && !self.variant.outbox
+    }
+
     /// Whether each instance runs the outbox relay beside the strategy.
     pub fn relays_outbox(&self) -> bool {
         self.variant.outbox

@@ -33,6 +33,36 @@ mod tests {
     }
 
     #[test]
+    fn payments_reach_only_strategies_that_drop_timers_as_their_experts_run_them() {
+        let hears = |name: &str, options: &StrategyOptions| {
+            Deployment::new(Variant::parse(name).unwrap(), options).hears_payments()
+        };
+        let on = StrategyOptions::default();
+        let off = StrategyOptions {
+            drop_paid_timers: false,
+            ..StrategyOptions::default()
+        };
+        for name in ["timing-wheel", "redis-zset", "redis-zset+fallback"] {
+            assert!(hears(name, &on), "{name}");
+            assert!(!hears(name, &off), "{name} with drop-paid-timers = false");
+        }
+        // Teaching variants show their damage on paid orders' firings; an
+        // outbox relays schedules a direct call could overtake; brokers and
+        // the database paths hold no timer to drop.
+        for name in [
+            "timing-wheel-unconditional",
+            "redis-zset-nonatomic",
+            "redis-zset+outbox",
+            "rabbit-ttl",
+            "rabbit-delayed",
+            "db-scan",
+            "db-timer",
+        ] {
+            assert!(!hears(name, &on), "{name}");
+        }
+    }
+
+    #[test]
     fn names_are_unique() {
         let mut names: Vec<&str> = STRATEGIES.iter().map(|s| s.name).collect();
         names.sort_unstable();

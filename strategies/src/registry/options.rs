@@ -10,9 +10,15 @@ use crate::timing_wheel::TimingWheelConfig;
 use serde::{Deserialize, Serialize};
 
 /// `[strategies]` in a scenario file: every strategy's options.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct StrategyOptions {
+    /// The order service tells a strategy that can drop a paid order's
+    /// timer ([`StrategyInfo::drops_paid_timers`](crate::strategy_info::StrategyInfo::drops_paid_timers):
+    /// timing-wheel, redis-zset) of each payment, as its experts run it
+    /// (default true). false: the naive form, where every paid order's
+    /// timer still fires and costs a cancel attempt that finds it paid.
+    pub drop_paid_timers: bool,
     pub db_scan: DbScanConfig,
     pub db_timer: DbTimerConfig,
     pub timing_wheel: TimingWheelConfig,
@@ -21,6 +27,20 @@ pub struct StrategyOptions {
     /// Shared by `redis-zset`, `redis-zset-nonatomic` and `redis-keyspace-expiry`.
     pub redis_zset: RedisZsetConfig,
     pub fallback_scan: FallbackScanConfig,
+}
+
+impl Default for StrategyOptions {
+    fn default() -> Self {
+        StrategyOptions {
+            drop_paid_timers: true,
+            db_scan: DbScanConfig::default(),
+            db_timer: DbTimerConfig::default(),
+            timing_wheel: TimingWheelConfig::default(),
+            rabbit: RabbitConfig::default(),
+            redis_zset: RedisZsetConfig::default(),
+            fallback_scan: FallbackScanConfig::default(),
+        }
+    }
 }
 
 impl StrategyOptions {

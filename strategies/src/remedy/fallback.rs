@@ -53,6 +53,10 @@ impl Canceller for WithFallback {
         self.strategy.schedule(order_id, expire_at_us).await
     }
 
+    async fn paid(&self, order_id: OrderId) -> Result<()> {
+        self.strategy.paid(order_id).await
+    }
+
     fn started(&self) -> bool {
         self.strategy.started()
     }

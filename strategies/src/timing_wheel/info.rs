@@ -14,6 +14,7 @@ pub const TIMING_WHEEL: StrategyInfo = StrategyInfo {
         "each instance owns the orders it was given and holds them in memory: memory grows with the pending orders",
         "deadlines are rounded up to the tick, so lateness includes up to one tick",
     ],
+    drops_paid_timers: true,
     ..StrategyInfo::BASE
 };
 

@@ -73,6 +73,7 @@ crate::canceller::counters! {
         scheduled,
         duplicate_schedules,
         reloaded,
+        dropped_paid,
         fired,
         wakeups,
         errors,
@@ -295,6 +296,17 @@ impl Canceller for TimingWheelStrategy {
 
     fn started(&self) -> bool {
         self.started.load(Ordering::Acquire)
+    }
+
+    /// Takes the paid order's timer out of the wheel (if this instance
+    /// holds it and it has not fired).
+    async fn paid(&self, order_id: OrderId) -> Result<()> {
+        let mut state = self.state.lock().expect("wheel lock");
+        if let Some(key) = state.keys.remove(&order_id) {
+            state.wheel.cancel(key);
+            self.counters.dropped_paid.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     async fn run(&self, shutdown: CancellationToken) -> Result<()> {
