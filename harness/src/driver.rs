@@ -59,6 +59,10 @@ pub async fn drive(
             event.action.clone(),
         );
         tokio::spawn(async move {
+            let paying = match &action {
+                Action::Pay { id, .. } => Some(*id),
+                Action::Create { .. } => None,
+            };
             let done = match action {
                 Action::Create {
                     id,
@@ -129,13 +133,7 @@ pub async fn drive(
                 }
                 Action::Pay { id, callback_id } => {
                     match store.pay(id, &callback_id, now_us()).await {
-                        Ok(outcome) => {
-                            // Committed: the order's timer may go.
-                            if outcome == PaymentOutcome::Applied {
-                                instances.paid(id);
-                            }
-                            Done::Paid(outcome)
-                        }
+                        Ok(outcome) => Done::Paid(outcome),
                         Err(e) => Done::Failed {
                             create: false,
                             error: e.to_string(),
@@ -147,6 +145,11 @@ pub async fn drive(
             let lag_us = Instant::now()
                 .saturating_duration_since(intended)
                 .as_micros() as u64;
+            // Committed: the order's timer may go (after the lag's reading:
+            // the notice follows the payment, it is not part of it).
+            if let (Done::Paid(PaymentOutcome::Applied), Some(id)) = (&done, paying) {
+                instances.paid(id);
+            }
             let _ = tx.send((lag_us, done));
         });
         while let Ok((lag_us, done)) = rx.try_recv() {
