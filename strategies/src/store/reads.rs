@@ -4,6 +4,7 @@
 use super::handle::OrderStore;
 use crate::domain::{Micros, OrderId, OrderStatus};
 use crate::error::{DbContext, Error, Result};
+use futures_util::TryStreamExt;
 use sqlx::Row;
 
 /// One order as stored.
@@ -17,18 +18,43 @@ pub struct OrderRow {
 }
 
 impl OrderStore {
-    /// Every PENDING order with its deadline, earliest first (an in-process
-    /// strategy reloads these on start).
-    pub async fn pending_orders(&self) -> Result<Vec<(OrderId, Micros)>> {
+    /// Every PENDING order with its deadline, in no particular order,
+    /// handed to `each` a chunk of at most `chunk` at a time as the rows
+    /// stream in; returns how many. An in-process strategy reloads these
+    /// on start: streamed, it never holds every row at once (read whole,
+    /// ten million rows left a wheel worker at 1.8 GB, five times what the
+    /// same orders took through `schedule`). A read that fails midway has
+    /// handed on what came before it.
+    pub async fn pending_orders_in_chunks(
+        &self,
+        chunk: usize,
+        mut each: impl FnMut(&[(OrderId, Micros)]),
+    ) -> Result<u64> {
         self.count(&self.counters.statements, 1);
-        let rows = sqlx::query(self.sql.pending_orders.clone())
-            .fetch_all(&self.pool)
-            .await
-            .ctx("loading pending orders")?;
-        self.count(&self.counters.rows_read, rows.len() as u64);
-        rows.iter()
-            .map(|r| Ok((r.try_get(0).ctx("loading")?, r.try_get(1).ctx("loading")?)))
-            .collect()
+        let mut rows = sqlx::query(self.sql.pending_orders.clone()).fetch(&self.pool);
+        let mut batch = Vec::with_capacity(chunk);
+        let mut read = 0u64;
+        let result = async {
+            while let Some(row) = rows.try_next().await.ctx("loading pending orders")? {
+                batch.push((
+                    row.try_get(0).ctx("loading")?,
+                    row.try_get(1).ctx("loading")?,
+                ));
+                if batch.len() >= chunk {
+                    each(&batch);
+                    read += batch.len() as u64;
+                    batch.clear();
+                }
+            }
+            if !batch.is_empty() {
+                each(&batch);
+                read += batch.len() as u64;
+            }
+            Ok(read)
+        }
+        .await;
+        self.count(&self.counters.rows_read, read);
+        result
     }
 
     /// One order as stored, or `None`.

@@ -96,8 +96,7 @@ impl Sql {
             scan_due: r(scan),
             scan_due_skip_locked: (skip_locked && kind != DbKind::Sqlite)
                 .then(|| r(&format!("{scan} FOR UPDATE SKIP LOCKED"))),
-            pending_orders: r("SELECT id, expire_at_us FROM orders WHERE status = 'PENDING' \
-                 ORDER BY expire_at_us"),
+            pending_orders: r("SELECT id, expire_at_us FROM orders WHERE status = 'PENDING'"),
             earliest_pending: r("SELECT expire_at_us, id FROM orders WHERE status = 'PENDING' \
                  AND expire_at_us > ? ORDER BY expire_at_us LIMIT 1"),
         }

@@ -36,6 +36,8 @@ use wheel::{ticks_ceil, TimerKey, TimingWheel, WheelConfig};
 
 /// How long to wait before retrying a batch whose cancel failed.
 const RETRY_AFTER: Duration = Duration::from_millis(100);
+/// Orders a reload puts in the wheel under one lock.
+const RELOAD_CHUNK: usize = 10_000;
 /// How long the driver sleeps with an empty wheel (a schedule wakes it).
 const IDLE_SLEEP: Duration = Duration::from_secs(3600);
 
@@ -145,23 +147,35 @@ impl TimingWheelStrategy {
     /// driver if it sleeps past the start of the order's tick (a tick that
     /// has begun is in the past: it wakes a sleeping driver at once).
     fn insert(&self, order_id: OrderId, expire_at_us: Micros) {
-        let tick = self.deadline_tick(expire_at_us);
+        self.insert_all(&[(order_id, expire_at_us)]);
+    }
+
+    /// Puts orders in the wheel under one lock, then wakes the driver for
+    /// the earliest of them (see [`Self::insert`]).
+    fn insert_all(&self, orders: &[(OrderId, Micros)]) {
+        let mut earliest: Option<u64> = None;
         {
             let mut state = self.state.lock().expect("wheel lock");
-            if state.keys.contains_key(&order_id) {
-                self.counters
-                    .duplicate_schedules
-                    .fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            match state.wheel.insert(tick, (order_id, expire_at_us)) {
-                Ok(key) => {
-                    state.keys.insert(order_id, key);
+            for &(order_id, expire_at_us) in orders {
+                if state.keys.contains_key(&order_id) {
+                    self.counters
+                        .duplicate_schedules
+                        .fetch_add(1, Ordering::Relaxed);
+                    continue;
                 }
-                Err(value) => state.due_now.push(value),
+                let tick = self.deadline_tick(expire_at_us);
+                match state.wheel.insert(tick, (order_id, expire_at_us)) {
+                    Ok(key) => {
+                        state.keys.insert(order_id, key);
+                    }
+                    Err(value) => state.due_now.push(value),
+                }
+                earliest = Some(earliest.map_or(tick, |e| e.min(tick)));
             }
         }
-        self.waker.wake_for(self.tick_start_us(tick));
+        if let Some(tick) = earliest {
+            self.waker.wake_for(self.tick_start_us(tick));
+        }
     }
 
     /// Advances the wheel to now and takes everything due.
@@ -219,16 +233,18 @@ impl TimingWheelStrategy {
         }
     }
 
-    /// Loads every PENDING order into the wheel, retrying until it works or
-    /// shutdown: an instance that cannot reload must not run half-blind.
+    /// Loads every PENDING order into the wheel as the rows stream in,
+    /// retrying until it works or shutdown: an instance that cannot reload
+    /// must not run half-blind. A retry reads them all again; what the
+    /// failed read had put in is dropped as a duplicate.
     async fn reload(&self, shutdown: &CancellationToken) -> bool {
         loop {
-            match self.store.pending_orders().await {
-                Ok(pending) => {
-                    let reloaded = pending.len() as u64;
-                    for (id, expire) in pending {
-                        self.insert(id, expire);
-                    }
+            let loaded = self
+                .store
+                .pending_orders_in_chunks(RELOAD_CHUNK, |orders| self.insert_all(orders))
+                .await;
+            match loaded {
+                Ok(reloaded) => {
                     // Counted once in the wheel: `reloaded` reaching a
                     // backlog's size means the wheel holds it.
                     self.counters
