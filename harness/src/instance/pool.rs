@@ -137,11 +137,10 @@ impl Instance {
         sent
     }
 
-    /// Tells the worker the order was paid (answered by nobody).
-    fn paid(&self, order_id: OrderId) {
-        if self.alive.load(Ordering::SeqCst) {
-            let _ = self.commands.send(format!("f {order_id}\n"));
-        }
+    /// Tells the worker the order was paid (answered by nobody); false if
+    /// the worker is gone.
+    fn paid(&self, order_id: OrderId) -> bool {
+        self.alive.load(Ordering::SeqCst) && self.commands.send(format!("f {order_id}\n")).is_ok()
     }
 
     /// Asks for a barrier flush; returns the barrier count to wait past.
@@ -350,9 +349,17 @@ impl Pool {
         expire_at_us: Micros,
         committed_at_us: Micros,
     ) -> bool {
+        self.send_to_order_instance(order_id, |instance| {
+            instance.schedule(order_id, expire_at_us, committed_at_us)
+        })
+    }
+
+    /// Offers a command to the order's instance, `id % n`, then to the
+    /// next ones in turn until `send` takes it; false when none did.
+    fn send_to_order_instance(&self, order_id: OrderId, send: impl Fn(&Instance) -> bool) -> bool {
         let n = self.slots.len();
         (0..n).any(|k| match &*self.slot((order_id as usize + k) % n) {
-            Some(instance) => instance.schedule(order_id, expire_at_us, committed_at_us),
+            Some(instance) => send(instance),
             None => false,
         })
     }
@@ -362,15 +369,8 @@ impl Pool {
     /// ([`Deployment::hears_payments`]); nothing otherwise, so a strategy
     /// that would ignore it pays nothing for it.
     pub fn paid(&self, order_id: OrderId) {
-        if !self.hears_payments {
-            return;
-        }
-        let n = self.slots.len();
-        for k in 0..n {
-            if let Some(instance) = &*self.slot((order_id as usize + k) % n) {
-                instance.paid(order_id);
-                return;
-            }
+        if self.hears_payments {
+            self.send_to_order_instance(order_id, |instance| instance.paid(order_id));
         }
     }
 
