@@ -291,6 +291,23 @@ pub struct RecoveryInput<'a> {
     pub probe_wait: Option<Duration>,
 }
 
+/// What the instances' restart did, for the recovery table: only a
+/// strategy that reloads the pending orders on start is said to.
+fn instances_restart_how(specs: &[WorkerSpec]) -> String {
+    let reloads = specs
+        .first()
+        .is_some_and(|spec| spec.strategy.info.reloads_pending_on_start);
+    format!(
+        "{} instance(s) stopped, then started afresh{}",
+        specs.len(),
+        if reloads {
+            " (each reloads every PENDING order from the database)"
+        } else {
+            ""
+        }
+    )
+}
+
 /// Every instance started afresh, then each service the strategy uses
 /// restarted with the scenario's command, in turn; each timed until the
 /// strategy is cancelling again with its backlog in place.
@@ -302,10 +319,7 @@ pub async fn recover(input: RecoveryInput<'_>) -> Result<Vec<Recovery>> {
     let restart_s = started.elapsed().as_secs_f64();
     let mut first = Recovery {
         what: "instances".into(),
-        how: format!(
-            "{} instance(s) stopped, then started afresh (a wheel reloads every PENDING order)",
-            input.specs.len()
-        ),
+        how: instances_restart_how(&input.specs),
         restart_s,
         ..Recovery::default()
     };

@@ -1,11 +1,21 @@
 //! The one place passwords are taken out of what the tool shows: URLs in
 //! errors, logs, `Debug` output, `run.json` and the reports. A results
-//! folder never holds a password.
+//! folder never holds a password, with one exception made on purpose:
+//! RabbitMQ's factory default `amqp://guest:guest@127.0.0.1:5672/%2f` is
+//! kept whole (`run.json`, `scenario.toml`), so a folder of a local run
+//! runs again as it is. It is published in RabbitMQ's documentation, and
+//! the broker accepts `guest` only over loopback.
 //!
 //! It works on text, not on a parsed URL, so it also hides the password of
 //! a URL that does not parse (`amqp://guest:p@ss@host`), of one inside an
 //! argument (`--db=postgres://u:pw@h/db`) and of each URL of a list
 //! (a RabbitMQ cluster's `amqp://…,amqp://…`), and it changes nothing else.
+
+/// Whether `url` (or one URL of a comma list) had its password replaced
+/// by [`url`]: such a URL cannot log in, and must be given again.
+pub fn was_redacted(url: &str) -> bool {
+    url.contains(":***@")
+}
 
 /// `url` with its password replaced by `***` (each one, for a comma list
 /// of URLs); anything without a password is returned as it was.
@@ -105,5 +115,14 @@ mod tests {
         ] {
             assert_eq!(url(raw), want, "{raw}");
         }
+    }
+
+    #[test]
+    fn a_redacted_url_is_told_from_one_that_can_log_in() {
+        let given = "amqp://u:secret@h1/%2f,amqp://u:secret@h2/%2f";
+        assert!(!was_redacted(given));
+        assert!(was_redacted(&url(given)));
+        assert!(!was_redacted("redis://127.0.0.1:6379"));
+        assert!(was_redacted(&url("redis://:pw@127.0.0.1:6379")));
     }
 }

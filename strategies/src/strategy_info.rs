@@ -45,6 +45,10 @@ pub struct StrategyInfo {
     /// UPDATE finds the order paid). Teaching variants leave it off: their
     /// damage shows on the paid orders' firings.
     pub drops_paid_timers: bool,
+    /// A starting instance reads every PENDING order from the database
+    /// before it takes work (the wheel, whose schedule lives in memory):
+    /// what an instance restart costs grows with the pending orders.
+    pub reloads_pending_on_start: bool,
 }
 
 /// What a registry entry is for.
@@ -74,6 +78,7 @@ impl StrategyInfo {
         notifies_deadline: false,
         schedules_before_commit: false,
         drops_paid_timers: false,
+        reloads_pending_on_start: false,
     };
 
     /// A teaching variant (see [`Role::Teaching`]).

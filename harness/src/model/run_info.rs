@@ -72,13 +72,16 @@ impl RunInfo {
     /// URLs of flags and environment in, passwords out), so
     /// `--scenario <run>/scenario.toml` repeats the run.
     fn write_scenario(&self, dir: &Path) -> Result<()> {
-        let redacted = self.command.iter().any(|a| a.contains(":***@"))
+        let redacted = self
+            .command
+            .iter()
+            .any(|a| strategies::redact::was_redacted(a))
             || [
                 &self.scenario.strategies.rabbit.url,
                 &self.scenario.strategies.redis_zset.url,
             ]
             .iter()
-            .any(|u| u.contains(":***@"));
+            .any(|u| strategies::redact::was_redacted(u));
         let strategies = self.strategies.join(",");
         let verb = if self.command.get(1).is_some_and(|c| c == "sweep") {
             "sweep"

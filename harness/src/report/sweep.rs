@@ -193,9 +193,17 @@ fn p99(step: &SweepStep) -> String {
     format!("{}{flag}{spread}", ms(step.p99_us))
 }
 
-fn at_max(s: &crate::model::sweep::StrategySweep) -> Option<&SweepStep> {
-    s.max_rate
-        .and_then(|m| s.steps.iter().find(|st| st.rate == m))
+/// The step the maximum stands on: the one that held at that rate (the
+/// ceiling's re-measure may hold at a rate its discovery failed at), else
+/// any at it.
+pub(crate) fn at_max(s: &crate::model::sweep::StrategySweep) -> Option<&SweepStep> {
+    let m = s.max_rate?;
+    let at = |st: &&SweepStep| st.rate == m;
+    s.steps
+        .iter()
+        .filter(at)
+        .find(|st| st.holds)
+        .or_else(|| s.steps.iter().find(at))
 }
 
 /// The report; `figures` are the plots, linked under the main table.

@@ -7,6 +7,7 @@ use crate::service_args::ServiceArgs;
 use anyhow::Result;
 use std::path::PathBuf;
 use strategies::registry::{Role, Variant, STRATEGIES};
+use strategies::Service;
 
 /// What `run` and `sweep` share on the command line. Each service URL
 /// comes from its flag, else its environment variable, else the scenario
@@ -44,10 +45,54 @@ impl CommonArgs {
         self.strategies.is_some()
     }
 
-    /// The strategies `--strategies` names (see [`select`]).
-    pub fn selected(&self) -> Result<Vec<Variant>> {
-        select(self.strategies.as_deref())
+    /// The strategies `--strategies` names (see [`select`]), refused when
+    /// one of them needs a service whose URL in `scenario` lost its
+    /// password to a run folder's redaction (see [`refuse_removed_passwords`]).
+    pub fn selected_for(&self, scenario: &Scenario) -> Result<Vec<Variant>> {
+        let variants = select(self.strategies.as_deref())?;
+        refuse_removed_passwords(scenario, &variants)?;
+        Ok(variants)
     }
+}
+
+/// A run folder's `scenario.toml` holds its service URLs with the password
+/// replaced by `***`. Run again as it is, a strategy would try to log in
+/// with `***` and be skipped on an authentication error that names no
+/// cause; this names the field and the flag that puts the URL back.
+fn refuse_removed_passwords(scenario: &Scenario, variants: &[Variant]) -> Result<()> {
+    let options = &scenario.strategies;
+    for service in [Service::RabbitMq, Service::Redis] {
+        let (url, field, flag, env) = match service {
+            Service::RabbitMq => (
+                &options.rabbit.url,
+                "strategies.rabbit",
+                "--amqp",
+                "DELAYBENCH_AMQP",
+            ),
+            Service::Redis => (
+                &options.redis_zset.url,
+                "strategies.redis-zset",
+                "--redis",
+                "DELAYBENCH_REDIS",
+            ),
+        };
+        let needing: Vec<&str> = variants
+            .iter()
+            .filter(|v| v.info.requires.contains(&service))
+            .map(|v| v.name())
+            .collect();
+        if needing.is_empty() || !strategies::redact::was_redacted(url) {
+            continue;
+        }
+        anyhow::bail!(
+            "field `{field}` url {url} has its password removed (***), as a run folder's \
+             scenario.toml keeps it, and {} need(s) {}: give the URL again with {flag} URL or \
+             the environment variable {env}",
+            needing.join(", "),
+            service.name()
+        );
+    }
+    Ok(())
 }
 
 /// What `delaybench run` was asked to do.
@@ -124,5 +169,43 @@ mod tests {
         let once = select(Some("db-scan, db-scan")).unwrap();
         assert_eq!(once.len(), 1);
         assert_eq!(once[0].name(), "db-scan");
+    }
+
+    #[test]
+    fn a_removed_password_is_refused_only_where_a_strategy_needs_it() {
+        let (mut scenario, _) = Scenario::load(Some("quick"), "quick").unwrap();
+        scenario.strategies.rabbit.url = "amqp://u:***@broker:5672/%2f".into();
+        let db_only = select(Some("db-scan,db-timer")).unwrap();
+        refuse_removed_passwords(&scenario, &db_only).unwrap();
+        let rabbit = select(Some("db-scan,rabbit-ttl+outbox")).unwrap();
+        let msg = format!(
+            "{:#}",
+            refuse_removed_passwords(&scenario, &rabbit).unwrap_err()
+        );
+        for part in [
+            "strategies.rabbit",
+            "rabbit-ttl+outbox",
+            "--amqp",
+            "DELAYBENCH_AMQP",
+        ] {
+            assert!(msg.contains(part), "{part} missing: {msg}");
+        }
+        assert!(!msg.contains("db-scan"), "{msg}");
+        // The flag puts a URL back, and the run may go on.
+        let flags = ServiceArgs {
+            amqp: Some("amqp://u:secret@broker:5672/%2f".into()),
+            ..ServiceArgs::default()
+        };
+        flags.apply(&mut scenario.strategies);
+        refuse_removed_passwords(&scenario, &rabbit).unwrap();
+        scenario.strategies.redis_zset.url = "redis://:***@cache:6379".into();
+        let msg = format!(
+            "{:#}",
+            refuse_removed_passwords(&scenario, &select(Some("redis-zset")).unwrap()).unwrap_err()
+        );
+        assert!(
+            msg.contains("--redis") && msg.contains("strategies.redis-zset"),
+            "{msg}"
+        );
     }
 }

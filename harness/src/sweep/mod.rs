@@ -65,7 +65,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
         !scenario.measure.unmeasured_twin,
         "field `measure.unmeasured-twin` is for `delaybench run`; a sweep does not run twins"
     );
-    let mut variants = args.common.selected()?;
+    let mut variants = args.common.selected_for(&scenario)?;
     // The yardstick first, whatever was asked, in a rate sweep. A sweep
     // over sizes leaves it out: it holds its schedule in memory and reloads
     // nothing (no recovery to compare), and a storm sweep measures each
@@ -139,6 +139,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
         run_id: &run_id,
         run_dir: &run_dir,
         repeat: args.repeat.max(1),
+        again: "",
     };
     for (variant, name) in variants.iter().zip(&names) {
         result.strategies.push(StrategySweep {
@@ -218,7 +219,11 @@ async fn remeasure_ceiling(
         "delaybench: a strategy held {rate} orders/s, above the ceiling's maximum: \
          re-measuring the ceiling there"
     );
-    let (step, _) = ctx.repeated_step(variant, rate, None).await?;
+    let again = StepContext {
+        again: "-again",
+        ..*ctx
+    };
+    let (step, _) = again.repeated_step(variant, rate, None).await?;
     eprintln!("delaybench: {}", step_line(variant.name(), &step));
     result.strategies[index].steps.push(step);
     conclude(result);
@@ -426,5 +431,19 @@ mod tests {
         );
         let r = result(vec![strategy("ceiling", &[(2000.0, true)]), bumpy]);
         assert_eq!(r.strategies[1].max_rate, Some(1000.0));
+    }
+
+    #[test]
+    fn the_figures_at_the_ceilings_maximum_are_the_step_that_held_there() {
+        // Discovery failed at 800, the re-measure held there: the table's
+        // figures at the maximum must be the re-measure's.
+        let ceiling = strategy(
+            "ceiling",
+            &[(550.0, true), (800.0, false), (600.0, false), (800.0, true)],
+        );
+        let r = result(vec![ceiling]);
+        assert_eq!(r.strategies[0].max_rate, Some(800.0));
+        let at = crate::report::sweep::at_max(&r.strategies[0]).unwrap();
+        assert!(at.rate == 800.0 && at.holds);
     }
 }

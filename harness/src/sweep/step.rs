@@ -23,12 +23,17 @@ pub(super) enum Size {
 }
 
 /// What every step of a sweep shares.
+#[derive(Clone, Copy)]
 pub(super) struct StepContext<'a> {
     pub(super) scenario: &'a Scenario,
     pub(super) server: &'a DbServer,
     pub(super) run_id: &'a str,
     pub(super) run_dir: &'a Path,
     pub(super) repeat: u32,
+    /// Appended to each step's folder and namespace: `-again` for the
+    /// ceiling's re-measure, whose rate discovery may already have tried,
+    /// so that it never writes over that step's folder.
+    pub(super) again: &'static str,
 }
 
 impl StepContext<'_> {
@@ -130,7 +135,7 @@ impl StepContext<'_> {
             Some(Size::Pending(n)) => format!("pending-{n}"),
             Some(Size::Storm(n)) => format!("storm-{n}"),
             None => format!("rate-{}", rate.to_string().replace('.', "_")),
-        };
+        } + self.again;
         let name = variant.name();
         let mut folder = format!("{name}/{point}");
         if let Some(k) = repetition {

@@ -15,6 +15,7 @@ pub const TIMING_WHEEL: StrategyInfo = StrategyInfo {
         "deadlines are rounded up to the tick, so lateness includes up to one tick",
     ],
     drops_paid_timers: true,
+    reloads_pending_on_start: true,
     ..StrategyInfo::BASE
 };
 
@@ -23,6 +24,7 @@ pub const TIMING_WHEEL_UNCONDITIONAL: StrategyInfo = StrategyInfo {
     summary: "TEACHING: the wheel cancelling with an unconditional UPDATE (paid orders \
               cancelled, stock released on every firing)",
     role: Role::Teaching,
+    reloads_pending_on_start: true,
     ..StrategyInfo::BASE
 };
 
@@ -31,5 +33,6 @@ pub const TIMING_WHEEL_RELEASE_FIRST: StrategyInfo = StrategyInfo {
     summary: "TEACHING: the wheel releasing stock before the conditional UPDATE (a paid \
               order's stock released anyway)",
     role: Role::Teaching,
+    reloads_pending_on_start: true,
     ..StrategyInfo::BASE
 };
