@@ -101,3 +101,67 @@ fn a_hand_edit_of_a_number_fails() {
         );
     }
 }
+
+/// Every `results/...` path the READMEs cite exists and is not ignored by
+/// git: a folder under an ignored path is silently left out of a commit
+/// (results/paid-timers was, cited by README.md, until .gitignore named
+/// it), and a clean clone then cites nothing. A `*` in a cited path
+/// matches the rest of that path segment.
+#[test]
+fn every_results_path_the_readmes_cite_is_committed() {
+    let root = root();
+    let mut missing = Vec::new();
+    for readme in ["README.md", "results/README.md"] {
+        let text = std::fs::read_to_string(root.join(readme)).unwrap();
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("results/") {
+            let tail = &rest[at..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || "_./*-".contains(c)))
+                .unwrap_or(tail.len());
+            let cited = tail[..end].trim_end_matches(['.', '/']);
+            rest = &tail[end..];
+            if cited == "results" {
+                continue; // `results/<run-id>/...`: a pattern, not a folder
+            }
+            if !cited_exists(&root, cited) {
+                missing.push(format!("{readme}: {cited} (missing)"));
+            } else if is_ignored(&root, cited) {
+                missing.push(format!("{readme}: {cited} (ignored by .gitignore)"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "cited but not committed:\n{}",
+        missing.join("\n")
+    );
+}
+
+fn cited_exists(root: &Path, cited: &str) -> bool {
+    let Some(star) = cited.find('*') else {
+        return root.join(cited).exists();
+    };
+    let (dir, prefix) = match cited[..star].rfind('/') {
+        Some(slash) => (&cited[..slash], &cited[slash + 1..star]),
+        None => ("", &cited[..star]),
+    };
+    std::fs::read_dir(root.join(dir)).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(prefix))
+    })
+}
+
+fn is_ignored(root: &Path, cited: &str) -> bool {
+    let probe = match cited.find('*') {
+        Some(star) => &cited[..star],
+        None => cited,
+    };
+    let status = std::process::Command::new("git")
+        .args(["check-ignore", "-q", "--no-index", probe])
+        .current_dir(root)
+        .status();
+    // Exit 0: ignored. Without git (or outside a repository) nothing is said.
+    matches!(status, Ok(s) if s.code() == Some(0))
+}
