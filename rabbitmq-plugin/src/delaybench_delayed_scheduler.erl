@@ -118,10 +118,10 @@ release(Now, Left, XCache, S) ->
 
 release_one(Key, XCache, S) ->
     case delaybench_delayed_store:read(Key) of
-        [#delaybench_delayed_message{exchange = XName, message = Msg}] ->
+        [#delaybench_delayed_message{exchange = XName, message = Stored}] ->
             {Lookup, XCache1} = lookup_exchange(XName, XCache),
             Outcome = case Lookup of
-                          {ok, X} -> route(X, Msg);
+                          {ok, X} -> route(X, Stored);
                           {error, not_found} -> {dropped, exchange_not_found}
                       end,
             %% Deleted after routing: a crash in between re-delivers the
@@ -146,9 +146,10 @@ lookup_exchange(XName, XCache) ->
 %% queues found, statelessly. Msg is what the route callback stored: a
 %% #basic_message{} on RabbitMQ 3.10-3.12, a message container (mc) on
 %% 3.13+/4.x.
-route(X = #exchange{name = XName}, Msg) ->
+route(X = #exchange{name = XName}, Stored) ->
     put(?RELEASING, XName),
     try
+        Msg = delaybench_delayed_store:unpack(Stored),
         case mc_api() of
             true -> route_mc(X, to_mc(Msg));
             false -> route_delivery(X, Msg)

@@ -68,6 +68,7 @@
 -include("delaybench_delayed.hrl").
 
 -export([start_link/0, insert/3, first/0, read/1, delete/1, purge/1,
+         unpack/1,
          count/0, count/1, now_micros/0, due_of/1, sync/0, info/0,
          import/1, data_dir/0, file_path/0]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2,
@@ -134,7 +135,7 @@ insert(XName, DelayMs, Msg) when is_integer(DelayMs), DelayMs > 0 ->
     Due = now_micros() + DelayMs * 1000,
     Key = {Due, erlang:unique_integer([monotonic, positive]), rabbit_guid:gen()},
     Rec = #delaybench_delayed_message{key = Key, exchange = XName,
-                                      message = Msg},
+                                      message = pack(Msg)},
     try ets:insert(?ETS, Rec) of
         true -> ok
     catch
@@ -148,6 +149,49 @@ insert(XName, DelayMs, Msg) when is_integer(DelayMs), DelayMs > 0 ->
     %% back the release of what it already stored.
     delaybench_delayed_scheduler:notify(Due),
     keep_up().
+
+%% A message as the store keeps it, in ETS and in the journal: its
+%% external term format, one binary, with the decoded properties left out
+%% as RabbitMQ's own message store leaves them out (the properties stay in
+%% their wire form, and whatever reads them decodes them again).
+%%
+%% Why: kept as the published term, a message held every part of it as a
+%% term of its own in ETS (the decoded #'P_basic'{} and its headers table
+%% beside the same properties in wire form, the exchange and queue
+%% resources, the routing keys), and its body as a sub-binary of the
+%% socket's read buffer, holding that buffer alive: the broker grew by
+%% about 1 200 bytes per pending message (results/backlog/20261204-140328-
+%% backlog-1m). Packing costs a term_to_binary/1 on publish and a
+%% binary_to_term/1 on release, a few microseconds each.
+pack(Msg) ->
+    {packed, term_to_binary(prepare_to_store(Msg))}.
+
+%% The message a stored record holds, as it was published, ready to route.
+%% Records written before messages were packed hold the message itself.
+unpack({packed, Bin}) -> decoded(binary_to_term(Bin));
+unpack(Msg) -> Msg.
+
+%% RabbitMQ 3.x's headers exchange reads the decoded properties without
+%% decoding them first (rabbit_exchange_type_headers:route/2), so they are
+%% decoded again from their wire form before the message is routed.
+decoded(#basic_message{content = Content} = Msg) ->
+    Msg#basic_message{
+      content = rabbit_binary_parser:ensure_content_decoded(Content)};
+decoded(Msg) ->
+    Msg.
+
+%% RabbitMQ 3.10-3.12: #basic_message{} whose #content{} may hold the
+%% properties twice (decoded, and as the wire binary); the decoded form
+%% goes, as rabbit_msg_store does before a write. 3.13+/4.x: a message
+%% container, prepared for storage by mc:prepare/2 where it exists.
+prepare_to_store(#basic_message{content = Content} = Msg) ->
+    Msg#basic_message{
+      content = rabbit_binary_parser:clear_decoded_content(Content)};
+prepare_to_store(Msg) ->
+    case erlang:function_exported(mc, prepare, 2) of
+        true -> mc:prepare(store, Msg);
+        false -> Msg
+    end.
 
 %% Every ?CHECK_EVERY inserts of a process, if more than ?MAX_BEHIND
 %% writes wait for the file, the publisher waits until the store has taken

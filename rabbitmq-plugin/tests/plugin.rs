@@ -221,6 +221,57 @@ async fn delayed_messages_arrive_not_before_their_delay_and_soon_after() {
     b.close().await;
 }
 
+/// The store keeps a message packed, with its decoded properties dropped
+/// (they stay in wire form): what a consumer receives must still be what
+/// was published, every property and header and the body byte for byte.
+#[tokio::test]
+async fn a_delayed_message_arrives_with_its_properties_headers_and_body() {
+    let _shared = BROKER.read().await;
+    let b = Broker::new().await;
+    let x = b.delayed_exchange("direct").await;
+    let q = b.bound_queue(&x, "k", FieldTable::default()).await;
+    let mut c = b.consume(&q).await;
+    let mut headers = delay_headers(200);
+    headers.insert("order-id".into(), AMQPValue::LongLongInt(4_000_000_123));
+    headers.insert("shop".into(), longstr("seed-\u{e9}"));
+    let body: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
+    let properties = BasicProperties::default()
+        .with_headers(headers)
+        .with_content_type("application/octet-stream".into())
+        .with_message_id("m-42".into())
+        .with_correlation_id("c-7".into())
+        .with_delivery_mode(2)
+        .with_priority(3);
+    b.ch.basic_publish(
+        x.as_str().into(),
+        "k".into(),
+        BasicPublishOptions::default(),
+        &body,
+        properties.clone(),
+    )
+    .await
+    .expect("publish")
+    .await
+    .expect("publish accepted");
+    let (d, _) = next(&mut c, Duration::from_secs(10))
+        .await
+        .expect("the delayed message within 10 s");
+    assert_eq!(d.data, body, "body changed in the store");
+    let got = &d.properties;
+    assert_eq!(got.content_type(), properties.content_type());
+    assert_eq!(got.message_id(), properties.message_id());
+    assert_eq!(got.correlation_id(), properties.correlation_id());
+    assert_eq!(got.delivery_mode(), &Some(2));
+    assert_eq!(got.priority(), &Some(3));
+    let h = got.headers().as_ref().expect("headers kept");
+    assert_eq!(
+        h.inner().get("order-id"),
+        Some(&AMQPValue::LongLongInt(4_000_000_123))
+    );
+    assert_eq!(h.inner().get("shop"), Some(&longstr("seed-\u{e9}")));
+    b.close().await;
+}
+
 #[tokio::test]
 async fn long_delay_published_first_arrives_after_short_delay_published_second() {
     let _shared = BROKER.read().await;
