@@ -102,66 +102,142 @@ fn a_hand_edit_of_a_number_fails() {
     }
 }
 
-/// Every `results/...` path the READMEs cite exists and is not ignored by
-/// git: a folder under an ignored path is silently left out of a commit
-/// (results/paid-timers was, cited by README.md, until .gitignore named
-/// it), and a clean clone then cites nothing. A `*` in a cited path
-/// matches the rest of that path segment.
+/// Every `results/...` path the READMEs cite exists, is not ignored by git
+/// and, in a git checkout, is committed: a folder under an ignored path is
+/// silently left out of a commit (results/paid-timers was, cited by
+/// README.md, until .gitignore named it), and a clean clone then cites
+/// nothing. A `*` in a cited path matches any run of characters within its
+/// segment. results/README.md's own relative names (`reference/`) are not
+/// read: only `results/...` is.
 #[test]
 fn every_results_path_the_readmes_cite_is_committed() {
     let root = root();
-    let mut missing = Vec::new();
+    let mut missing = std::collections::BTreeSet::new();
     for readme in ["README.md", "results/README.md"] {
         let text = std::fs::read_to_string(root.join(readme)).unwrap();
-        let mut rest = text.as_str();
-        while let Some(at) = rest.find("results/") {
-            let tail = &rest[at..];
+        for (at, _) in text.match_indices("results/") {
+            // Part of a longer path (`/tmp/results/`, `../results/`): not ours.
+            if text[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || "_./-".contains(c))
+            {
+                continue;
+            }
+            let tail = &text[at..];
             let end = tail
                 .find(|c: char| !(c.is_ascii_alphanumeric() || "_./*-".contains(c)))
                 .unwrap_or(tail.len());
             let cited = tail[..end].trim_end_matches(['.', '/']);
-            rest = &tail[end..];
             if cited == "results" {
                 continue; // `results/<run-id>/...`: a pattern, not a folder
             }
-            if !cited_exists(&root, cited) {
-                missing.push(format!("{readme}: {cited} (missing)"));
-            } else if is_ignored(&root, cited) {
-                missing.push(format!("{readme}: {cited} (ignored by .gitignore)"));
-            }
+            let matches = glob(&root, cited);
+            let why = if matches.is_empty() {
+                "missing"
+            } else if matches.iter().all(|m| is_ignored(&root, m)) {
+                "ignored by .gitignore"
+            } else if matches.iter().all(|m| !is_committed(&root, m)) {
+                "not committed"
+            } else {
+                continue;
+            };
+            missing.insert(format!("{readme}: {cited} ({why})"));
         }
     }
     assert!(
         missing.is_empty(),
         "cited but not committed:\n{}",
-        missing.join("\n")
+        missing.into_iter().collect::<Vec<_>>().join("\n")
     );
 }
 
-fn cited_exists(root: &Path, cited: &str) -> bool {
-    let Some(star) = cited.find('*') else {
-        return root.join(cited).exists();
-    };
-    let (dir, prefix) = match cited[..star].rfind('/') {
-        Some(slash) => (&cited[..slash], &cited[slash + 1..star]),
-        None => ("", &cited[..star]),
-    };
-    std::fs::read_dir(root.join(dir)).is_ok_and(|entries| {
-        entries
-            .flatten()
-            .any(|e| e.file_name().to_string_lossy().starts_with(prefix))
-    })
+/// The paths under `root` that `pattern` names, `*` matching within a
+/// segment, relative to `root`.
+fn glob(root: &Path, pattern: &str) -> Vec<String> {
+    let mut found = vec![String::new()];
+    for segment in pattern.split('/') {
+        let mut next = Vec::new();
+        for base in &found {
+            let join = |name: &str| {
+                if base.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{base}/{name}")
+                }
+            };
+            if !segment.contains('*') {
+                if root.join(join(segment)).exists() {
+                    next.push(join(segment));
+                }
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(root.join(base)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if wildcard(segment, &name) {
+                    next.push(join(&name));
+                }
+            }
+        }
+        found = next;
+    }
+    found
 }
 
-fn is_ignored(root: &Path, cited: &str) -> bool {
-    let probe = match cited.find('*') {
-        Some(star) => &cited[..star],
-        None => cited,
-    };
-    let status = std::process::Command::new("git")
-        .args(["check-ignore", "-q", "--no-index", probe])
+/// Whether `name` matches `pattern`, whose `*`s match any run of characters.
+fn wildcard(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
+        return false;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[test]
+fn a_cited_pattern_matches_within_a_segment() {
+    assert!(wildcard(
+        "20261204-15*-storm-100k-*",
+        "20261204-150748-storm-100k-default"
+    ));
+    assert!(!wildcard(
+        "20261204-15*-storm-100k-*",
+        "20261204-150748-storm-10k-default"
+    ));
+    assert!(wildcard("*", "anything"));
+    assert!(!wildcard("a*b*c", "acb"));
+}
+
+fn git(root: &Path, args: &[&str]) -> Option<std::process::Output> {
+    std::process::Command::new("git")
+        .args(args)
         .current_dir(root)
-        .status();
+        .output()
+        .ok()
+}
+
+fn is_ignored(root: &Path, path: &str) -> bool {
     // Exit 0: ignored. Without git (or outside a repository) nothing is said.
-    matches!(status, Ok(s) if s.code() == Some(0))
+    git(root, &["check-ignore", "-q", "--no-index", path])
+        .is_some_and(|o| o.status.code() == Some(0))
+}
+
+/// Whether git tracks `path` (or something under it). Outside a git
+/// checkout (a source tarball) nothing can be asked, and it counts as
+/// committed.
+fn is_committed(root: &Path, path: &str) -> bool {
+    match git(root, &["ls-files", "--", path]) {
+        Some(o) if o.status.success() => !o.stdout.is_empty(),
+        _ => true,
+    }
 }

@@ -20,9 +20,12 @@
                    %% per-incarnation counter (FIFO among equal due times),
                    %% then a globally unique id (no clash across restarts)
          exchange, %% #resource{kind = exchange} the message was published to
-         message   %% the message as published: a #basic_message{}
-                   %% (RabbitMQ 3.10-3.12) or a message container,
-                   %% mc:state() (3.13+/4.x)
+         message   %% {packed, Bin}: the message as published, a
+                   %% #basic_message{} (RabbitMQ 3.10-3.12) or a message
+                   %% container, mc:state() (3.13+/4.x), in external term
+                   %% format with its decoded properties left out
+                   %% (delaybench_delayed_store:pack/1, unpack/1); records
+                   %% of plugin commits before 3819e59 hold the message itself
         }).
 
 %% Process-dictionary key the scheduler sets while it routes a stored

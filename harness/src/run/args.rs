@@ -46,11 +46,18 @@ impl CommonArgs {
     }
 
     /// The strategies `--strategies` names (see [`select`]), refused when
-    /// one of them needs a service whose URL in `scenario` lost its
+    /// one that will run needs a service whose URL in `scenario` lost its
     /// password to a run folder's redaction (see [`refuse_removed_passwords`]).
-    pub fn selected_for(&self, scenario: &Scenario) -> Result<Vec<Variant>> {
+    /// With `skips_unnamed`, `run`'s default, a strategy [`skip_reason`]
+    /// skips does not run, so its URL is not asked for.
+    pub fn selected_for(&self, scenario: &Scenario, skips_unnamed: bool) -> Result<Vec<Variant>> {
         let variants = select(self.strategies.as_deref())?;
-        refuse_removed_passwords(scenario, &variants)?;
+        let running: Vec<Variant> = variants
+            .iter()
+            .copied()
+            .filter(|v| !skips_unnamed || skip_reason(*v, self.strategies_named()).is_none())
+            .collect();
+        refuse_removed_passwords(scenario, &running)?;
         Ok(variants)
     }
 }
@@ -207,5 +214,15 @@ mod tests {
             msg.contains("--redis") && msg.contains("strategies.redis-zset"),
             "{msg}"
         );
+        // `run` with no --strategies skips what needs a service, so a folder
+        // whose broker URL lost its password still runs the others.
+        let unnamed = CommonArgs {
+            scenario: None,
+            strategies: None,
+            services: ServiceArgs::default(),
+            out: PathBuf::from("results"),
+        };
+        assert!(unnamed.selected_for(&scenario, true).is_ok());
+        assert!(unnamed.selected_for(&scenario, false).is_err());
     }
 }

@@ -26,7 +26,7 @@ use strategies::DbServer;
 /// Runs the comparison and returns the run folder.
 pub async fn run(args: &RunArgs) -> Result<PathBuf> {
     let (scenario, scenario_source) = args.common.scenario(crate::presets::RUN_DEFAULT)?;
-    let variants = args.common.selected_for(&scenario)?;
+    let variants = args.common.selected_for(&scenario, true)?;
     let names: Vec<String> = variants.iter().map(|v| v.name().to_string()).collect();
     if let Some(b) = scenario.backlog.as_ref().filter(|b| b.pending.len() > 1) {
         anyhow::bail!(

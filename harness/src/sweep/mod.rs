@@ -65,7 +65,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
         !scenario.measure.unmeasured_twin,
         "field `measure.unmeasured-twin` is for `delaybench run`; a sweep does not run twins"
     );
-    let mut variants = args.common.selected_for(&scenario)?;
+    let mut variants = args.common.selected_for(&scenario, false)?;
     // The yardstick first, whatever was asked, in a rate sweep. A sweep
     // over sizes leaves it out: it holds its schedule in memory and reloads
     // nothing (no recovery to compare), and a storm sweep measures each
@@ -277,7 +277,7 @@ fn conclude(result: &mut SweepResult) {
         };
         s.first_failed_rate = failed;
         s.limited_by = failed
-            .and_then(|f| s.steps.iter().find(|st| st.rate == f))
+            .and_then(|f| s.steps.iter().find(|st| st.rate == f && !st.holds))
             .map(sweep::limited_by);
     }
     let ceiling = result
