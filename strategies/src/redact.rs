@@ -1,10 +1,7 @@
 //! The one place passwords are taken out of what the tool shows: URLs in
 //! errors, logs, `Debug` output, `run.json` and the reports. A results
-//! folder never holds a password, with one exception made on purpose:
-//! RabbitMQ's factory default `amqp://guest:guest@127.0.0.1:5672/%2f` is
-//! kept whole (`run.json`, `scenario.toml`), so a folder of a local run
-//! runs again as it is. It is published in RabbitMQ's documentation, and
-//! the broker accepts `guest` only over loopback.
+//! folder never holds a password, not even RabbitMQ's published default
+//! (`guest`), whose redacted form the harness reads back as the default.
 //!
 //! It works on text, not on a parsed URL, so it also hides the password of
 //! a URL that does not parse (`amqp://guest:p@ss@host`), of one inside an

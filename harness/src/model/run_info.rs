@@ -49,12 +49,9 @@ impl RunInfo {
             .collect();
         info.database_url = strategies::redact::url(&info.database_url);
         let options = &mut info.scenario.strategies;
-        // RabbitMQ's well-known guest:guest default is no secret, and kept
-        // so the saved scenario.toml runs again as it is.
-        let defaults = strategies::StrategyOptions::default();
-        if options.rabbit.url != defaults.rabbit.url {
-            options.rabbit.url = strategies::redact::url(&options.rabbit.url);
-        }
+        // RabbitMQ's factory default too: its redacted form reads back as
+        // the default (`CommonArgs::scenario`), so the folder still runs.
+        options.rabbit.url = strategies::redact::url(&options.rabbit.url);
         options.redis_zset.url = strategies::redact::url(&options.redis_zset.url);
         for fault in &mut info.scenario.faults {
             fault.redact();
@@ -81,7 +78,11 @@ impl RunInfo {
                 &self.scenario.strategies.redis_zset.url,
             ]
             .iter()
-            .any(|u| strategies::redact::was_redacted(u));
+            .any(|u| {
+                // The default broker's reads back by itself (`CommonArgs::scenario`).
+                let default = strategies::StrategyOptions::default().rabbit.url;
+                strategies::redact::was_redacted(u) && **u != strategies::redact::url(&default)
+            });
         let strategies = self.strategies.join(",");
         let verb = if self.command.get(1).is_some_and(|c| c == "sweep") {
             "sweep"

@@ -35,6 +35,7 @@ impl CommonArgs {
     /// service URLs of the flags and environment put in, and where it came from.
     pub fn scenario(&self, default_preset: &str) -> Result<(Scenario, String)> {
         let (mut scenario, origin) = Scenario::load(self.scenario.as_deref(), default_preset)?;
+        restore_default_broker(&mut scenario);
         self.services.apply(&mut scenario.strategies);
         scenario.validate()?;
         Ok((scenario, origin))
@@ -59,6 +60,17 @@ impl CommonArgs {
             .collect();
         refuse_removed_passwords(scenario, &running)?;
         Ok(variants)
+    }
+}
+
+/// A run folder keeps RabbitMQ's factory default URL with its password
+/// removed like any other. That password is published (`guest`, which
+/// the broker accepts only over loopback), so the redacted default reads
+/// back as the default, and a local run's folder runs again as it is.
+fn restore_default_broker(scenario: &mut Scenario) {
+    let default = strategies::StrategyOptions::default().rabbit.url;
+    if scenario.strategies.rabbit.url == strategies::redact::url(&default) {
+        scenario.strategies.rabbit.url = default;
     }
 }
 
@@ -224,5 +236,21 @@ mod tests {
         };
         assert!(unnamed.selected_for(&scenario, true).is_ok());
         assert!(unnamed.selected_for(&scenario, false).is_err());
+    }
+
+    #[test]
+    fn a_run_folders_redacted_default_broker_reads_back_as_the_default() {
+        let default = strategies::StrategyOptions::default().rabbit.url;
+        let (mut scenario, _) = Scenario::load(Some("quick"), "quick").unwrap();
+        scenario.strategies.rabbit.url = strategies::redact::url(&default);
+        assert!(!scenario.strategies.rabbit.url.contains("guest:guest"));
+        restore_default_broker(&mut scenario);
+        assert_eq!(scenario.strategies.rabbit.url, default);
+        // Any other redacted URL stays as it is, to be refused by name.
+        scenario.strategies.rabbit.url = "amqp://guest:***@10.0.0.9:5672/%2f".into();
+        restore_default_broker(&mut scenario);
+        assert!(strategies::redact::was_redacted(
+            &scenario.strategies.rabbit.url
+        ));
     }
 }
