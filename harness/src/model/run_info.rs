@@ -11,7 +11,8 @@ pub struct RunInfo {
     pub run_id: String,
     pub started_at: String,
     pub delaybench_version: String,
-    /// `git rev-parse HEAD`, with `-dirty` when the tree had changes.
+    /// `git rev-parse HEAD`, with `-dirty` when the tree had changes
+    /// other than to run folders and Markdown ([`git_commit`]).
     pub git_commit: String,
     /// `release` or `debug`: how the binary that ran was built (`None` in
     /// runs made before it was recorded).
@@ -198,11 +199,17 @@ pub fn build_commit() -> &'static str {
     option_env!("DELAYBENCH_BUILD_COMMIT").unwrap_or("unknown")
 }
 
-/// The current git commit, `-dirty` if the work tree has changes outside
-/// `results/`, or `unknown`.
+/// The current git commit, `-dirty` if the work tree has changes to
+/// anything but run folders and Markdown, or `unknown`.
 pub fn git_commit() -> String {
+    git_commit_in(Path::new("."))
+}
+
+/// [`git_commit`] of the work tree at `dir`.
+fn git_commit_in(dir: &Path) -> String {
     let git = |args: &[&str]| {
         std::process::Command::new("git")
+            .current_dir(dir)
             .args(args)
             .output()
             .ok()
@@ -211,8 +218,11 @@ pub fn git_commit() -> String {
     };
     match git(&["rev-parse", "HEAD"]) {
         Some(commit) => {
-            // Results are not code: a run writing into a tracked results
-            // folder (the reference set's) does not make the tree dirty.
+            // Results and documentation are not code: a run writing into
+            // a tracked results folder (the reference set's), or a README
+            // being edited while a sweep runs, does not make the tree
+            // dirty. No Markdown file is compiled in (every `include_str!`
+            // names a .toml).
             let dirty = git(&[
                 "status",
                 "--porcelain",
@@ -220,6 +230,7 @@ pub fn git_commit() -> String {
                 "--",
                 ".",
                 ":(exclude)results",
+                ":(exclude,glob)**/*.md",
             ])
             .is_some_and(|s| !s.is_empty());
             if dirty {
@@ -246,6 +257,57 @@ pub async fn rabbitmq_description(url: &str) -> String {
             }
         ),
         Err(e) => format!("unknown ({e})"),
+    }
+}
+
+#[cfg(test)]
+mod commit_tests {
+    use std::path::Path;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    /// Edits to run folders and Markdown leave a run's commit clean; an
+    /// edit to anything else (code, a scenario) marks it `-dirty`.
+    #[test]
+    fn only_changes_to_what_builds_or_configures_a_run_make_it_dirty() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("results/r1")).unwrap();
+        std::fs::create_dir_all(root.join("harness/src")).unwrap();
+        let files = [
+            "README.md",
+            "harness/notes.md",
+            "results/r1/run.json",
+            "harness/src/main.rs",
+            "scenario.toml",
+        ];
+        for f in files {
+            std::fs::write(root.join(f), "a\n").unwrap();
+        }
+        git(root, &["init", "-q"]);
+        git(root, &["add", "."]);
+        git(root, &["commit", "-q", "-m", "first"]);
+        let commit = super::git_commit_in(root);
+        assert_eq!(commit.len(), 40, "{commit}");
+        for f in ["README.md", "harness/notes.md", "results/r1/run.json"] {
+            std::fs::write(root.join(f), "b\n").unwrap();
+        }
+        assert_eq!(super::git_commit_in(root), commit);
+        for f in ["harness/src/main.rs", "scenario.toml"] {
+            std::fs::write(root.join(f), "b\n").unwrap();
+            assert_eq!(super::git_commit_in(root), format!("{commit}-dirty"), "{f}");
+            git(root, &["checkout", "-q", f]);
+        }
+        assert_eq!(super::git_commit_in(root), commit);
     }
 }
 
