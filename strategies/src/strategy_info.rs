@@ -49,6 +49,10 @@ pub struct StrategyInfo {
     /// before it takes work (the wheel, whose schedule lives in memory):
     /// what an instance restart costs grows with the pending orders.
     pub reloads_pending_on_start: bool,
+    /// What its measured rates owe to a weaker promise than the others
+    /// keep, printed beside each maximum rate (sweep report, README), so
+    /// the number never reads better than what happened without it.
+    pub rate_caveat: Option<&'static str>,
 }
 
 /// What a registry entry is for.
@@ -79,6 +83,7 @@ impl StrategyInfo {
         schedules_before_commit: false,
         drops_paid_timers: false,
         reloads_pending_on_start: false,
+        rate_caveat: None,
     };
 
     /// A teaching variant (see [`Role::Teaching`]).

@@ -568,6 +568,11 @@ pub(crate) fn rate_tables(out: &mut String, result: &SweepResult) {
                 if n == 1 { "" } else { "s" }
             ),
         };
+        // So does one that owes something to a weaker promise.
+        let max = match s.strategy.info.rate_caveat {
+            Some(caveat) if s.max_rate.is_some() => format!("{max} ({caveat})"),
+            _ => max,
+        };
         let share = match s.share_of_ceiling {
             Some(x) if s.strategy.info.role != Role::Baseline && x < CEILING_GOAL => {
                 format!("**{:.0}%** (below the 80% goal)", x * 100.0)

@@ -446,4 +446,36 @@ mod tests {
         let at = crate::report::sweep::at_max(&r.strategies[0]).unwrap();
         assert!(at.rate == 800.0 && at.holds);
     }
+
+    /// A maximum that owes something to a weaker promise (rabbit-delayed's
+    /// broker confirms before the disk) carries its caveat in the cell, not
+    /// in a footnote; the others carry none.
+    #[test]
+    fn a_maximum_bought_by_a_weaker_promise_says_so_beside_it() {
+        let r = result(vec![
+            strategy("ceiling", &[(2000.0, true), (2200.0, false)]),
+            strategy("rabbit-delayed", &[(1800.0, true), (2000.0, false)]),
+            strategy("rabbit-ttl", &[(1100.0, true), (1200.0, false)]),
+        ]);
+        let mut out = String::new();
+        crate::report::sweep::rate_tables(&mut out, &r);
+        let row = |name: &str| {
+            out.lines()
+                .find(|l| l.starts_with(&format!("| {name} |")))
+                .unwrap_or_else(|| panic!("no row for {name} in {out}"))
+                .to_string()
+        };
+        let caveat = STRATEGIES
+            .iter()
+            .find(|s| s.name == "rabbit-delayed")
+            .and_then(|s| s.rate_caveat)
+            .expect("rabbit-delayed declares a rate caveat");
+        assert!(
+            row("rabbit-delayed").contains(&format!("| 1800 ({caveat}) |")),
+            "{}",
+            row("rabbit-delayed")
+        );
+        assert!(!row("rabbit-ttl").contains(caveat));
+        assert!(!row("ceiling").contains(caveat));
+    }
 }

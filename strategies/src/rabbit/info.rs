@@ -28,8 +28,12 @@ pub const RABBIT_DELAYED: StrategyInfo = StrategyInfo {
     bad: &[
         "the broker needs a delayed-message exchange plugin (x-delayed-message), which RabbitMQ does not ship",
         "delayed messages wait in one node's own store, neither replicated nor fsynced per write: losing that node loses them without `+fallback`",
+        "the broker confirms a schedule before the store has it on disk (it syncs about once a second), so its schedule path never waits for a disk write, as rabbit-ttl's confirm of a persistent message does",
         "the schedule is published after the order commits: a crash or broker outage in between loses it without `+outbox` or `+fallback`",
     ],
+    rate_caveat: Some(
+        "its broker confirms each schedule before it is on disk, where rabbit-ttl's waits for the disk",
+    ),
     ..StrategyInfo::BASE
 };
 

@@ -69,9 +69,13 @@ fn sweep_cell(set: &Set, strategy: &str) -> String {
                 (None, _, Some(failed)) => format!("< {failed:.0} (its first step failed)"),
                 (None, _, None) => "none held".into(),
             };
-            match s.reruns_behind_max() {
+            let max = match s.reruns_behind_max() {
                 0 => max,
                 n => format!("{max}, {n} run(s) rerun after a harness stall"),
+            };
+            match s.strategy.info.rate_caveat {
+                Some(caveat) if s.max_rate.is_some() => format!("{max}; {caveat}"),
+                _ => max,
             }
         }
         None => "not run".into(),
