@@ -79,10 +79,10 @@ impl RunInfo {
                 &self.scenario.strategies.redis_zset.url,
             ]
             .iter()
+            // The default broker's reads back by itself.
             .any(|u| {
-                // The default broker's reads back by itself (`CommonArgs::scenario`).
-                let default = strategies::StrategyOptions::default().rabbit.url;
-                strategies::redact::was_redacted(u) && **u != strategies::redact::url(&default)
+                strategies::redact::was_redacted(u)
+                    && !crate::scenario::is_redacted_default_broker(u)
             });
         let strategies = self.strategies.join(",");
         let verb = if self.command.get(1).is_some_and(|c| c == "sweep") {

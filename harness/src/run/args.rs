@@ -63,14 +63,12 @@ impl CommonArgs {
     }
 }
 
-/// A run folder keeps RabbitMQ's factory default URL with its password
-/// removed like any other. That password is published (`guest`, which
-/// the broker accepts only over loopback), so the redacted default reads
-/// back as the default, and a local run's folder runs again as it is.
+/// Gives a run folder's redacted default broker URL its published
+/// password back ([`crate::scenario::is_redacted_default_broker`]).
 fn restore_default_broker(scenario: &mut Scenario) {
-    let default = strategies::StrategyOptions::default().rabbit.url;
-    if scenario.strategies.rabbit.url == strategies::redact::url(&default) {
-        scenario.strategies.rabbit.url = default;
+    let url = &mut scenario.strategies.rabbit.url;
+    if crate::scenario::is_redacted_default_broker(url) {
+        *url = strategies::StrategyOptions::default().rabbit.url;
     }
 }
 

@@ -441,3 +441,11 @@ impl Scenario {
         })
     }
 }
+
+/// Whether `url` is RabbitMQ's factory default as a run folder keeps it,
+/// its published password (`guest`, accepted only over loopback) removed
+/// like any other: such a URL reads back as the default
+/// (`CommonArgs::scenario`), so a local run's folder runs again as it is.
+pub fn is_redacted_default_broker(url: &str) -> bool {
+    url == strategies::redact::url(&strategies::StrategyOptions::default().rabbit.url)
+}

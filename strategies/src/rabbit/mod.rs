@@ -297,8 +297,8 @@ impl Canceller for RabbitStrategy {
             Mode::Delayed => notes.push(
                 "x-delayed-message keeps delayed messages in the broker node's own store until due \
                  (not fsynced per write, and confirmed before it is on disk: a machine crash can \
-                 lose the latest confirmed publishes; run with fallback-scan); a mandatory publish is reported unroutable at once and still \
-                 delivered later"
+                 lose the latest confirmed publishes; run with fallback-scan); a mandatory \
+                 publish is reported unroutable at once and still delivered later"
                     .into(),
             ),
             Mode::SingleQueue => notes.push(
