@@ -19,11 +19,11 @@
 //! statements. That read is bounded by the batch's latest deadline, so on
 //! PostgreSQL it walks the `(status, expire_at_us)` index over the due
 //! PENDING entries only, as db-scan's scan does. Unbounded, it walked every
-//! pending order's entry and fetched each row to test its id: at 800
-//! orders/s (busy-like scenario, two runs each) the server read 32.0 and
-//! 29.6 rows per cancel that way, 4.7 and 4.6 bounded, db-scan 4.5 and 5.0;
-//! PostgreSQL's CPU was the same in all six runs (0.41-0.44 cores), as was
-//! worker CPU per cancel (204-214 µs against db-scan's 201-203).
+//! pending order's entry and fetched each row to test its id: 31.9 server
+//! rows read per cancel at its maximum in results/sweep/20261204-200616-sweep
+//! (db-scan 4.3 at its own), 5.3 bounded in results/sweep/20261204-225943-sweep
+//! (db-scan 4.2). Its maximum did not rise with it: what limits it at the
+//! top is in the README's sweep section.
 //!
 //! The first order after a quiet spell is cancelled the moment it is due;
 //! the ones behind it wait for the window to close, as db-scan's wait for

@@ -82,9 +82,9 @@ impl OrderStore {
         // numbers. Without the bound PostgreSQL read this through the
         // (status, expire_at_us) index over every pending order's entry,
         // fetching each row to test its id: 31.9 server rows read per
-        // cancel at 900 orders/s where db-scan's bounded scan read 4.3
-        // (results/sweep/20261204-200616-sweep); asked by id alone it chose
-        // a sequential scan of the table (194).
+        // cancel at the ceiling's maximum, where db-scan's bounded scan read
+        // 4.3 at its own (results/sweep/20261204-200616-sweep); asked by id
+        // alone it chose a sequential scan of the table (194).
         let read = super::sql::audited(format!(
             "SELECT id FROM orders WHERE status = 'PENDING' AND expire_at_us <= {due_by_us} \
              AND id IN ({list})"
