@@ -355,8 +355,17 @@ fn a_tiny_backlog_is_preloaded_held_and_survives_restarts() {
         rows("db-scan-noindex", 1),
         rows("db-scan", 1)
     );
+    // A scan that read the backlog would add its 3 000 rows per scan, and
+    // there are more scans than cancels here (two instances every 50 ms,
+    // 40 orders/s): thousands of rows per cancel. The bound is 1 % of the
+    // backlog per cancel. It is not a factor of the reading with none
+    // (about 1.2): CI, with another sweep test on the same server, once read
+    // 7.9 with 3 000 pending against 1.2 with none (at 880779b), far from
+    // what reading the backlog costs but twice the reading plus one; its
+    // cause is not known (a sample of few transactions, or a plan chosen
+    // before the preloaded table was analyzed, are candidates).
     assert!(
-        rows("db-scan", 1) < 2.0 * rows("db-scan", 0) + 1.0,
+        rows("db-scan", 1) < rows("db-scan", 0) + 3000.0 / 100.0,
         "db-scan's rows read per cancel grew with the backlog: {} with 3000 pending, {} with none",
         rows("db-scan", 1),
         rows("db-scan", 0)

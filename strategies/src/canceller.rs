@@ -172,11 +172,11 @@ pub type StrategyCounters = BTreeMap<String, u64>;
 /// name, with `snapshot()` giving them as [`StrategyCounters`] keyed by the
 /// field names: each strategy's counters are declared once, by name.
 macro_rules! counters {
-    ($(#[$meta:meta])* struct $name:ident { $($field:ident),* $(,)? }) => {
+    ($(#[$meta:meta])* struct $name:ident { $($(#[$field_meta:meta])* $field:ident),* $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Default)]
         struct $name {
-            $($field: std::sync::atomic::AtomicU64,)*
+            $($(#[$field_meta])* $field: std::sync::atomic::AtomicU64,)*
         }
 
         impl $name {

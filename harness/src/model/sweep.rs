@@ -36,6 +36,12 @@ pub struct SweepResult {
     /// load, and strategies that batch by waiting passed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling_window_ms: Option<f64>,
+    /// Whether each of the ceiling's claims took every due order (db-scan's
+    /// claim, timed by the instance's own deadlines). Absent (false) in
+    /// sweeps from before: each ceiling instance then cancelled only its own
+    /// due orders, read by id, once per window.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ceiling_claims_every_due_order: bool,
 }
 
 /// What a sweep's steps vary; written as `rate`, `pending` or `storm`.

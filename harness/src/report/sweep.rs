@@ -501,18 +501,30 @@ pub(crate) fn backlog_tables(out: &mut String, result: &SweepResult) {
 
 /// What the ceiling of this sweep was, in words.
 fn ceiling_line(result: &SweepResult) -> String {
+    const MAXIMUM: &str = "Its maximum is the highest rate it held in any step; when a \
+         strategy held more, the ceiling was run again at that rate after every strategy, so \
+         one slow moment of a shared machine does not stand as the bound. % of ceiling is a \
+         strategy's maximum over it.";
     match result.ceiling_window_ms {
+        Some(window) if result.ceiling_claims_every_due_order => format!(
+            "The **ceiling** is meant to bound every strategy's rate, by construction and by \
+             measure. It does what every strategy must and little more: the generator's \
+             creates and payments, then, when one of an instance's orders falls due (an \
+             in-process list times it: no broker, no Redis, no scan on a clock), db-scan's \
+             claim of every due order, its own and the other instances', with the one \
+             conditional cancel in the same transaction; at most one claim per {window:.0} ms \
+             per instance (db-scan's default interval, the coarsest batching of any shipped \
+             default). So it never does more work than db-scan, and paid orders cost it \
+             nothing. {MAXIMUM}"
+        ),
         Some(window) => format!(
             "The **ceiling** is meant to bound every strategy's rate, by construction and by \
              measure. It does what every strategy must and little more: the generator's \
              creates and payments, then, from an in-process list (no broker, no Redis), one \
-             transaction per {window:.0} ms at most (db-scan's default interval, the coarsest \
-             batching of any shipped default) that reads the due orders by id, keeps the \
-             pending ones and cancels them with the one conditional cancel, so paid orders \
-             cost no refused UPDATE. Its maximum is the highest rate it held in any step; \
-             when a strategy held more, the ceiling was run again at that rate after every \
-             strategy, so one slow moment of a shared machine does not stand as the bound. \
-             % of ceiling is a strategy's maximum over it."
+             transaction per {window:.0} ms at most per instance (db-scan's default interval, \
+             the coarsest batching of any shipped default) that reads that instance's due \
+             orders by id, keeps the pending ones and cancels them with the one conditional \
+             cancel, so paid orders cost no refused UPDATE. {MAXIMUM}"
         ),
         None => "The **ceiling** of this sweep predates the bounding one (issue 22): it \
                  cancelled each order at its deadline, batching only under load, and was \

@@ -123,6 +123,7 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
         strategies: Vec::new(),
         generator: None,
         ceiling_window_ms: Some(strategies::ceiling::WINDOW.as_secs_f64() * 1000.0),
+        ceiling_claims_every_due_order: true,
     };
     eprintln!(
         "delaybench: sweep {run_id}: scenario {} ({} mode, bound p99 {} ms, keep-up {} ms), database {}, strategies {}",
@@ -377,6 +378,7 @@ mod tests {
             strategies,
             generator: None,
             ceiling_window_ms: Some(100.0),
+            ceiling_claims_every_due_order: true,
         };
         conclude(&mut result);
         result

@@ -51,74 +51,11 @@ impl OrderStore {
         ids: &[OrderId],
         by: &str,
     ) -> Result<Vec<(OrderId, CancelOutcome)>> {
-        self.cancel_in_own_tx(ids, by, None).await
-    }
-
-    /// [`OrderStore::cancel_batch_if_due`] for a caller that does not know
-    /// which of `ids` were paid meanwhile: one read keeps the ones still
-    /// PENDING, and only those go through the one cancel function, in the
-    /// same transaction. A paid order then costs a row of that read instead
-    /// of a refused UPDATE and the read classifying it.
-    ///
-    /// Every id must be due by `due_by_us` (the caller read its clock after
-    /// their deadlines): the read is bounded by it, so it walks the
-    /// `(status, expire_at_us)` index only over the due PENDING entries,
-    /// as db-scan's scan does. An id not due by then is left out like a
-    /// paid one. Returns the outcomes of the orders tried; the others were
-    /// not PENDING and due when read (paid, cancelled or missing) and have
-    /// none.
-    pub async fn cancel_those_pending(
-        &self,
-        ids: &[OrderId],
-        due_by_us: Micros,
-        by: &str,
-    ) -> Result<Vec<(OrderId, CancelOutcome)>> {
-        let list = ids
-            .iter()
-            .map(|id| id.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        // Integers only: the list and the bound cannot carry anything but
-        // numbers. Without the bound PostgreSQL read this through the
-        // (status, expire_at_us) index over every pending order's entry,
-        // fetching each row to test its id: 31.9 server rows read per
-        // cancel at the ceiling's maximum, where db-scan's bounded scan read
-        // 4.3 at its own (results/sweep/20261204-200616-sweep); asked by id
-        // alone it chose a sequential scan of the table (194).
-        let read = super::sql::audited(format!(
-            "SELECT id FROM orders WHERE status = 'PENDING' AND expire_at_us <= {due_by_us} \
-             AND id IN ({list})"
-        ));
-        self.cancel_in_own_tx(ids, by, Some(read)).await
-    }
-
-    /// `ids` through the one cancel function in a transaction of their
-    /// own, counted once committed; with `pending_among`, only those of
-    /// them that read returns (read first, in the same transaction).
-    async fn cancel_in_own_tx(
-        &self,
-        ids: &[OrderId],
-        by: &str,
-        pending_among: Option<SqlStr>,
-    ) -> Result<Vec<(OrderId, CancelOutcome)>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let outcomes = in_tx!(self, "cancelling orders", |conn| async {
-            let Some(read) = &pending_among else {
-                return self.cancel_in_tx(conn, ids, by).await;
-            };
-            self.count(&self.counters.statements, 1);
-            let rows = sqlx::query(read.clone())
-                .fetch_all(&mut *conn)
-                .await
-                .ctx("reading which orders are pending")?;
-            self.count(&self.counters.rows_read, rows.len() as u64);
-            let pending: Vec<OrderId> = rows
-                .iter()
-                .map(|r| r.try_get(0).ctx("reading which orders are pending"))
-                .collect::<Result<_>>()?;
-            self.cancel_in_tx(conn, &pending, by).await
+            self.cancel_in_tx(conn, ids, by).await
         })?;
         self.committed(&outcomes);
         Ok(outcomes)
