@@ -18,6 +18,16 @@ pub struct CpuUse {
 /// At or above this share of all cores busy, the machine itself was the limit.
 pub const SATURATED: f64 = 0.9;
 
+/// At or above this many cores busy outside the services and the harness,
+/// something else on the host took a share a run cannot be judged beside.
+/// In the rate sweep 20261205-022130-sweep such CPU was 0.04-0.07 cores at
+/// every step near the top but one, whose two repeats had 0.26 and 0.57.
+pub const DISTURBED_CORES: f64 = 0.2;
+
+/// Below this the other processes' share is not printed (it is always a
+/// few hundredths: the kernel, the shell, a terminal).
+const OTHER_SHOWN_FROM: f64 = 0.1;
+
 impl CpuUse {
     /// "machine 97% busy of 2 cores: postgresql 0.92, delaybench ... 0.61, ..."
     pub fn describe(&self) -> String {
@@ -27,6 +37,11 @@ impl CpuUse {
             .iter()
             .filter(|(_, c)| **c >= 0.01)
             .map(|(s, c)| format!("{s} {c:.2}"))
+            .chain(
+                Some(self.unattributed_cores())
+                    .filter(|c| *c >= OTHER_SHOWN_FROM)
+                    .map(|c| format!("other processes or the host {c:.2}")),
+            )
             .collect();
         format!(
             "machine {:.0}% busy of {} cores; cores used: {}",
@@ -38,6 +53,18 @@ impl CpuUse {
                 services.join(", ")
             }
         )
+    }
+
+    /// Cores busy that no service and not the harness used: other
+    /// processes, the kernel's own threads, or a shared host's steal.
+    /// Meaningful only where every service is measured (`by_service` names
+    /// each one the harness knows, used or not).
+    pub fn unattributed_cores(&self) -> f64 {
+        if self.by_service.is_empty() {
+            return 0.0; // nothing measured: nothing can be told apart
+        }
+        let busy = self.machine_busy * f64::from(self.cores);
+        (busy - self.by_service.values().sum::<f64>()).max(0.0)
     }
 
     /// The service that used the most CPU, and how much.

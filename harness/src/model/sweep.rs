@@ -4,7 +4,7 @@
 //! and the generator's own check. Also the one definition of a step that
 //! holds ([`judge`]) and of the rate a strategy sustains ([`max_sustainable`]).
 
-use super::cpu::{CpuUse, SATURATED};
+use super::cpu::{CpuUse, DISTURBED_CORES, SATURATED};
 use super::summary::{Status, Summary};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -315,19 +315,30 @@ pub fn judge(s: &Summary, bound_us: u64, keep_up_us: u64) -> Vec<String> {
 /// How many times a step's run is run again when the harness stalled in it.
 pub const HARNESS_STALL_RETRIES: u32 = 2;
 
-/// Whether a run failed its step only because the generator fell behind
-/// while the machine had CPU to spare: the harness, or the host under it
-/// (a shared VM's steal, a disk flush), stalled, and the run says nothing
-/// about the strategy. Such a run is run again, at most
-/// [`HARNESS_STALL_RETRIES`] times, and the report names every attempt run
-/// again. A generator slowed by the strategy's own load fails again; one
-/// behind on a saturated machine, or with any other reason to fail, is the
-/// step's result at once.
+/// Whether a run failed its step because of the host rather than the
+/// strategy, so that it says nothing about the strategy:
+/// - only because the generator fell behind while the machine had CPU to
+///   spare: the harness, or the host under it (a shared VM's steal, a disk
+///   flush), stalled;
+/// - for any reason while something outside the services and the harness
+///   took [`DISTURBED_CORES`] or more (a process of someone else's, the
+///   kernel's threads, steal): the strategy did not have the machine the
+///   other steps had.
+///
+/// Such a run is run again, at most [`HARNESS_STALL_RETRIES`] times, and the
+/// report names every attempt run again. A generator slowed by the
+/// strategy's own load fails again; one behind on a saturated machine, or
+/// with any other reason to fail on an undisturbed one, is the step's
+/// result at once.
 pub fn harness_stalled(s: &Summary, reasons: &[String], keep_up_us: u64) -> bool {
+    let Some(cpu) = s.cpu.as_ref() else {
+        return false;
+    };
     // The one reason is the lag: generator errors would be a second.
-    reasons.len() == 1
-        && s.generator.lag_us_p99 > keep_up_us
-        && s.cpu.as_ref().is_some_and(|c| c.machine_busy < SATURATED)
+    let stalled =
+        reasons.len() == 1 && s.generator.lag_us_p99 > keep_up_us && cpu.machine_busy < SATURATED;
+    let disturbed = !reasons.is_empty() && cpu.unattributed_cores() >= DISTURBED_CORES;
+    stalled || disturbed
 }
 
 /// The highest offered rate that held with every lower rate holding too,
@@ -589,6 +600,42 @@ mod tests {
             s.generator.lag_us_p99 = 5_000;
             s.committed_lateness_us.as_mut().unwrap().p99 = 900_000;
         }));
+    }
+
+    #[test]
+    fn a_step_that_failed_while_something_else_took_the_host_is_run_again() {
+        let (bound, keep_up) = (500_000, 100_000);
+        // The ceiling's run again at 2 200 orders/s in
+        // results/sweep/20261205-022130-sweep, repeat 2: 1.64 cores busy,
+        // 1.07 of them the services' and the harness's.
+        let with = |postgresql: f64, edit: &dyn Fn(&mut Summary)| {
+            let mut s = ok_summary();
+            s.cpu = Some(CpuUse {
+                wall_s: 6.0,
+                cores: 2,
+                machine_busy: 0.82,
+                by_service: BTreeMap::from([
+                    ("postgresql".to_string(), postgresql),
+                    ("delaybench (harness + workers)".to_string(), 0.37),
+                    ("redis".to_string(), 0.0),
+                ]),
+            });
+            edit(&mut s);
+            let reasons = judge(&s, bound, keep_up);
+            (harness_stalled(&s, &reasons, keep_up), s)
+        };
+        let late = |s: &mut Summary| s.committed_lateness_us.as_mut().unwrap().p99 = 900_000;
+        let (again, s) = with(0.70, &late);
+        assert!(again, "0.57 cores elsewhere");
+        let line = s.cpu.unwrap().describe();
+        assert!(line.contains("other processes or the host 0.57"), "{line}");
+        // The same failure with the host's CPU all accounted for stands.
+        let (again, s) = with(1.20, &late);
+        assert!(!again, "0.07 cores elsewhere");
+        let line = s.cpu.unwrap().describe();
+        assert!(!line.contains("other processes"), "{line}");
+        // A step that held is never run again, disturbed or not.
+        assert!(!with(0.70, &|_| {}).0);
     }
 
     #[test]

@@ -576,7 +576,7 @@ pub(crate) fn rate_tables(out: &mut String, result: &SweepResult) {
         let max = match s.reruns_behind_max() {
             0 => max,
             n => format!(
-                "{max} ({n} run{} at or below it run again after a harness stall: see Every step)",
+                "{max} ({n} run{} at or below it run again after a harness or host stall: see Every step)",
                 if n == 1 { "" } else { "s" }
             ),
         };

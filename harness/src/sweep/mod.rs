@@ -17,7 +17,7 @@
 //! namespace for inspection, named in its `summary.json`.
 //!
 //! [`discovery`] picks the next rate, [`step`] runs one step (repeated,
-//! and run again after a harness stall), [`generator`] drives the
+//! and run again after a harness or host stall), [`generator`] drives the
 //! generator alone.
 
 mod discovery;

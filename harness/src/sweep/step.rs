@@ -69,7 +69,7 @@ impl StepContext<'_> {
 
     /// One strategy at one rate (holding a backlog, or draining a storm, of `size`): a
     /// whole run, judged; run again, up to [`sweep::HARNESS_STALL_RETRIES`]
-    /// times, while it failed only on a harness stall
+    /// times, while the harness or the host stalled
     /// ([`sweep::harness_stalled`]). A stalled attempt's folder is kept
     /// beside the step's as `<folder>-stalled-<k>` and named in `stalled`.
     async fn step(
@@ -92,9 +92,9 @@ impl StepContext<'_> {
                 let kept = format!("{}-stalled-{}", step.folder, attempt + 1);
                 let moved = std::fs::rename(&dir, self.run_dir.join(&kept));
                 let what = format!(
-                    "attempt {} run again: generator p99 lag to commit {:.1} ms at {} ({})",
+                    "attempt {} run again: {} at {} ({})",
                     attempt + 1,
-                    summary.generator.lag_us_p99 as f64 / 1000.0,
+                    step.reasons.join("; "),
                     summary
                         .cpu
                         .as_ref()
@@ -105,7 +105,9 @@ impl StepContext<'_> {
                         Err(e) => format!("its folder could not be kept: {e}"),
                     }
                 );
-                eprintln!("delaybench: {variant} at {rate} orders/s: harness stall, {what}");
+                eprintln!(
+                    "delaybench: {variant} at {rate} orders/s: harness or host stall, {what}"
+                );
                 stalled.push(what);
                 continue;
             }

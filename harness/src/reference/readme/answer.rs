@@ -71,7 +71,7 @@ fn sweep_cell(set: &Set, strategy: &str) -> String {
             };
             let max = match s.reruns_behind_max() {
                 0 => max,
-                n => format!("{max}, {n} run(s) rerun after a harness stall"),
+                n => format!("{max}, {n} run(s) rerun after a harness or host stall"),
             };
             match s.strategy.info.rate_caveat {
                 Some(caveat) if s.max_rate.is_some() => format!("{max}; {caveat}"),
