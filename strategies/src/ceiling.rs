@@ -83,19 +83,70 @@ pub const WINDOW: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub struct Ceiling {
     store: OrderStore,
-    state: Mutex<State>,
+    list: Mutex<DueList>,
     /// Wakes the driver when a deadline earlier than its sleep arrives.
     waker: DeadlineWaker,
     counters: Counters,
 }
 
+/// This instance's orders, by deadline: only when to claim, not what.
 #[derive(Debug, Default)]
-struct State {
-    /// `(deadline, order)` of this instance's orders, earliest first: only
-    /// when to claim, not what.
+struct DueList {
+    /// `(deadline, order)`, earliest first.
     due: BinaryHeap<Reverse<(Micros, OrderId)>>,
-    /// Orders in `due`: a duplicate `schedule` is dropped.
+    /// Orders in `due` or taken by a claim still running: a duplicate
+    /// `schedule` is dropped.
     held: HashSet<OrderId>,
+}
+
+impl DueList {
+    /// Adds `order` due at `at`; false (and nothing added) if it is held.
+    fn insert(&mut self, order: OrderId, at: Micros) -> bool {
+        let new = self.held.insert(order);
+        if new {
+            self.due.push(Reverse((at, order)));
+        }
+        new
+    }
+
+    /// The earliest deadline in the list.
+    fn next(&self) -> Option<Micros> {
+        self.due.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Takes the orders due by `bound` out of the list, before the claim
+    /// that covers them starts. Each was scheduled after its order
+    /// committed, so the claim's reads see it: it cancels it, or it is no
+    /// longer PENDING, or another claim holds it (that claim cancels it or,
+    /// failing, claims again). An order scheduled while the claim runs
+    /// stays in the list for the next, even if already due: under a lagging
+    /// generator orders arrive overdue, and the claim may have read past
+    /// them. (Dropping every order due by the bound after the claim instead
+    /// left 222 PENDING after a step at 3 200 orders/s in
+    /// results/sweep/20261205-025337-sweep, when no claim came after.)
+    fn take_due_by(&mut self, bound: Micros) -> Vec<(Micros, OrderId)> {
+        let mut taken = Vec::new();
+        while let Some(Reverse((at, order))) = self.due.peek().copied() {
+            if at > bound {
+                break;
+            }
+            self.due.pop();
+            taken.push((at, order));
+        }
+        taken
+    }
+
+    /// After the claim that covered `taken`: done with them or, when it
+    /// failed, they go back in the list.
+    fn settle(&mut self, taken: Vec<(Micros, OrderId)>, claimed: bool) {
+        for (at, order) in taken {
+            if claimed {
+                self.held.remove(&order);
+            } else {
+                self.due.push(Reverse((at, order)));
+            }
+        }
+    }
 }
 
 crate::canceller::counters! {
@@ -108,9 +159,11 @@ crate::canceller::counters! {
         batches,
         /// Orders this instance's claims cancelled, its own or others'.
         cancelled,
-        /// Claimed orders that were not due at their UPDATE (the wall clock
-        /// stepped back): claimed again shortly.
-        not_due_retries,
+        /// Claimed orders this instance did not cancel: not due at their
+        /// UPDATE (the wall clock stepped back) or, where claims take no row
+        /// locks (SQLite), cancelled by another instance first. Another
+        /// claim follows shortly.
+        claimed_not_cancelled,
         errors,
     }
 }
@@ -119,30 +172,14 @@ impl Ceiling {
     pub fn new(store: OrderStore) -> Self {
         Ceiling {
             store,
-            state: Mutex::new(State::default()),
+            list: Mutex::new(DueList::default()),
             waker: DeadlineWaker::default(),
             counters: Counters::default(),
         }
     }
 
-    /// The earliest deadline in the list.
-    fn next_deadline(&self) -> Option<Micros> {
-        let state = self.state.lock().expect("ceiling lock");
-        state.due.peek().map(|Reverse((at, _))| *at)
-    }
-
-    /// Drops the orders due by `bound`: a claim at `bound` took every due
-    /// PENDING order that no other claim held, and one that did is that
-    /// claim's to cancel (or, if it fails, to claim again).
-    fn forget_due_by(&self, bound: Micros) {
-        let mut state = self.state.lock().expect("ceiling lock");
-        while let Some(Reverse((at, id))) = state.due.peek().copied() {
-            if at > bound {
-                break;
-            }
-            state.due.pop();
-            state.held.remove(&id);
-        }
+    fn list(&self) -> std::sync::MutexGuard<'_, DueList> {
+        self.list.lock().expect("ceiling lock")
     }
 
     /// One claim: db-scan's batches until one comes back short. Returns how
@@ -156,7 +193,7 @@ impl Ceiling {
                 .await?;
             self.counters.batches.fetch_add(1, Ordering::Relaxed);
             cancelled += batch.cancelled.len();
-            refused += batch.claimed - batch.cancelled.len();
+            refused += batch.claimed.saturating_sub(batch.cancelled.len());
             if batch.claimed < MAX_BATCH {
                 break;
             }
@@ -195,16 +232,11 @@ impl Canceller for Ceiling {
     }
 
     async fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> Result<()> {
-        {
-            let mut state = self.state.lock().expect("ceiling lock");
-            if !state.held.insert(order_id) {
-                drop(state);
-                self.counters
-                    .duplicate_schedules
-                    .fetch_add(1, Ordering::Relaxed);
-                return Ok(());
-            }
-            state.due.push(Reverse((expire_at_us, order_id)));
+        if !self.list().insert(order_id, expire_at_us) {
+            self.counters
+                .duplicate_schedules
+                .fetch_add(1, Ordering::Relaxed);
+            return Ok(());
         }
         self.counters.scheduled.fetch_add(1, Ordering::Relaxed);
         self.waker.wake_for(expire_at_us);
@@ -229,7 +261,7 @@ impl Canceller for Ceiling {
             // What was scheduled before is in the list read next; later
             // schedules stay heard for the sleep.
             self.waker.take();
-            let wake_at = match (self.next_deadline(), retry_at) {
+            let wake_at = match (self.list().next(), retry_at) {
                 (Some(a), Some(b)) => a.min(b),
                 (a, b) => a
                     .or(b)
@@ -248,17 +280,19 @@ impl Canceller for Ceiling {
             next_claim_at = bound + window;
             retry_at = None;
             self.counters.claims.fetch_add(1, Ordering::Relaxed);
-            match self.claim(&shutdown).await {
+            let taken = self.list().take_due_by(bound);
+            let claim = self.claim(&shutdown).await;
+            self.list().settle(taken, claim.is_ok());
+            match claim {
                 Ok((cancelled, refused)) => {
                     self.counters
                         .cancelled
                         .fetch_add(cancelled as u64, Ordering::Relaxed);
-                    self.forget_due_by(bound);
                     if refused > 0 {
-                        // Claimed but not due at its UPDATE: the wall clock
-                        // stepped back. Still PENDING; claim again shortly.
+                        // One not due at its UPDATE is still PENDING: claim
+                        // again shortly (after the window).
                         self.counters
-                            .not_due_retries
+                            .claimed_not_cancelled
                             .fetch_add(refused as u64, Ordering::Relaxed);
                         retry_at = Some(now_us() + 1_000);
                     }
@@ -301,3 +335,38 @@ pub const CEILING: crate::strategy_info::StrategyInfo = crate::strategy_info::St
     role: crate::strategy_info::Role::Baseline,
     ..crate::strategy_info::StrategyInfo::BASE
 };
+
+#[cfg(test)]
+mod tests {
+    use super::DueList;
+
+    #[test]
+    fn an_order_scheduled_during_a_claim_stays_for_the_next_even_if_already_due() {
+        let mut list = DueList::default();
+        assert!(list.insert(1, 100));
+        assert!(list.insert(2, 500));
+        let taken = list.take_due_by(200);
+        assert_eq!(taken, [(100, 1)]);
+        // Arrives overdue while the claim runs: the claim may have read past it.
+        assert!(list.insert(3, 150));
+        list.settle(taken, true);
+        assert_eq!(list.next(), Some(150));
+        assert_eq!(list.take_due_by(200), [(150, 3)]);
+    }
+
+    #[test]
+    fn a_failed_claim_puts_its_orders_back_and_a_held_order_is_not_scheduled_twice() {
+        let mut list = DueList::default();
+        assert!(list.insert(1, 100));
+        let taken = list.take_due_by(100);
+        // Held while its claim runs: a duplicate schedule is dropped.
+        assert!(!list.insert(1, 100));
+        list.settle(taken, false);
+        assert_eq!(list.next(), Some(100));
+        let taken = list.take_due_by(100);
+        list.settle(taken, true);
+        assert_eq!(list.next(), None);
+        // Once its claim is done, the order may be scheduled again.
+        assert!(list.insert(1, 100));
+    }
+}
