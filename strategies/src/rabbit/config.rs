@@ -70,6 +70,13 @@ pub struct RabbitConfig {
     pub consumers: u16,
     /// `classic` (default) or `quorum`.
     pub queue_type: QueueType,
+    /// Classic queues only: `x-queue-version` for every queue, 1 or 2
+    /// (RabbitMQ 3.10+). Left out, the broker's default (1 before 3.12).
+    /// Version 2 is the newer index and message store of classic queues,
+    /// the default from 3.12: results/queue-version compares the two for
+    /// rabbit-ttl.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_version: Option<u8>,
     /// The wait-queue TTLs of `rabbit-ttl`, one durable queue each. Empty
     /// (the default) means: the scenario's distinct timeouts, filled in by
     /// the harness. A delay between two TTLs goes to the next longer queue
@@ -86,6 +93,7 @@ impl fmt::Debug for RabbitConfig {
             .field("batch_size", &self.batch_size)
             .field("consumers", &self.consumers)
             .field("queue_type", &self.queue_type)
+            .field("queue_version", &self.queue_version)
             .field("ttls", &self.ttls)
             .finish()
     }
@@ -111,6 +119,7 @@ struct RabbitConfigInput {
     batch_size: Option<u16>,
     consumers: u16,
     queue_type: QueueType,
+    queue_version: Option<u8>,
     #[serde(with = "duration_list")]
     ttls: Vec<Duration>,
 }
@@ -123,6 +132,7 @@ impl Default for RabbitConfigInput {
             batch_size: None,
             consumers: 1,
             queue_type: QueueType::Classic,
+            queue_version: None,
             ttls: Vec::new(),
         }
     }
@@ -138,6 +148,7 @@ impl From<RabbitConfigInput> for RabbitConfig {
             prefetch: input.prefetch,
             consumers: input.consumers,
             queue_type: input.queue_type,
+            queue_version: input.queue_version,
             ttls: input.ttls,
         }
     }
@@ -178,6 +189,20 @@ impl RabbitConfig {
                 "{field}.consumers = {} is out of range; accepted: 1 to 16",
                 self.consumers
             )));
+        }
+        match (self.queue_type, self.queue_version) {
+            (_, None) | (QueueType::Classic, Some(1 | 2)) => {}
+            (QueueType::Classic, Some(v)) => {
+                return Err(Error::Config(format!(
+                    "{field}.queue-version = {v} is out of range; accepted: 1 or 2"
+                )))
+            }
+            (QueueType::Quorum, Some(_)) => {
+                return Err(Error::Config(format!(
+                    "{field}.queue-version applies to classic queues only; remove it, or set \
+                     {field}.queue-type = \"classic\""
+                )))
+            }
         }
         for ttl in &self.ttls {
             if *ttl < Duration::from_millis(1) || *ttl > Duration::from_secs(86_400 * 24) {
@@ -230,6 +255,27 @@ mod tests {
             Err(Error::Config(message)) => message,
             other => panic!("expected a config error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_queue_version_is_one_or_two_and_for_classic_queues_only() {
+        let read = |json: &str| serde_json::from_str::<RabbitConfig>(json).unwrap();
+        let v2 = read(r#"{"queue-version": 2}"#);
+        assert_eq!(v2.queue_version, Some(2));
+        v2.validate("strategies.rabbit").unwrap();
+        // Left out, it is not written: the broker's default is in effect.
+        let written = serde_json::to_value(RabbitConfig::default()).unwrap();
+        assert!(written.get("queue-version").is_none(), "{written}");
+        let message = error_of(read(r#"{"queue-version": 3}"#));
+        assert!(
+            message.contains("strategies.rabbit.queue-version = 3") && message.contains("1 or 2"),
+            "{message}"
+        );
+        let message = error_of(read(r#"{"queue-version": 2, "queue-type": "quorum"}"#));
+        assert!(
+            message.contains("strategies.rabbit.queue-version applies to classic queues"),
+            "{message}"
+        );
     }
 
     #[test]

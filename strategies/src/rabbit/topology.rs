@@ -51,6 +51,12 @@ fn queue_args(config: &RabbitConfig, dead_letter_to: Option<&str>) -> FieldTable
         args.insert(ShortString::from("x-dead-letter-exchange"), text(""));
         args.insert(ShortString::from("x-dead-letter-routing-key"), text(target));
     }
+    if let (QueueType::Classic, Some(version)) = (config.queue_type, config.queue_version) {
+        args.insert(
+            ShortString::from("x-queue-version"),
+            AMQPValue::LongLongInt(i64::from(version)),
+        );
+    }
     if config.queue_type == QueueType::Quorum {
         args.insert(ShortString::from("x-queue-type"), text("quorum"));
         if dead_letter_to.is_some() {
