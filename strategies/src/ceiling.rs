@@ -52,7 +52,7 @@
 
 use crate::canceller::{Canceller, Capabilities, StrategyCounters};
 use crate::crash::CrashPoint;
-use crate::db_scan::claiming_capabilities;
+use crate::db_scan::{cancel_until_short, claiming_capabilities, Claim};
 use crate::domain::{now_us, Micros, OrderId};
 use crate::error::Result;
 use crate::store::{OrderStore, StoreStats};
@@ -181,25 +181,6 @@ impl Ceiling {
     fn list(&self) -> std::sync::MutexGuard<'_, DueList> {
         self.list.lock().expect("ceiling lock")
     }
-
-    /// One claim: db-scan's batches until one comes back short. Returns how
-    /// many it cancelled and how many it claimed and did not cancel.
-    async fn claim(&self, shutdown: &CancellationToken) -> Result<(usize, usize)> {
-        let (mut cancelled, mut refused) = (0, 0);
-        while !shutdown.is_cancelled() {
-            let batch = self
-                .store
-                .scan_and_cancel_due(0, MAX_BATCH as u32, "ceiling")
-                .await?;
-            self.counters.batches.fetch_add(1, Ordering::Relaxed);
-            cancelled += batch.cancelled.len();
-            refused += batch.claimed.saturating_sub(batch.cancelled.len());
-            if batch.claimed < MAX_BATCH {
-                break;
-            }
-        }
-        Ok((cancelled, refused))
-    }
 }
 
 #[async_trait]
@@ -261,12 +242,11 @@ impl Canceller for Ceiling {
             // What was scheduled before is in the list read next; later
             // schedules stay heard for the sleep.
             self.waker.take();
-            let wake_at = match (self.list().next(), retry_at) {
-                (Some(a), Some(b)) => a.min(b),
-                (a, b) => a
-                    .or(b)
-                    .unwrap_or_else(|| now_us() + IDLE_SLEEP.as_micros() as i64),
-            };
+            let wake_at = [self.list().next(), retry_at]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or_else(|| now_us() + IDLE_SLEEP.as_micros() as i64);
             let bound = now_us();
             if wake_at > bound {
                 self.waker
@@ -281,13 +261,23 @@ impl Canceller for Ceiling {
             retry_at = None;
             self.counters.claims.fetch_add(1, Ordering::Relaxed);
             let taken = self.list().take_due_by(bound);
-            let claim = self.claim(&shutdown).await;
+            // db-scan's claim, batch after batch until one comes back short.
+            let claim = cancel_until_short(
+                &self.store,
+                Claim::Due { grace_us: 0 },
+                MAX_BATCH as u32,
+                "ceiling",
+                &shutdown,
+                &self.counters.batches,
+            )
+            .await;
             self.list().settle(taken, claim.is_ok());
             match claim {
-                Ok((cancelled, refused)) => {
+                Ok(drained) => {
                     self.counters
                         .cancelled
-                        .fetch_add(cancelled as u64, Ordering::Relaxed);
+                        .fetch_add(drained.cancelled as u64, Ordering::Relaxed);
+                    let refused = drained.claimed.saturating_sub(drained.cancelled);
                     if refused > 0 {
                         // One not due at its UPDATE is still PENDING: claim
                         // again shortly (after the window).

@@ -19,7 +19,7 @@ use crate::canceller::{Canceller, Capabilities, StrategyCounters};
 use crate::crash::CrashPoint;
 use crate::domain::{Micros, OrderId};
 use crate::error::Result;
-use crate::store::{OrderStore, ScanBatch, StoreStats};
+use crate::store::{OrderStore, StoreStats};
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -163,10 +163,20 @@ pub(crate) enum Claim {
     DueThenPeek { due_first: Option<OrderId> },
 }
 
-/// The claim-and-cancel loop db-scan and db-timer share: batch after batch
-/// (each one `FOR UPDATE SKIP LOCKED` claim and its cancels, in one
-/// transaction) until a batch comes back short or `shutdown` fires.
-/// Returns the last batch.
+/// What one [`cancel_until_short`] did, over all its batches.
+#[derive(Debug, Default)]
+pub(crate) struct Drained {
+    /// Ids the claims returned.
+    pub claimed: usize,
+    /// Orders the batches cancelled.
+    pub cancelled: usize,
+    /// The last batch's [`crate::store::ScanBatch::next_pending`].
+    pub next_pending: Option<(Micros, OrderId)>,
+}
+
+/// The claim-and-cancel loop db-scan, db-timer and the ceiling share: batch
+/// after batch (each one `FOR UPDATE SKIP LOCKED` claim and its cancels, in
+/// one transaction) until a batch comes back short or `shutdown` fires.
 pub(crate) async fn cancel_until_short(
     store: &OrderStore,
     claim: Claim,
@@ -174,11 +184,11 @@ pub(crate) async fn cancel_until_short(
     by: &str,
     shutdown: &CancellationToken,
     batches: &AtomicU64,
-) -> Result<ScanBatch> {
-    let mut last = ScanBatch::default();
+) -> Result<Drained> {
+    let mut drained = Drained::default();
     let mut claim = claim;
     while !shutdown.is_cancelled() {
-        last = match claim {
+        let batch = match claim {
             Claim::Due { grace_us } => store.scan_and_cancel_due(grace_us, batch_size, by).await?,
             Claim::DueThenPeek { due_first } => {
                 claim = Claim::DueThenPeek { due_first: None };
@@ -188,11 +198,14 @@ pub(crate) async fn cancel_until_short(
             }
         };
         batches.fetch_add(1, Ordering::Relaxed);
-        if last.claimed < batch_size as usize {
+        drained.claimed += batch.claimed;
+        drained.cancelled += batch.cancelled.len();
+        drained.next_pending = batch.next_pending;
+        if batch.claimed < batch_size as usize {
             break;
         }
     }
-    Ok(last)
+    Ok(drained)
 }
 
 #[async_trait]

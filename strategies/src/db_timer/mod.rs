@@ -165,7 +165,7 @@ impl DbTimer {
         due_first: Option<OrderId>,
         shutdown: &CancellationToken,
     ) -> Result<Option<(Micros, OrderId)>> {
-        let last = cancel_until_short(
+        let drained = cancel_until_short(
             &self.store,
             Claim::DueThenPeek { due_first },
             self.batch_size,
@@ -174,7 +174,7 @@ impl DbTimer {
             &self.counters.batches,
         )
         .await?;
-        Ok(last.next_pending)
+        Ok(drained.next_pending)
     }
 
     /// One standby round: claim only what is more than `poll-max-sleep`
