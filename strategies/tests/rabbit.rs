@@ -15,7 +15,7 @@ use lapin::{BasicProperties, Connection, ConnectionProperties};
 use std::time::Duration;
 use strategies::conformance::{Fixture, Running};
 use strategies::rabbit::{CancelMessage, Mode, RabbitStrategy};
-use strategies::{now_us, CancelOutcome, OrderStatus, OrderStore, StrategyOptions};
+use strategies::{now_us, CancelOutcome, Canceller, OrderStatus, OrderStore, StrategyOptions};
 use tokio::sync::RwLock;
 
 static BROKER: RwLock<()> = RwLock::const_new(());
@@ -349,4 +349,62 @@ async fn quorum_queues_with_at_least_once_dead_lettering_pass_the_checks() {
         f.instance().await.teardown().await.expect("teardown");
         f.cleanup().await;
     }
+}
+
+/// With `shards = 3` every queue is declared three times over, orders
+/// spread by id, every instance consuming each work queue: the whole
+/// conformance suite passes, and teardown removes every shard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_queues_pass_every_check_and_are_torn_down() {
+    let _shared = BROKER.read().await;
+    // The conformance suite's own options (its TTLs fit its delays).
+    let mut options = common::test_options();
+    options.rabbit.shards = 3;
+    let url = options.rabbit.url.clone();
+    for mode in [Mode::Ttl, Mode::Delayed] {
+        let f = Fixture::new(&common::postgres_url(), mode.name(), options.clone()).await;
+        let failed: Vec<String> = strategies::conformance::run_all(&f)
+            .await
+            .into_iter()
+            .filter(|o| o.failed())
+            .map(|o| format!("{:?}: {:?}", o.check, o.status))
+            .collect();
+        assert!(
+            failed.is_empty(),
+            "{} with 3 shards: {failed:#?}",
+            mode.name()
+        );
+
+        let store = OrderStore::connect(f.orders.location(), 2).await.unwrap();
+        let probe = RabbitStrategy::new(mode, store, &options.rabbit).unwrap();
+        probe.setup().await.expect("setup");
+        let shard_2 = format!("{}.2", probe.work_queue());
+        assert_eq!(queue_depth(&url, &shard_2).await, 0, "{shard_2} declared");
+        probe.teardown().await.expect("teardown");
+        assert!(
+            !queue_exists(&url, &shard_2).await,
+            "{}: {shard_2} left after teardown",
+            mode.name()
+        );
+        f.cleanup().await;
+    }
+}
+
+async fn queue_exists(url: &str, queue: &str) -> bool {
+    let conn = Connection::connect(url, ConnectionProperties::default())
+        .await
+        .unwrap();
+    let ch = conn.create_channel().await.unwrap();
+    let declared = ch
+        .queue_declare(
+            queue.into(),
+            QueueDeclareOptions {
+                passive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await;
+    let _ = conn.close(200, "done".into()).await;
+    declared.is_ok()
 }

@@ -65,9 +65,18 @@ pub struct RabbitConfig {
     /// presets set db-scan to 500), and their storm drains ran at 16 000-
     /// 20 000 cancels/s (results/storm/20261204-034454-storm-sweep).
     pub batch_size: u16,
-    /// Consumers of the work queue per instance, each on its own channel
+    /// Consumers of each work queue per instance, each on its own channel
     /// (default 1, 1 to 16).
     pub consumers: u16,
+    /// Queue shards (default 1, 1 to 32): `rabbit-ttl` and `rabbit-delayed`
+    /// spread orders by id over this many work queues (and rabbit-ttl over
+    /// as many wait queues per TTL, each dead-lettering into its own work
+    /// queue), and every instance consumes each. Why: a queue is one Erlang
+    /// process, which enqueues, delivers and settles every message it holds
+    /// on one scheduler, so one work queue can bound the drain on a broker
+    /// with cores to spare. The teaching variant `rabbit-ttl-single-queue`
+    /// keeps one queue: that is its point.
+    pub shards: u16,
     /// `classic` (default) or `quorum`.
     pub queue_type: QueueType,
     /// Classic queues only: `x-queue-version` for every queue, 1 or 2
@@ -95,6 +104,7 @@ impl fmt::Debug for RabbitConfig {
             .field("prefetch", &self.prefetch)
             .field("batch_size", &self.batch_size)
             .field("consumers", &self.consumers)
+            .field("shards", &self.shards)
             .field("queue_type", &self.queue_type)
             .field("queue_version", &self.queue_version)
             .field("ttls", &self.ttls)
@@ -121,6 +131,7 @@ struct RabbitConfigInput {
     prefetch: u16,
     batch_size: Option<u16>,
     consumers: u16,
+    shards: u16,
     queue_type: QueueType,
     queue_version: Option<u8>,
     #[serde(with = "duration_list")]
@@ -134,6 +145,7 @@ impl Default for RabbitConfigInput {
             prefetch: 1000,
             batch_size: None,
             consumers: 1,
+            shards: 1,
             queue_type: QueueType::Classic,
             queue_version: None,
             ttls: Vec::new(),
@@ -150,6 +162,7 @@ impl From<RabbitConfigInput> for RabbitConfig {
             url: input.url,
             prefetch: input.prefetch,
             consumers: input.consumers,
+            shards: input.shards,
             queue_type: input.queue_type,
             queue_version: input.queue_version,
             ttls: input.ttls,
@@ -191,6 +204,12 @@ impl RabbitConfig {
             return Err(Error::Config(format!(
                 "{field}.consumers = {} is out of range; accepted: 1 to 16",
                 self.consumers
+            )));
+        }
+        if !(1..=32).contains(&self.shards) {
+            return Err(Error::Config(format!(
+                "{field}.shards = {} is out of range; accepted: 1 to 32",
+                self.shards
             )));
         }
         match (self.queue_type, self.queue_version) {
@@ -334,6 +353,28 @@ mod tests {
         }
         .validate("strategies.rabbit")
         .unwrap();
+    }
+
+    #[test]
+    fn shards_outside_one_to_thirty_two_name_the_field() {
+        for shards in [0, 33] {
+            let message = error_of(RabbitConfig {
+                shards,
+                ..RabbitConfig::default()
+            });
+            assert_eq!(
+                message,
+                format!("strategies.rabbit.shards = {shards} is out of range; accepted: 1 to 32")
+            );
+        }
+        for shards in [1, 32] {
+            RabbitConfig {
+                shards,
+                ..RabbitConfig::default()
+            }
+            .validate("strategies.rabbit")
+            .unwrap();
+        }
     }
 
     #[test]

@@ -21,10 +21,10 @@ use std::sync::atomic::Ordering;
 use tokio_util::sync::CancellationToken;
 
 impl RabbitStrategy {
-    /// Consumes the work queue until shutdown or a connection failure:
-    /// one connection, a channel per consumer. When one consumer fails the
-    /// others stop with it, the connection closes, and the broker requeues
-    /// every unacked delivery.
+    /// Consumes every work queue shard until shutdown or a connection
+    /// failure: one connection, a channel per consumer of each shard. When
+    /// one consumer fails the others stop with it, the connection closes,
+    /// and the broker requeues every unacked delivery.
     pub(super) async fn consume(&self, shutdown: &CancellationToken) -> Result<()> {
         let conn = self.connect().await?;
         let (consumers, batch_size) = match self.consume {
@@ -32,17 +32,26 @@ impl RabbitStrategy {
             // A batch of one: a transaction and an ack per delivery.
             Consume::PerDelivery => (1, 1),
         };
-        let all = (0..consumers).map(|_| self.consume_on(&conn, usize::from(batch_size), shutdown));
+        let shards = super::topology::shards(self.mode, &self.config);
+        let queues: Vec<String> = (0..shards)
+            .flat_map(|k| (0..consumers).map(move |_| k))
+            .map(|k| self.names.work_shard(k))
+            .collect();
+        let all = queues
+            .iter()
+            .map(|queue| self.consume_on(&conn, queue, usize::from(batch_size), shutdown));
         let consumed = futures_util::future::try_join_all(all).await;
         let _ = conn.close(200, "shutdown".into()).await;
         consumed.map(drop)
     }
 
-    /// One consumer, on a channel of its own (delivery tags, and so a
-    /// `multiple` ack, are per channel).
+    /// One consumer of `queue`, on a channel of its own (delivery tags, and
+    /// so a `multiple` ack, are per channel: one queue per channel keeps a
+    /// batch's ack from settling another stream's deliveries).
     async fn consume_on(
         &self,
         conn: &Connection,
+        queue: &str,
         batch_size: usize,
         shutdown: &CancellationToken,
     ) -> Result<()> {
@@ -55,7 +64,7 @@ impl RabbitStrategy {
             .map_err(|e| self.broker_error("setting prefetch", e))?;
         let mut deliveries = ch
             .basic_consume(
-                self.names.work.as_str().into(),
+                queue.into(),
                 "".into(),
                 BasicConsumeOptions::default(),
                 FieldTable::default(),

@@ -11,7 +11,9 @@
 //! the one cancel function. It consumes as an expert would: the due
 //! deliveries that have already arrived (up to `batch-size`) are cancelled
 //! in one transaction, and one `basic.ack` with `multiple` settles them
-//! after its commit; `consumers` channels per instance share the queue.
+//! after its commit; `consumers` channels per instance share each work
+//! queue, of which there are `shards` (orders spread by id), so that no
+//! one queue process bounds the drain.
 //! The teaching variant `rabbit-ttl-per-delivery` keeps one transaction
 //! and one ack per delivery, to show what batching buys. A message that arrives before its deadline (a delay
 //! longer than the longest TTL, or a clock step) is **re-delayed** for the
@@ -125,7 +127,7 @@ impl RabbitStrategy {
         self
     }
 
-    /// The queue consumers read (for operators and tests).
+    /// The (first shard's) queue consumers read (for operators and tests).
     pub fn work_queue(&self) -> &str {
         &self.names.work
     }
@@ -206,11 +208,12 @@ impl RabbitStrategy {
     async fn publish(&self, message: CancelMessage, remaining_ms: u64) -> Result<()> {
         let ch = self.publishing_channel().await?;
         let props = BasicProperties::default().with_delivery_mode(2);
+        let shard = topology::shard_of(message.order_id, topology::shards(self.mode, &self.config));
         let (exchange, routing_key, props) = match self.mode {
             Mode::Ttl => (
                 "",
                 self.names
-                    .wait(pick_ttl(&self.config.ttl_ms(), remaining_ms)),
+                    .wait_shard(pick_ttl(&self.config.ttl_ms(), remaining_ms), shard),
                 props,
             ),
             Mode::Delayed => {
@@ -221,7 +224,7 @@ impl RabbitStrategy {
                 );
                 (
                     self.names.delayed_exchange.as_str(),
-                    self.names.work.clone(),
+                    self.names.work_shard(shard),
                     props.with_headers(headers),
                 )
             }

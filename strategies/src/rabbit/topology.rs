@@ -6,6 +6,13 @@
 //! single-queue:   publish -> dlb.<ns>.single (per-message expiration) --> dlb.<ns>.work
 //! malformed:      dlb.<ns>.work --(reject, dead-letter)--> dlb.<ns>.dead
 //! ```
+//!
+//! With `shards = n` above 1, rabbit-ttl and rabbit-delayed have n work
+//! queues, `dlb.<ns>.work` and `dlb.<ns>.work.<k>` for k in 1..n, and
+//! rabbit-ttl n wait queues per TTL (`dlb.<ns>.wait.<ttl>` and
+//! `….<ttl>.<k>`), shard k's wait queue dead-lettering into shard k's work
+//! queue; the delayed exchange binds each work queue under its own name.
+//! An order's shard is its id modulo n. One dead-letter queue serves all.
 
 use super::config::{Mode, QueueType, RabbitConfig};
 use lapin::options::{ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions};
@@ -38,6 +45,36 @@ impl Names {
 
     pub fn wait(&self, ttl_ms: u64) -> String {
         format!("dlb.{}.wait.{ttl_ms}ms", self.prefix)
+    }
+
+    /// Shard `k`'s work queue; shard 0's is `work`.
+    pub fn work_shard(&self, k: u16) -> String {
+        match k {
+            0 => self.work.clone(),
+            k => format!("{}.{k}", self.work),
+        }
+    }
+
+    /// Shard `k`'s wait queue for `ttl_ms`; shard 0's is `wait(ttl_ms)`.
+    pub fn wait_shard(&self, ttl_ms: u64, k: u16) -> String {
+        match k {
+            0 => self.wait(ttl_ms),
+            k => format!("{}.{k}", self.wait(ttl_ms)),
+        }
+    }
+}
+
+/// The shard an order's messages go through: its id modulo `shards`.
+pub fn shard_of(order_id: i64, shards: u16) -> u16 {
+    order_id.rem_euclid(i64::from(shards.max(1))) as u16
+}
+
+/// How many shards `mode` uses: the configured count, except for the
+/// single-queue teaching variant, whose one queue is its point.
+pub fn shards(mode: Mode, config: &RabbitConfig) -> u16 {
+    match mode {
+        Mode::SingleQueue => 1,
+        Mode::Ttl | Mode::Delayed => config.shards.max(1),
     }
 }
 
@@ -90,22 +127,27 @@ pub async fn declare(
         queue_args(config, None),
     )
     .await?;
-    ch.queue_declare(
-        names.work.as_str().into(),
-        durable(),
-        queue_args(config, Some(&names.dead)),
-    )
-    .await?;
+    let shards = shards(mode, config);
+    for k in 0..shards {
+        ch.queue_declare(
+            names.work_shard(k).as_str().into(),
+            durable(),
+            queue_args(config, Some(&names.dead)),
+        )
+        .await?;
+    }
     match mode {
         Mode::Ttl => {
             for ttl in config.ttl_ms() {
-                let mut args = queue_args(config, Some(&names.work));
-                args.insert(
-                    ShortString::from("x-message-ttl"),
-                    AMQPValue::LongLongInt(ttl as i64),
-                );
-                ch.queue_declare(names.wait(ttl).as_str().into(), durable(), args)
-                    .await?;
+                for k in 0..shards {
+                    let mut args = queue_args(config, Some(&names.work_shard(k)));
+                    args.insert(
+                        ShortString::from("x-message-ttl"),
+                        AMQPValue::LongLongInt(ttl as i64),
+                    );
+                    ch.queue_declare(names.wait_shard(ttl, k).as_str().into(), durable(), args)
+                        .await?;
+                }
             }
         }
         Mode::Delayed => {
@@ -121,14 +163,17 @@ pub async fn declare(
                 args,
             )
             .await?;
-            ch.queue_bind(
-                names.work.as_str().into(),
-                names.delayed_exchange.as_str().into(),
-                names.work.as_str().into(),
-                QueueBindOptions::default(),
-                FieldTable::default(),
-            )
-            .await?;
+            for k in 0..shards {
+                let work = names.work_shard(k);
+                ch.queue_bind(
+                    work.as_str().into(),
+                    names.delayed_exchange.as_str().into(),
+                    work.as_str().into(),
+                    QueueBindOptions::default(),
+                    FieldTable::default(),
+                )
+                .await?;
+            }
         }
         Mode::SingleQueue => {
             ch.queue_declare(
@@ -149,9 +194,15 @@ pub async fn delete(
     mode: Mode,
     config: &RabbitConfig,
 ) -> lapin::Result<()> {
-    let mut queues = vec![names.work.clone(), names.dead.clone()];
+    let shards = shards(mode, config);
+    let mut queues: Vec<String> = (0..shards).map(|k| names.work_shard(k)).collect();
+    queues.push(names.dead.clone());
     match mode {
-        Mode::Ttl => queues.extend(config.ttl_ms().into_iter().map(|t| names.wait(t))),
+        Mode::Ttl => {
+            for ttl in config.ttl_ms() {
+                queues.extend((0..shards).map(|k| names.wait_shard(ttl, k)));
+            }
+        }
         Mode::Delayed => {
             ch.exchange_delete(names.delayed_exchange.as_str().into(), Default::default())
                 .await?;
