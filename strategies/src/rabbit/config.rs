@@ -65,6 +65,12 @@ pub struct RabbitConfig {
     /// presets set db-scan to 500), and their storm drains ran at 16 000-
     /// 20 000 cancels/s (results/storm/20261204-034454-storm-sweep).
     pub batch_size: u16,
+    /// How long a consumer waits for a batch to fill once deliveries are
+    /// flowing (more than one had already arrived), as Spring AMQP's batch
+    /// listener waits up to its receive timeout (default 0: never; at most
+    /// 1 s). A lone delivery never waits, so at a low rate it adds nothing.
+    #[serde(with = "humantime_serde")]
+    pub batch_wait: Duration,
     /// Consumers of each work queue per instance, each on its own channel
     /// (default 1, 1 to 16).
     pub consumers: u16,
@@ -103,6 +109,7 @@ impl fmt::Debug for RabbitConfig {
             .field("url", &redact::url(&self.url))
             .field("prefetch", &self.prefetch)
             .field("batch_size", &self.batch_size)
+            .field("batch_wait", &self.batch_wait)
             .field("consumers", &self.consumers)
             .field("shards", &self.shards)
             .field("queue_type", &self.queue_type)
@@ -130,6 +137,8 @@ struct RabbitConfigInput {
     url: String,
     prefetch: u16,
     batch_size: Option<u16>,
+    #[serde(with = "humantime_serde")]
+    batch_wait: Duration,
     consumers: u16,
     shards: u16,
     queue_type: QueueType,
@@ -144,6 +153,7 @@ impl Default for RabbitConfigInput {
             url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(),
             prefetch: 1000,
             batch_size: None,
+            batch_wait: Duration::ZERO,
             consumers: 1,
             shards: 1,
             queue_type: QueueType::Classic,
@@ -161,6 +171,7 @@ impl From<RabbitConfigInput> for RabbitConfig {
                 .unwrap_or(DEFAULT_BATCH.min(input.prefetch.max(1))),
             url: input.url,
             prefetch: input.prefetch,
+            batch_wait: input.batch_wait,
             consumers: input.consumers,
             shards: input.shards,
             queue_type: input.queue_type,
@@ -198,6 +209,12 @@ impl RabbitConfig {
             return Err(Error::Config(format!(
                 "{field}.batch-size = {} is out of range; accepted: 1 to {field}.prefetch ({})",
                 self.batch_size, self.prefetch
+            )));
+        }
+        if self.batch_wait > Duration::from_secs(1) {
+            return Err(Error::Config(format!(
+                "{field}.batch-wait = {:?} is out of range; accepted: 0ms to 1s",
+                self.batch_wait
             )));
         }
         if !(1..=16).contains(&self.consumers) {
@@ -353,6 +370,21 @@ mod tests {
         }
         .validate("strategies.rabbit")
         .unwrap();
+    }
+
+    #[test]
+    fn a_batch_wait_beyond_a_second_names_the_field() {
+        let message = error_of(RabbitConfig {
+            batch_wait: Duration::from_millis(1001),
+            ..RabbitConfig::default()
+        });
+        assert_eq!(
+            message,
+            "strategies.rabbit.batch-wait = 1.001s is out of range; accepted: 0ms to 1s"
+        );
+        let parsed: RabbitConfig = serde_json::from_str(r#"{"batch-wait": "5ms"}"#).unwrap();
+        assert_eq!(parsed.batch_wait, Duration::from_millis(5));
+        parsed.validate("strategies.rabbit").unwrap();
     }
 
     #[test]

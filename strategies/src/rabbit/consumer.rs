@@ -85,12 +85,24 @@ impl RabbitStrategy {
                 _ = shutdown.cancelled() => return Ok(()),
                 next = deliveries.next() => received(next)?,
             };
-            // What has already arrived joins the batch; nothing waits to fill it.
+            // What has already arrived joins the batch.
             let mut batch = vec![first];
             while batch.len() < batch_size {
                 match deliveries.next().now_or_never() {
                     Some(next) => batch.push(received(next)?),
                     None => break,
+                }
+            }
+            // Deliveries are flowing: wait up to `batch-wait` for the batch
+            // to fill, since each transaction's cost is mostly per batch. A
+            // lone delivery never waits.
+            if batch.len() > 1 && !self.config.batch_wait.is_zero() {
+                let until = tokio::time::Instant::now() + self.config.batch_wait;
+                while batch.len() < batch_size {
+                    match tokio::time::timeout_at(until, deliveries.next()).await {
+                        Ok(next) => batch.push(received(next)?),
+                        Err(_) => break,
+                    }
                 }
             }
             self.handle_batch(batch).await?;
