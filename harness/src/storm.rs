@@ -230,19 +230,10 @@ pub fn analyse(
     }
 }
 
-/// Core-seconds the drain used beyond the regular load: per service, the
-/// cores used during the drain less those used before, over the drain's
-/// wall time (never below 0 per service: a service quieter during the
-/// drain gives back nothing).
+/// Core-seconds the drain used beyond the regular load, every service
+/// summed (`CpuUse::beyond`).
 fn marginal_core_s(before: &CpuUse, during: &CpuUse) -> f64 {
-    during
-        .by_service
-        .iter()
-        .map(|(service, cores)| {
-            let base = before.by_service.get(service).copied().unwrap_or(0.0);
-            (cores - base).max(0.0) * during.wall_s
-        })
-        .sum()
+    during.beyond(before).values().sum()
 }
 
 /// Small summaries: the distribution itself is kept for the run's own
@@ -394,6 +385,22 @@ mod tests {
         // (0.8 - 0.3) x 2 + 0 (quieter) + 0.05 x 2
         let core_s = marginal_core_s(&before, &during);
         assert!((core_s - 1.1).abs() < 1e-9, "{core_s}");
+
+        // Split by service over 50 000 cancels: 20 µs and 2 µs, largest
+        // first, the quieter service left out; they add up to the total.
+        let record = StormRecord {
+            cancelled: 50_000,
+            cpu_before: Some(before),
+            cpu_during: Some(during),
+            storm_core_s: Some(core_s),
+            ..StormRecord::default()
+        };
+        let split = record.us_per_cancel_by_service();
+        let names: Vec<&str> = split.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(names, ["postgresql", "redis"], "{split:?}");
+        assert!((split[0].1 - 20.0).abs() < 1e-6 && (split[1].1 - 2.0).abs() < 1e-6);
+        let total: f64 = split.iter().map(|(_, us)| us).sum();
+        assert!((total - record.us_per_cancel().unwrap()).abs() < 1e-6);
     }
 
     #[test]

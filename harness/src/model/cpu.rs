@@ -67,6 +67,20 @@ impl CpuUse {
         (busy - self.by_service.values().sum::<f64>()).max(0.0)
     }
 
+    /// Core-seconds each service used over this span beyond what it used
+    /// at `base`'s rate (never below 0 per service: a service quieter than
+    /// at its base gives back nothing). A storm's drain against the regular
+    /// load before it.
+    pub fn beyond(&self, base: &CpuUse) -> BTreeMap<String, f64> {
+        self.by_service
+            .iter()
+            .map(|(service, cores)| {
+                let before = base.by_service.get(service).copied().unwrap_or(0.0);
+                (service.clone(), (cores - before).max(0.0) * self.wall_s)
+            })
+            .collect()
+    }
+
     /// The service that used the most CPU, and how much.
     pub fn busiest(&self) -> Option<(&str, f64)> {
         self.by_service

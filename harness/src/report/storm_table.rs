@@ -101,8 +101,7 @@ fn storm_cells(r: &StormRecord) -> Vec<String> {
             ms(r.lateness_us.max),
             r.lateness_us.count
         ),
-        r.us_per_cancel()
-            .map_or("-".into(), |us| format!("{us:.0} µs")),
+        cpu_cell(r),
         r.cancels_per_core_s()
             .map_or("-".into(), |c| format!("{c:.0}")),
         format!(
@@ -117,6 +116,31 @@ fn storm_cells(r: &StormRecord) -> Vec<String> {
         },
         held_cell(&r.held),
     ]
+}
+
+/// The storm's CPU per cancel, and where it went: "193 µs (postgresql 76
+/// · harness + workers 60 · rabbitmq 56)".
+fn cpu_cell(r: &StormRecord) -> String {
+    let Some(us) = r.us_per_cancel() else {
+        return "-".into();
+    };
+    let split: Vec<String> = r
+        .us_per_cancel_by_service()
+        .iter()
+        .map(|(service, us)| {
+            let service = if service.starts_with("delaybench") {
+                "harness + workers"
+            } else {
+                service.as_str()
+            };
+            format!("{service} {us:.0}")
+        })
+        .collect();
+    if split.is_empty() {
+        format!("{us:.0} µs")
+    } else {
+        format!("{us:.0} µs ({})", split.join(" · "))
+    }
 }
 
 /// The storm's size and instant, with how long its insert and hand-off
@@ -184,7 +208,7 @@ instant; none is paid. **drained in**: from the instant to the last storm order'
 (the rows' own stamps). **storm CPU per cancel** and **cancels per core-second**: the CPU every \
 service and the workers used over the drain, less what they used at the regular load's rate \
 before the instant, over the storm's cancels; so the figure travels to a machine with more \
-cores. A drain shorter than a second reads that CPU coarsely. **regular p99**: the regular \
+cores. In brackets, that CPU per cancel by service. A drain shorter than a second reads that CPU coarsely. **regular p99**: the regular \
 measured orders by deadline, before the instant, during the drain and after it (n each). \
 **back to normal**: from that second on, every second of regular deadlines had its p99 within \
 twice the p99 before plus 5 ms. **held before the storm**: what the backends held once the \
