@@ -296,15 +296,18 @@ pub struct RecoveryInput<'a> {
 fn instances_restart_how(specs: &[WorkerSpec]) -> String {
     let reloads = specs
         .first()
-        .is_some_and(|spec| spec.strategy.info.reloads_pending_on_start);
+        .filter(|spec| spec.strategy.info.reloads_pending_on_start)
+        .map(|spec| {
+            if spec.options.timing_wheel.reload_all {
+                " (each reloads every PENDING order from the database)"
+            } else {
+                " (each reloads its share of the PENDING orders from the database, id modulo the instances)"
+            }
+        });
     format!(
         "{} instance(s) stopped, then started afresh{}",
         specs.len(),
-        if reloads {
-            " (each reloads every PENDING order from the database)"
-        } else {
-            ""
-        }
+        reloads.unwrap_or("")
     )
 }
 

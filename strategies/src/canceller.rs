@@ -250,7 +250,7 @@ pub trait Canceller: Send + Sync + std::fmt::Debug {
     }
 
     /// Whether the instance has finished starting and holds what it must
-    /// before new work reaches it (a timing wheel: every PENDING order,
+    /// before new work reaches it (a timing wheel: its PENDING orders,
     /// reloaded as `run` starts). A worker reports itself ready only then,
     /// so an order written after the report reaches the instance through
     /// `schedule` alone, never also through its reload.

@@ -26,6 +26,21 @@ pub fn now_us() -> Micros {
     i64::try_from(d.as_micros()).expect("clock beyond year 292277")
 }
 
+/// One instance's share of the orders: those whose id modulo `of` is
+/// `index`, the instance the harness's pool sends an order's `schedule`
+/// to while every instance runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Share {
+    pub index: u32,
+    pub of: u32,
+}
+
+impl Share {
+    pub fn owns(&self, order_id: OrderId) -> bool {
+        order_id.rem_euclid(i64::from(self.of.max(1))) == i64::from(self.index)
+    }
+}
+
 /// The three order states of the schema contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]

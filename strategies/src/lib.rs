@@ -34,6 +34,7 @@ pub use canceller::{Canceller, Capabilities, InstanceRole, Service, StrategyCoun
 pub use crash::CrashPoint;
 pub use domain::{
     now_us, CancelOutcome, CreateOutcome, Micros, NewOrder, OrderId, OrderStatus, PaymentOutcome,
+    Share,
 };
 pub use error::{Error, Result};
 pub use registry::StrategyOptions;

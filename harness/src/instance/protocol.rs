@@ -26,6 +26,9 @@ pub struct WorkerSpec {
     /// `redis-zset+outbox+fallback`).
     pub strategy: Variant,
     pub instance: u32,
+    /// How many instances the strategy runs: with `instance`, this one's
+    /// share of the orders (`id % instances`), as the pool routes them.
+    pub instances: u32,
     /// Where the database is, as this worker reaches it (through the
     /// harness's fault proxy when the scenario has network faults).
     pub location: DbLocation,

@@ -99,6 +99,7 @@ impl SetUp {
             .map(|instance| WorkerSpec {
                 strategy: deployment.variant(),
                 instance,
+                instances: scenario.instances,
                 location: worker_location.clone(),
                 options: worker_options.clone(),
                 session: session.clone(),

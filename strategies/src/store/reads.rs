@@ -2,7 +2,7 @@
 //! in-process strategy reloads on start) and one order as stored.
 
 use super::handle::OrderStore;
-use crate::domain::{Micros, OrderId, OrderStatus};
+use crate::domain::{Micros, OrderId, OrderStatus, Share};
 use crate::error::{DbContext, Error, Result};
 use futures_util::TryStreamExt;
 use sqlx::Row;
@@ -25,13 +25,23 @@ impl OrderStore {
     /// ten million rows left a wheel worker at 1.8 GB, five times what the
     /// same orders took through `schedule`). A read that fails midway has
     /// handed on what came before it.
+    ///
+    /// With a `share`, only that share's orders (`id % of = index`), read
+    /// as such by the database.
     pub async fn pending_orders_in_chunks(
         &self,
         chunk: usize,
+        share: Option<Share>,
         mut each: impl FnMut(&[(OrderId, Micros)]),
     ) -> Result<u64> {
         self.count(&self.counters.statements, 1);
-        let mut rows = sqlx::query(self.sql.pending_orders.clone()).fetch(&self.pool);
+        let query = match share {
+            None => sqlx::query(self.sql.pending_orders.clone()),
+            Some(share) => sqlx::query(self.sql.pending_orders_of_share.clone())
+                .bind(i64::from(share.of.max(1)))
+                .bind(i64::from(share.index)),
+        };
+        let mut rows = query.fetch(&self.pool);
         let mut batch = Vec::with_capacity(chunk);
         let mut read = 0u64;
         let result = async {

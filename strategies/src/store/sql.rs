@@ -37,6 +37,8 @@ pub(crate) struct Sql {
     pub scan_due: SqlStr,
     pub scan_due_skip_locked: Option<SqlStr>,
     pub pending_orders: SqlStr,
+    /// The PENDING orders of one share: `id % of = index`.
+    pub pending_orders_of_share: SqlStr,
     /// db-timer's next wake: the earliest PENDING deadline after the
     /// claim's bound, one row off the `(status, expire_at_us)` index.
     /// Written as `ORDER BY ... LIMIT 1`, not `MIN(...)`: PostgreSQL's
@@ -97,6 +99,8 @@ impl Sql {
             scan_due_skip_locked: (skip_locked && kind != DbKind::Sqlite)
                 .then(|| r(&format!("{scan} FOR UPDATE SKIP LOCKED"))),
             pending_orders: r("SELECT id, expire_at_us FROM orders WHERE status = 'PENDING'"),
+            pending_orders_of_share: r("SELECT id, expire_at_us FROM orders WHERE status = 'PENDING' \
+                 AND id % ? = ?"),
             earliest_pending: r("SELECT expire_at_us, id FROM orders WHERE status = 'PENDING' \
                  AND expire_at_us > ? ORDER BY expire_at_us LIMIT 1"),
         }

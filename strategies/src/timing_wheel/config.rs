@@ -1,5 +1,6 @@
 //! Configuration of the `timing-wheel` strategy.
 
+use crate::domain::Share;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -19,6 +20,18 @@ pub struct TimingWheelConfig {
     pub levels: u32,
     /// Orders cancelled per transaction when many fire at once (default 100).
     pub batch_size: u32,
+    /// What an instance reloads on start (default false): its own share of
+    /// the PENDING orders, `id % instances = its index`, the orders the
+    /// harness's pool sends it. true: every PENDING order, as before
+    /// 2026-12-05, which also takes back orders rerouted to it while their
+    /// owner was down, at the cost of every instance holding the whole
+    /// backlog after a restart (two instances with 10M pending: 20M
+    /// reloaded, 10M held twice).
+    pub reload_all: bool,
+    /// This instance's share, set by the worker that runs it (not read
+    /// from a scenario). `None` (a lone instance, a test): every order.
+    #[serde(skip)]
+    pub share: Option<Share>,
 }
 
 impl Default for TimingWheelConfig {
@@ -28,11 +41,18 @@ impl Default for TimingWheelConfig {
             slot_bits: 6,
             levels: 6,
             batch_size: 100,
+            reload_all: false,
+            share: None,
         }
     }
 }
 
 impl TimingWheelConfig {
+    /// The orders a reload reads: this instance's share, or all of them.
+    pub fn reload_share(&self) -> Option<Share> {
+        self.share.filter(|s| !self.reload_all && s.of > 1)
+    }
+
     /// Checks ranges; `field` is the config path used in the message.
     pub fn validate(&self, field: &str) -> Result<()> {
         if self.tick < Duration::from_micros(100) || self.tick > Duration::from_secs(60) {

@@ -3,15 +3,21 @@
 //! `schedule` puts the order in this process's wheel; a driver task owns the
 //! clock, sleeps until the wheel's next deadline (or until an earlier one is
 //! scheduled), advances the wheel and sends what fired through
-//! `cancel_batch_if_due`. On start it reloads every PENDING order from the
-//! database, so orders created while it was down are still cancelled.
+//! `cancel_batch_if_due`. On start it reloads its share of the PENDING
+//! orders from the database (`id % instances = its index`, the orders the
+//! harness sends it; all of them with `reload-all`), so orders created
+//! while it was down are still cancelled.
 //!
 //! What it cannot do, and says so in its capabilities: scheduled work lives
 //! only in the process. If an instance dies, the orders it owned wait until
 //! some instance starts again (and reloads them) or a `fallback-scan` takes
-//! them. With several instances, each owns the orders it was given; every
-//! instance that starts reloads all PENDING orders, and the conditional
-//! UPDATE absorbs the resulting duplicate attempts.
+//! them. With several instances, each owns the orders it was given, and a
+//! restarted instance reloads its own share. An order sent to another
+//! instance while its owner was down is held there, and reloaded by the
+//! owner when it starts again; the conditional UPDATE absorbs the duplicate
+//! attempt. Should the holder restart before the owner, such an order
+//! waits for the owner (or a fallback scan): the price of not holding every
+//! order in every instance (`reload-all` pays that instead).
 
 mod config;
 mod info;
@@ -233,7 +239,8 @@ impl TimingWheelStrategy {
         }
     }
 
-    /// Loads every PENDING order into the wheel as the rows stream in,
+    /// Loads its share of the PENDING orders (every one with `reload-all`
+    /// or without a share) into the wheel as the rows stream in,
     /// retrying until it works or shutdown: an instance that cannot reload
     /// must not run half-blind. A retry reads them all again; what the
     /// failed read had put in is dropped as a duplicate.
@@ -241,7 +248,9 @@ impl TimingWheelStrategy {
         loop {
             let loaded = self
                 .store
-                .pending_orders_in_chunks(RELOAD_CHUNK, |orders| self.insert_all(orders))
+                .pending_orders_in_chunks(RELOAD_CHUNK, self.config.reload_share(), |orders| {
+                    self.insert_all(orders)
+                })
                 .await;
             match loaded {
                 Ok(reloaded) => {
@@ -281,9 +290,16 @@ impl Canceller for TimingWheelStrategy {
             None => Vec::new(),
         };
         notes.extend([
-            "scheduled work lives only in the process: orders owned by a dead instance wait \
-                 until an instance restarts (it reloads PENDING orders) or fallback-scan runs"
-                .to_string(),
+            if self.config.reload_share().is_some() {
+                "scheduled work lives only in the process: orders owned by a dead instance wait \
+                 until it restarts (it reloads its share of the PENDING orders, id modulo the \
+                 instances) or fallback-scan runs"
+                    .to_string()
+            } else {
+                "scheduled work lives only in the process: orders owned by a dead instance wait \
+                 until an instance restarts (it reloads every PENDING order) or fallback-scan runs"
+                    .to_string()
+            },
             format!(
                 "deadlines are rounded up to the {:?} tick, so lateness includes up to one tick",
                 self.config.tick
