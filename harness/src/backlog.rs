@@ -379,8 +379,9 @@ pub async fn recover(input: RecoveryInput<'_>) -> Result<Vec<Recovery>> {
 }
 
 /// Waits until the pool holds the backlog again (a wheel's `reloaded`
-/// counter reached it on every instance) and a probe was cancelled; fills
-/// `recovery`'s probes, time and holdings.
+/// counter, set once its reload is done, reached each instance's part of
+/// it on every instance: its share, or all of it with `reload-all`) and a
+/// probe was cancelled; fills `recovery`'s probes, time and holdings.
 async fn until_cancelling(
     pool: &Pool,
     input: &RecoveryInput<'_>,
@@ -393,6 +394,14 @@ async fn until_cancelling(
     let mut next_probe = Instant::now();
     let mut reloaded_at = None;
     let mut cancelled_at = None;
+    // The backlog's ids are consecutive, so each share holds at least
+    // pending / instances of them.
+    let each_reloads = match input.specs.first() {
+        Some(spec) if !spec.options.timing_wheel.reload_all && spec.instances > 1 => {
+            input.pending / u64::from(spec.instances)
+        }
+        _ => input.pending,
+    };
     while Instant::now() < limit && (reloaded_at.is_none() || cancelled_at.is_none()) {
         if reloaded_at.is_none() {
             // A barrier makes every instance flush its counters now (not
@@ -401,7 +410,7 @@ async fn until_cancelling(
             let _ = tokio::time::timeout(Duration::from_secs(1), pool.barrier()).await;
             let holds = (0..pool.len()).all(|i| {
                 pool.counters_of(i)
-                    .is_none_or(|c| c.get("reloaded").is_none_or(|r| *r >= input.pending))
+                    .is_none_or(|c| c.get("reloaded").is_none_or(|r| *r >= each_reloads))
             });
             if holds {
                 reloaded_at = Some(Instant::now());
