@@ -7,7 +7,7 @@ pub const TIMING_WHEEL: StrategyInfo = StrategyInfo {
     summary: "in-process hierarchical timing wheel, reloads PENDING orders on start",
     good: &[
         "it needs nothing but the database, and timers in process are cheap per order",
-        "a starting instance reloads its share of the PENDING orders from the database",
+        "a starting instance reloads PENDING orders from the database, so orders created while it was down are still cancelled",
     ],
     bad: &[
         "the schedule lives in the process: a dead instance's orders wait until an instance starts again, so it needs `+fallback` for a guarantee",
