@@ -149,7 +149,7 @@ lookup_exchange(XName, XCache) ->
 route(X = #exchange{name = XName}, Stored) ->
     put(?RELEASING, XName),
     try
-        Msg = delaybench_delayed_store:unpack(Stored),
+        Msg = delaybench_delayed_store:unpack(XName, Stored),
         case mc_api() of
             true -> route_mc(X, to_mc(Msg));
             false -> route_delivery(X, Msg)

@@ -221,9 +221,13 @@ async fn delayed_messages_arrive_not_before_their_delay_and_soon_after() {
     b.close().await;
 }
 
-/// The store keeps a message packed, with its decoded properties dropped
-/// (they stay in wire form): what a consumer receives must still be what
-/// was published, every property and header and the body byte for byte.
+/// The store keeps a message compact on 3.10-3.12 (routing keys, wire-form
+/// properties, body; its exchange from the record) and packed whole
+/// otherwise, as builds before the compact form wrote every record: what a
+/// consumer receives must still be what was published, every property and
+/// header and the body byte for byte, from a record of either form. The
+/// first message's record is rewritten in RAM to the whole packed form
+/// before it is due; the second stays as the store wrote it.
 #[tokio::test]
 async fn a_delayed_message_arrives_with_its_properties_headers_and_body() {
     let _shared = BROKER.read().await;
@@ -231,45 +235,83 @@ async fn a_delayed_message_arrives_with_its_properties_headers_and_body() {
     let x = b.delayed_exchange("direct").await;
     let q = b.bound_queue(&x, "k", FieldTable::default()).await;
     let mut c = b.consume(&q).await;
-    let mut headers = delay_headers(200);
-    headers.insert("order-id".into(), AMQPValue::LongLongInt(4_000_000_123));
-    headers.insert("shop".into(), longstr("seed-\u{e9}"));
     let body: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
-    let properties = BasicProperties::default()
-        .with_headers(headers)
-        .with_content_type("application/octet-stream".into())
-        .with_message_id("m-42".into())
-        .with_correlation_id("c-7".into())
-        .with_delivery_mode(2)
-        .with_priority(3);
-    b.ch.basic_publish(
-        x.as_str().into(),
-        "k".into(),
-        BasicPublishOptions::default(),
-        &body,
-        properties.clone(),
-    )
-    .await
-    .expect("publish")
-    .await
-    .expect("publish accepted");
-    let (d, _) = next(&mut c, Duration::from_secs(10))
+    let properties = |delay_ms: i64| {
+        let mut headers = delay_headers(delay_ms);
+        headers.insert("order-id".into(), AMQPValue::LongLongInt(4_000_000_123));
+        headers.insert("shop".into(), longstr("seed-\u{e9}"));
+        BasicProperties::default()
+            .with_headers(headers)
+            .with_content_type("application/octet-stream".into())
+            .with_message_id("m-42".into())
+            .with_correlation_id("c-7".into())
+            .with_delivery_mode(2)
+            .with_priority(3)
+    };
+    // Far enough off for the rewrite below (a `rabbitmqctl eval` takes about
+    // a second) to come first.
+    for delay_ms in [5000, 6000] {
+        b.ch.basic_publish(
+            x.as_str().into(),
+            "k".into(),
+            BasicPublishOptions::default(),
+            &body,
+            properties(delay_ms),
+        )
         .await
-        .expect("the delayed message within 10 s");
-    assert_eq!(d.data, body, "body changed in the store");
-    let got = &d.properties;
-    assert_eq!(got.content_type(), properties.content_type());
-    assert_eq!(got.message_id(), properties.message_id());
-    assert_eq!(got.correlation_id(), properties.correlation_id());
-    assert_eq!(got.delivery_mode(), &Some(2));
-    assert_eq!(got.priority(), &Some(3));
-    let h = got.headers().as_ref().expect("headers kept");
-    assert_eq!(
-        h.inner().get("order-id"),
-        Some(&AMQPValue::LongLongInt(4_000_000_123))
-    );
-    assert_eq!(h.inner().get("shop"), Some(&longstr("seed-\u{e9}")));
+        .expect("publish")
+        .await
+        .expect("publish accepted");
+    }
+    // Both records of this exchange, due first first; the first rewritten
+    // whole, as `pack_whole/1` and builds before the compact form keep it.
+    let forms = rabbitmq_eval_records_of(
+        &x,
+        "[R1, R2] = Rs, {delaybench_delayed_message, K, XN, M} = R1, \
+         Msg = delaybench_delayed_store:unpack(XN, M), \
+         Whole = setelement(4, Msg, rabbit_binary_parser:clear_decoded_content(element(4, Msg))), \
+         true = ets:insert(delaybench_delayed_pending, {delaybench_delayed_message, K, XN, {packed, term_to_binary(Whole)}}), \
+         {element(1, M), element(1, element(4, R2))}.",
+    )
+    .await;
+    assert_eq!(forms, "{compact,compact}", "how the store kept them");
+    for form in ["packed whole", "compact"] {
+        let (d, _) = next(&mut c, Duration::from_secs(10))
+            .await
+            .unwrap_or_else(|| panic!("the {form} message within 10 s"));
+        assert_eq!(d.data, body, "{form}: body changed in the store");
+        let got = &d.properties;
+        let sent = properties(0);
+        assert_eq!(got.content_type(), sent.content_type(), "{form}");
+        assert_eq!(got.message_id(), sent.message_id(), "{form}");
+        assert_eq!(got.correlation_id(), sent.correlation_id(), "{form}");
+        assert_eq!(got.delivery_mode(), &Some(2), "{form}");
+        assert_eq!(got.priority(), &Some(3), "{form}");
+        let h = got.headers().as_ref().expect("headers kept");
+        assert_eq!(
+            h.inner().get("order-id"),
+            Some(&AMQPValue::LongLongInt(4_000_000_123)),
+            "{form}"
+        );
+        assert_eq!(
+            h.inner().get("shop"),
+            Some(&longstr("seed-\u{e9}")),
+            "{form}"
+        );
+    }
     b.close().await;
+}
+
+/// Evaluates `expr` in the broker with `Rs` bound to the store's records
+/// of exchange `exchange` (vhost `/`), due first first. (No `$` in it:
+/// `rabbitmqctl` passes its arguments through a shell.)
+async fn rabbitmq_eval_records_of(exchange: &str, expr: &str) -> String {
+    rabbitmqctl_eval(&format!(
+        "Rs = ets:match_object(delaybench_delayed_pending, \
+           {{delaybench_delayed_message, '_', {{resource, <<\"/\">>, exchange, <<\"{exchange}\">>}}, '_'}}), \
+         {expr}"
+    ))
+    .await
 }
 
 #[tokio::test]

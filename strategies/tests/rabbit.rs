@@ -50,12 +50,14 @@ async fn publish_raw(url: &str, queue: &str, body: &[u8]) {
     let _ = conn.close(200, "done".into()).await;
 }
 
-async fn queue_depth(url: &str, queue: &str) -> u32 {
+/// `queue` declared passively: its message count, or the broker's refusal
+/// when it does not exist.
+async fn passive_declare(url: &str, queue: &str) -> lapin::Result<lapin::Queue> {
     let conn = Connection::connect(url, ConnectionProperties::default())
         .await
         .unwrap();
     let ch = conn.create_channel().await.unwrap();
-    let q = ch
+    let declared = ch
         .queue_declare(
             queue.into(),
             QueueDeclareOptions {
@@ -64,10 +66,13 @@ async fn queue_depth(url: &str, queue: &str) -> u32 {
             },
             FieldTable::default(),
         )
-        .await
-        .unwrap();
+        .await;
     let _ = conn.close(200, "done".into()).await;
-    q.message_count()
+    declared
+}
+
+async fn queue_depth(url: &str, queue: &str) -> u32 {
+    passive_declare(url, queue).await.unwrap().message_count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -391,20 +396,5 @@ async fn sharded_queues_pass_every_check_and_are_torn_down() {
 }
 
 async fn queue_exists(url: &str, queue: &str) -> bool {
-    let conn = Connection::connect(url, ConnectionProperties::default())
-        .await
-        .unwrap();
-    let ch = conn.create_channel().await.unwrap();
-    let declared = ch
-        .queue_declare(
-            queue.into(),
-            QueueDeclareOptions {
-                passive: true,
-                ..Default::default()
-            },
-            FieldTable::default(),
-        )
-        .await;
-    let _ = conn.close(200, "done".into()).await;
-    declared.is_ok()
+    passive_declare(url, queue).await.is_ok()
 }
