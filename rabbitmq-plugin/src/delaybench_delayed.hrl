@@ -14,18 +14,23 @@
 %% also a named ETS table and may still exist.
 -define(ETS, delaybench_delayed_pending).
 
+%% Exchanges with pending messages, interned: {XName, XId} and {XId, XName}
+%% (delaybench_delayed_store:exchange_id/1). Public: publishers read it, the
+%% store interns, a purge forgets.
+-define(XETS, delaybench_delayed_exchanges).
+
 -record(delaybench_delayed_message,
-        {key,      %% {DueMicros, Seq, Guid}: wall-clock due time in
-                   %% microseconds since the Unix epoch, then a
-                   %% per-incarnation counter (FIFO among equal due times),
-                   %% then a globally unique id (no clash across restarts)
-         exchange, %% #resource{kind = exchange} the message was published to
-         message   %% {packed, Bin}: the message as published, a
-                   %% #basic_message{} (RabbitMQ 3.10-3.12) or a message
-                   %% container, mc:state() (3.13+/4.x), in external term
-                   %% format with its decoded properties left out
-                   %% (delaybench_delayed_store:pack/1, unpack/1); records
-                   %% of plugin commits before 3819e59 hold the message itself
+        {key,      %% {DueMicros, Seq}: wall-clock due time in microseconds
+                   %% since the Unix epoch (os:system_time), then a number
+                   %% unique across restarts (FIFO among equal due times).
+                   %% Records of plugin builds before 2026-12-05 had
+                   %% {Due, Seq, Guid}; they are read as {Due, {Seq, Guid}}
+         exchange, %% XId: the interned exchange the message was published to
+         head,     %% binary: persistence flag, routing keys and properties
+                   %% in wire form of a RabbitMQ 3.10-3.12 message; or
+                   %% {packed, Bin}: any other message whole, in external
+                   %% term format (delaybench_delayed_store:pack/2)
+         body      %% binary: the body (head is a binary); undefined
         }).
 
 %% Process-dictionary key the scheduler sets while it routes a stored

@@ -118,27 +118,32 @@ release(Now, Left, XCache, S) ->
 
 release_one(Key, XCache, S) ->
     case delaybench_delayed_store:read(Key) of
-        [#delaybench_delayed_message{exchange = XName, message = Stored}] ->
-            {Lookup, XCache1} = lookup_exchange(XName, XCache),
+        [Rec = #delaybench_delayed_message{exchange = XId}] ->
+            {Lookup, XCache1} = lookup_exchange(XId, XCache),
             Outcome = case Lookup of
-                          {ok, X} -> route(X, Stored);
+                          {ok, X} -> route(X, Rec);
                           {error, not_found} -> {dropped, exchange_not_found}
                       end,
             %% Deleted after routing: a crash in between re-delivers the
             %% message after the restart (at least once).
             ok = delaybench_delayed_store:delete(Key),
-            {XCache1, count(Outcome, XName, S)};
+            {XCache1, count(Outcome, XId, S)};
         [] ->
             {XCache, S}
     end.
 
-lookup_exchange(XName, XCache) ->
-    case maps:find(XName, XCache) of
+%% The exchange of an interned id, once per batch; not found once its
+%% exchange was deleted (the store forgot the id).
+lookup_exchange(XId, XCache) ->
+    case maps:find(XId, XCache) of
         {ok, Found} ->
             {Found, XCache};
         error ->
-            Found = rabbit_exchange:lookup(XName),
-            {Found, XCache#{XName => Found}}
+            Found = case delaybench_delayed_store:exchange_name(XId) of
+                        {ok, XName} -> rabbit_exchange:lookup(XName);
+                        error -> {error, not_found}
+                    end,
+            {Found, XCache#{XId => Found}}
     end.
 
 %% Route Msg through X (the process flag makes the exchange's route
@@ -146,10 +151,10 @@ lookup_exchange(XName, XCache) ->
 %% queues found, statelessly. Msg is what the route callback stored: a
 %% #basic_message{} on RabbitMQ 3.10-3.12, a message container (mc) on
 %% 3.13+/4.x.
-route(X = #exchange{name = XName}, Stored) ->
+route(X = #exchange{name = XName}, Rec) ->
     put(?RELEASING, XName),
     try
-        Msg = delaybench_delayed_store:unpack(XName, Stored),
+        Msg = delaybench_delayed_store:unpack(XName, Rec),
         case mc_api() of
             true -> route_mc(X, to_mc(Msg));
             false -> route_delivery(X, Msg)
@@ -213,8 +218,11 @@ mc_api() ->
 
 count(released, _XName, S = #state{released = R}) ->
     S#state{released = R + 1};
-count({dropped, Reason}, XName, S = #state{dropped = D}) ->
+count({dropped, Reason}, XId, S = #state{dropped = D}) ->
+    Of = case delaybench_delayed_store:exchange_name(XId) of
+             {ok, XName} -> rabbit_misc:rs(XName);
+             error -> io_lib:format("a deleted exchange (id ~b)", [XId])
+         end,
     rabbit_log:warning("delaybench_delayed_exchange: dropped a delayed "
-                       "message of ~s: ~p",
-                       [rabbit_misc:rs(XName), Reason]),
+                       "message of ~s: ~p", [Of, Reason]),
     S#state{dropped = D + 1}.

@@ -1,14 +1,17 @@
 %% Storage of pending delayed messages, without Mnesia.
 %%
-%% In RAM: one ETS table, ?ETS, an ordered_set keyed by
-%% {DueMicros, Seq, Guid}, so the first key is always the message due
-%% first. It is public: channel processes insert into it directly from
+%% In RAM: one ETS table, ?ETS, an ordered_set keyed by {DueMicros, Seq},
+%% so the first key is always the message due first; and ?XETS, the
+%% exchanges of pending messages, interned: a record names its exchange by
+%% a small integer (exchange_id/1), not by its #resource{} (three terms
+%% and two binaries, 112 bytes in ETS per message). It is public: channel processes insert into it directly from
 %% route/2 and the scheduler reads and deletes from it, so a delayed
 %% publish costs one ETS insert and two casts, and never waits for a disk.
 %%
 %% On disk: one journal, <node data dir>/delaybench_delayed/pending.log
 %% (see data_dir/0), a disk_log of changes to the ETS table:
-%% {put, Record}, {del, Key} and {purge, XName}, appended in batches.
+%% {exchange, XId, XName}, {put, Record}, {del, Key} and {purge, XId},
+%% appended in batches.
 %% Replaying it from the start rebuilds the table. This module is also the
 %% gen_server that owns both (started first by delaybench_delayed_sup); it
 %% is the only process that opens, appends to or syncs the journal. At
@@ -68,7 +71,7 @@
 -include("delaybench_delayed.hrl").
 
 -export([start_link/0, insert/3, first/0, read/1, delete/1, purge/1,
-         unpack/2,
+         unpack/2, exchange_id/1, exchange_name/1,
          count/0, count/1, now_micros/0, due_of/1, sync/0, info/0,
          import/1, data_dir/0, file_path/0]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2,
@@ -120,7 +123,9 @@
                 syncs = 0 :: non_neg_integer(),
                 last_sync_us = undefined :: undefined | integer(),
                 %% The most writes seen waiting in the mailbox.
-                max_behind = 0 :: non_neg_integer()}).
+                max_behind = 0 :: non_neg_integer(),
+                %% The id the next interned exchange gets.
+                next_xid = 1 :: pos_integer()}).
 
 start_link() ->
     gen_server:start_link({local, ?SERVER}, ?MODULE, [], []).
@@ -133,16 +138,14 @@ start_link() ->
 %% INTERNAL_ERROR when the store is not running (plugin stopping).
 insert(XName, DelayMs, Msg) when is_integer(DelayMs), DelayMs > 0 ->
     Due = now_micros() + DelayMs * 1000,
-    Key = {Due, erlang:unique_integer([monotonic, positive]), rabbit_guid:gen()},
-    Rec = #delaybench_delayed_message{key = Key, exchange = XName,
-                                      message = pack(XName, Msg)},
-    try ets:insert(?ETS, Rec) of
+    Key = {Due, next_seq()},
+    {Head, Body} = pack(XName, Msg),
+    try ets:insert(?ETS, #delaybench_delayed_message{
+                            key = Key, exchange = exchange_id(XName),
+                            head = Head, body = Body}) of
         true -> ok
     catch
-        error:badarg ->
-            rabbit_misc:protocol_error(
-              internal_error,
-              "delayed message store (~s) is not running", [?MODULE])
+        error:badarg -> not_running()
     end,
     gen_server:cast(?SERVER, {persist, Key}),
     %% The scheduler first: a publisher that waits below must not hold
@@ -150,10 +153,39 @@ insert(XName, DelayMs, Msg) when is_integer(DelayMs), DelayMs > 0 ->
     delaybench_delayed_scheduler:notify(Due),
     keep_up().
 
-%% A message as the store keeps it, in ETS and in the journal: its
-%% external term format, one binary, with the decoded properties left out
-%% as RabbitMQ's own message store leaves them out (the properties stay in
-%% their wire form, and whatever reads them decodes them again).
+not_running() ->
+    rabbit_misc:protocol_error(
+      internal_error, "delayed message store (~s) is not running", [?MODULE]).
+
+%% A key's second part: unique across the node's restarts, as the journal
+%% needs (a key is never reused while it may still be in the file). The
+%% store sets the base above every number its journal holds (init/1).
+next_seq() ->
+    persistent_term:get({?MODULE, seq_base}, 0) +
+        erlang:unique_integer([monotonic, positive]).
+
+%% The interned id of exchange XName; the store interns it (and journals
+%% it before any record that names it) the first time.
+exchange_id(XName) ->
+    try ets:lookup(?XETS, XName) of
+        [{_, XId}] -> XId;
+        [] -> gen_server:call(?SERVER, {intern, XName}, ?WAIT_MS)
+    catch
+        error:badarg -> not_running();
+        exit:{noproc, _} -> not_running()
+    end.
+
+%% {ok, XName} of an interned id, or error once its exchange was purged.
+exchange_name(XId) ->
+    case ets:lookup(?XETS, XId) of
+        [{_, XName}] -> {ok, XName};
+        [] -> error
+    end.
+
+%% A message as the store keeps it, in ETS and in the journal: {Head,
+%% Body}, with the decoded properties left out as RabbitMQ's own message
+%% store leaves them out (the properties stay in their wire form, and
+%% whatever reads them decodes them again).
 %%
 %% Why: kept as the published term, a message held every part of it as a
 %% term of its own in ETS (the decoded #'P_basic'{} and its headers table
@@ -165,29 +197,43 @@ insert(XName, DelayMs, Msg) when is_integer(DelayMs), DelayMs > 0 ->
 %% binary_to_term/1 on release, a few microseconds each.
 %%
 %% A RabbitMQ 3.10-3.12 message published to the record's own exchange
-%% is kept compact: only its routing keys, properties in wire form, body,
-%% id and persistence flag, as {compact, Bin}; release rebuilds the
-%% #basic_message{} around them with the record's exchange. Why: packed
-%% whole, the binary also carried the exchange's name (already in the
-%% record), its vhost and the record and protocol atoms by name, 336 of a
-%% message's bytes on average with 200 000 of rabbit-delayed's pending
-%% (the broker then held about 745 bytes per message; issue 22's stop
-%% note of 2026-12-05). Compact, a million such messages inserted through
-%% insert/3 grew the VM by 577 bytes each (ETS 360, binaries 217, against
-%% 360 and 384 packed whole), the journal by 388 bytes an entry against
-%% 535, and its replay at start took 2.9-3.0 s against 3.4-3.7. Anything
-%% else (a 3.13+/4.x message container, a
-%% message whose properties have no wire form) is packed whole.
+%% is kept as two binaries: the head, its persistence flag, routing keys
+%% and properties in wire form; and its body. Release rebuilds the
+%% #basic_message{} around them with the record's exchange and a fresh id
+%% (the id only names one routing of the message to its queues). Why two
+%% binaries and no term: ETS keeps a binary of up to 64 bytes inside the
+%% record, and a longer one outside it behind a 48-byte reference, so the
+%% head and a short body cost their bytes and 16 each. Kept as one term
+%% ({compact, term_to_binary({RKs, PropsBin, Fragments, Id, Persistent})},
+%% 2e89561) with the exchange's #resource{} and a key of {Due, Seq, Guid},
+%% a million of rabbit-delayed's pending held the broker at 585 bytes each
+%% (results/backlog/20261205-092833-backlog-1m); packed whole before that,
+%% 760. Anything else (a 3.13+/4.x message container, routing keys longer
+%% than 65 535 bytes, properties with no wire form) is packed whole.
 pack(XName, #basic_message{exchange_name = XName, routing_keys = RKs,
-                           id = Id, is_persistent = Persistent,
+                           is_persistent = Persistent,
                            content = Content} = Msg) ->
     case rabbit_binary_parser:clear_decoded_content(Content) of
         #content{class_id = 60, properties_bin = PropsBin,
                  protocol = rabbit_framing_amqp_0_9_1,
                  payload_fragments_rev = Fragments}
-          when is_binary(PropsBin) ->
-            {compact, term_to_binary({RKs, PropsBin, Fragments, Id,
-                                      Persistent})};
+          when is_binary(PropsBin), length(RKs) < 65536 ->
+            case lists:all(fun(RK) -> byte_size(RK) < 65536 end, RKs) of
+                true ->
+                    Flag = case Persistent of true -> 1; false -> 0 end,
+                    Head = iolist_to_binary(
+                             [<<Flag:8, (length(RKs)):16>>,
+                              [<<(byte_size(RK)):16, RK/binary>>
+                               || RK <- RKs],
+                              PropsBin]),
+                    %% A copy: the fragments are sub-binaries of the
+                    %% socket's read buffer, which they would hold alive.
+                    Body = binary:copy(
+                             iolist_to_binary(lists:reverse(Fragments))),
+                    {Head, Body};
+                false ->
+                    pack_whole(Msg)
+            end;
         _ ->
             pack_whole(Msg)
     end;
@@ -195,12 +241,34 @@ pack(_XName, Msg) ->
     pack_whole(Msg).
 
 pack_whole(Msg) ->
-    {packed, term_to_binary(prepare_to_store(Msg))}.
+    {{packed, term_to_binary(prepare_to_store(Msg))}, undefined}.
 
 %% The message a stored record of exchange XName holds, as it was
-%% published, ready to route. Records written before messages were packed
-%% hold the message itself.
-unpack(XName, {compact, Bin}) ->
+%% published, ready to route.
+unpack(XName, #delaybench_delayed_message{head = Head, body = Body}) ->
+    unpack(XName, Head, Body).
+
+unpack(XName, <<Flag:8, N:16, Rest/binary>>, Body) ->
+    {RKs, PropsBin} = routing_keys(N, Rest, []),
+    Content = #content{class_id = 60, properties = none,
+                       properties_bin = PropsBin,
+                       protocol = rabbit_framing_amqp_0_9_1,
+                       payload_fragments_rev = [Body]},
+    decoded(#basic_message{exchange_name = XName, routing_keys = RKs,
+                           content = Content, id = rabbit_guid:gen(),
+                           is_persistent = Flag =:= 1});
+unpack(_XName, {packed, Bin}, undefined) ->
+    decoded(binary_to_term(Bin)).
+
+routing_keys(0, PropsBin, RKs) ->
+    {lists:reverse(RKs), PropsBin};
+routing_keys(N, <<L:16, RK:L/binary, Rest/binary>>, RKs) ->
+    routing_keys(N - 1, Rest, [RK | RKs]).
+
+%% The message a record of an earlier build holds (#delaybench_delayed_
+%% message{} with the fields key, exchange, message): {compact, Bin}
+%% (2e89561), {packed, Bin} (3819e59), or before that the message itself.
+legacy_message(XName, {compact, Bin}) ->
     {RKs, PropsBin, Fragments, Id, Persistent} = binary_to_term(Bin),
     Content = #content{class_id = 60, properties = none,
                        properties_bin = PropsBin,
@@ -209,8 +277,22 @@ unpack(XName, {compact, Bin}) ->
     decoded(#basic_message{exchange_name = XName, routing_keys = RKs,
                            content = Content, id = Id,
                            is_persistent = Persistent});
-unpack(_XName, {packed, Bin}) -> decoded(binary_to_term(Bin));
-unpack(_XName, Msg) -> Msg.
+legacy_message(_XName, {packed, Bin}) -> decoded(binary_to_term(Bin));
+legacy_message(_XName, Msg) -> Msg.
+
+%% A record of an earlier build, {delaybench_delayed_message, Key, XName,
+%% Message}, as this build keeps it, its exchange interned as XId: the key
+%% {Due, Seq, Guid} becomes {Due, {Seq, Guid}} (the same order among due
+%% times, and an old {del, Key} still finds it: legacy_key/1), the message
+%% is packed again.
+upgrade({delaybench_delayed_message, Key, XName = #resource{}, Stored},
+        XId) ->
+    {Head, Body} = pack(XName, legacy_message(XName, Stored)),
+    #delaybench_delayed_message{key = legacy_key(Key), exchange = XId,
+                                head = Head, body = Body}.
+
+legacy_key({Due, Seq, Guid}) -> {Due, {Seq, Guid}};
+legacy_key(Key) -> Key.
 
 %% RabbitMQ 3.x's headers exchange reads the decoded properties without
 %% decoding them first (rabbit_exchange_type_headers:route/2), so they are
@@ -275,13 +357,27 @@ delete(Key) ->
     true = ets:delete(?ETS, Key),
     gen_server:cast(?SERVER, {forget, Key}).
 
-%% Delete every pending message of exchange XName; returns how many.
+%% Delete every pending message of exchange XName, and forget its id;
+%% returns how many. A publish racing the deletion may still store a record
+%% under the forgotten id: it is dropped when due, its exchange not found
+%% (a later exchange of the same name gets a new id).
 purge(XName) ->
-    N = ets:select_delete(
-          ?ETS, [{#delaybench_delayed_message{exchange = XName, _ = '_'},
-                  [], [true]}]),
-    gen_server:cast(?SERVER, {purge, XName}),
-    N.
+    case ets:lookup(?XETS, XName) of
+        [] ->
+            0;
+        [{_, XId}] ->
+            forget_exchange(XId, XName),
+            N = ets:select_delete(?ETS, of_exchange(XId)),
+            gen_server:cast(?SERVER, {purge, XId}),
+            N
+    end.
+
+forget_exchange(XId, XName) ->
+    true = ets:delete_object(?XETS, {XName, XId}),
+    true = ets:delete(?XETS, XId).
+
+of_exchange(XId) ->
+    [{#delaybench_delayed_message{exchange = XId, _ = '_'}, [], [true]}].
 
 %% Number of pending messages (all exchanges of this node).
 count() ->
@@ -289,9 +385,10 @@ count() ->
 
 %% Number of pending messages of one exchange (scans the table).
 count(XName) ->
-    ets:select_count(
-      ?ETS, [{#delaybench_delayed_message{exchange = XName, _ = '_'},
-              [], [true]}]).
+    case ets:lookup(?XETS, XName) of
+        [] -> 0;
+        [{_, XId}] -> ets:select_count(?ETS, of_exchange(XId))
+    end.
 
 %% The clock of due times: the operating system's wall clock, read directly.
 %% Not erlang:system_time/1: after the OS clock steps forward while the node
@@ -307,7 +404,7 @@ count(XName) ->
 now_micros() ->
     os:system_time(microsecond).
 
-due_of({Due, _Seq, _Guid}) -> Due.
+due_of({Due, _Seq}) -> Due.
 
 %% Write everything cast so far by the caller, and fsync the file.
 sync() ->
@@ -320,7 +417,7 @@ info() ->
 %% Adds already-built records (e.g. from an older store), keeping their
 %% keys, and syncs; returns how many were added. Used by install.sh to
 %% carry over messages left in the Mnesia table of plugin versions before
-%% 0.2.0.
+%% 0.2.0. Records of earlier builds are upgraded (upgrade/2).
 import(Recs) when is_list(Recs) ->
     gen_server:call(?SERVER, {import, Recs}, infinity).
 
@@ -359,33 +456,49 @@ init([]) ->
                        {keypos, #delaybench_delayed_message.key},
                        {read_concurrency, true},
                        {write_concurrency, true}]),
+    _ = ets:new(?XETS, [set, public, named_table, {read_concurrency, true}]),
     %% A compaction cut short before its rename: the journal is whole.
     _ = file:delete(compact_path(File)),
-    Entries = open_journal(File),
+    #{entries := Entries, legacy := Legacy} = Replayed = open_journal(File),
     SyncMs = application:get_env(delaybench_delayed_exchange,
                                  sync_interval_ms, ?DEFAULT_SYNC_MS),
     S0 = #state{file = File, sync_ms = SyncMs, entries = Entries},
-    S1 = case carry_over_dets(File) of
-             0 -> S0;
-             _ -> S2 = compact_now(S0), ok = set_dets_aside(File), S2
+    {Carried, NextXId} = carry_over_dets(File, maps:get(next_xid, Replayed)),
+    %% New keys above every key the journal held (next_seq/0).
+    persistent_term:put({?MODULE, seq_base}, maps:get(max_seq, Replayed)),
+    S1 = case {Carried, Legacy} of
+             {0, 0} ->
+                 S0#state{next_xid = NextXId};
+             {0, _} ->
+                 %% Records of an earlier build, upgraded in ETS: the
+                 %% journal is rewritten as this build reads it, before
+                 %% any new entry could follow the old ones.
+                 compact_now(S0#state{next_xid = NextXId});
+             _ ->
+                 S2 = compact_now(S0#state{next_xid = NextXId}),
+                 ok = set_dets_aside(File),
+                 S2
          end,
     rabbit_log:info("delaybench_delayed_exchange: ~b pending delayed "
                     "message(s) loaded from ~ts (~b journal entries)",
                     [count(), File, Entries]),
     {ok, maybe_compact(S1)}.
 
-%% Opens the journal and replays it into ETS; returns its entry count.
+%% Opens the journal and replays it into ETS and ?XETS; returns its entry
+%% count, how many were an earlier build's, the largest key number and the
+%% next exchange id.
 open_journal(File) ->
     Opts = [{name, ?LOG}, {file, File}, {type, halt}, {format, internal},
             {repair, true}],
+    Start = #{entries => 0, legacy => 0, max_seq => 0, next_xid => 1},
     case disk_log:open(Opts) of
         {ok, ?LOG} ->
-            replay(start, 0);
+            replay(start, Start);
         {repaired, ?LOG, {recovered, _}, {badbytes, Bad}} ->
             rabbit_log:warning("delaybench_delayed_exchange: ~ts was not "
                                "closed cleanly; ~b byte(s) of a torn tail "
                                "cut", [File, Bad]),
-            replay(start, 0);
+            replay(start, Start);
         {error, Reason} ->
             %% Unreadable even after repair: keep it for inspection and
             %% start empty rather than keep the exchange type unusable.
@@ -396,54 +509,98 @@ open_journal(File) ->
                              "messages", [File, Reason, Aside]),
             ok = file:rename(File, Aside),
             {ok, ?LOG} = disk_log:open(Opts),
-            0
+            Start
     end.
 
-replay(Cont, N) ->
+replay(Cont, Acc) ->
     case disk_log:chunk(?LOG, Cont) of
         eof ->
-            N;
+            Acc;
         {error, Reason} ->
             exit({journal_unreadable, file_path(), Reason});
         {Cont1, Terms} ->
-            lists:foreach(fun replay_entry/1, Terms),
-            replay(Cont1, N + length(Terms));
+            replay(Cont1, lists:foldl(fun replay_entry/2, Acc, Terms));
         {Cont1, Terms, _BadBytes} ->
-            lists:foreach(fun replay_entry/1, Terms),
-            replay(Cont1, N + length(Terms))
+            replay(Cont1, lists:foldl(fun replay_entry/2, Acc, Terms))
     end.
 
-replay_entry({put, Rec}) ->
-    ets:insert(?ETS, Rec);
-replay_entry({del, Key}) ->
-    ets:delete(?ETS, Key);
-replay_entry({purge, XName}) ->
-    ets:select_delete(?ETS, [{#delaybench_delayed_message{exchange = XName,
-                                                          _ = '_'},
-                              [], [true]}]).
+replay_entry(Entry, Acc = #{entries := N}) ->
+    replayed(Entry, Acc#{entries := N + 1}).
 
-%% Records left in 0.2.0's DETS file go into ETS (the caller compacts them
-%% into the journal, then sets the file aside); returns how many.
-carry_over_dets(File) ->
+replayed({exchange, XId, XName}, Acc = #{next_xid := Next}) ->
+    true = ets:insert(?XETS, [{XName, XId}, {XId, XName}]),
+    Acc#{next_xid := max(Next, XId + 1)};
+replayed({put, Rec = #delaybench_delayed_message{key = {_, Seq}}},
+         Acc = #{max_seq := Max}) ->
+    true = ets:insert(?ETS, Rec),
+    Acc#{max_seq := max_seq(Seq, Max)};
+replayed({put, Old = {delaybench_delayed_message, _, XName, _}},
+         Acc = #{legacy := L, next_xid := Next}) ->
+    {XId, Next1} = intern_local(XName, Next),
+    true = ets:insert(?ETS, upgrade(Old, XId)),
+    Acc#{legacy := L + 1, next_xid := Next1};
+replayed({del, Key}, Acc = #{max_seq := Max}) ->
+    true = ets:delete(?ETS, legacy_key(Key)),
+    Acc#{max_seq := max_seq(element(2, Key), Max)};
+replayed({purge, XId}, Acc) when is_integer(XId) ->
+    _ = ets:select_delete(?ETS, of_exchange(XId)),
+    case exchange_name(XId) of
+        {ok, XName} -> forget_exchange(XId, XName);
+        error -> ok
+    end,
+    Acc;
+replayed({purge, XName = #resource{}}, Acc = #{legacy := L}) ->
+    %% An earlier build's purge, by name.
+    case ets:lookup(?XETS, XName) of
+        [{_, XId}] ->
+            _ = ets:select_delete(?ETS, of_exchange(XId)),
+            forget_exchange(XId, XName);
+        [] ->
+            ok
+    end,
+    Acc#{legacy := L + 1}.
+
+%% Interns XName in ?XETS without journaling it, while the store starts
+%% (the caller rewrites the journal before anything else is appended);
+%% returns its id and the next free one.
+intern_local(XName, Next) ->
+    case ets:lookup(?XETS, XName) of
+        [{_, XId}] ->
+            {XId, Next};
+        [] ->
+            true = ets:insert(?XETS, [{XName, Next}, {Next, XName}]),
+            {Next, Next + 1}
+    end.
+
+max_seq(Seq, Max) when is_integer(Seq) -> max(Seq, Max);
+max_seq(_LegacySeq, Max) -> Max.
+
+%% Records left in 0.2.0's DETS file go into ETS, upgraded (the caller
+%% compacts them into the journal, then sets the file aside); returns how
+%% many, and the next free exchange id.
+carry_over_dets(File, NextXId) ->
     Old = filename:join(filename:dirname(File), ?OLD_FILE_NAME),
     case filelib:is_regular(Old) of
         false ->
-            0;
+            {0, NextXId};
         true ->
             {ok, T} = dets:open_file(make_ref(),
                                      [{file, Old}, {type, set},
                                       {keypos, #delaybench_delayed_message.key},
                                       {repair, true}]),
-            N = dets:foldl(fun(Rec, Acc) ->
-                                   true = ets:insert(?ETS, Rec),
-                                   Acc + 1
-                           end, 0, T),
+            {N, Next} =
+                dets:foldl(
+                  fun(Rec = {_, _, XName, _}, {K, Next0}) ->
+                          {XId, Next1} = intern_local(XName, Next0),
+                          true = ets:insert(?ETS, upgrade(Rec, XId)),
+                          {K + 1, Next1}
+                  end, {0, NextXId}, T),
             ok = dets:close(T),
             rabbit_log:info("delaybench_delayed_exchange: ~b message(s) "
                             "carried over from ~ts", [N, Old]),
             %% An empty file has nothing the journal must hold first.
             N =:= 0 andalso set_dets_aside(File),
-            N
+            {N, Next}
     end.
 
 %% Once the journal holds what the DETS file held (a compaction committed),
@@ -454,6 +611,9 @@ set_dets_aside(File) ->
 
 handle_call(sync, _From, S) ->
     {reply, ok, do_sync(S)};
+handle_call({intern, XName}, _From, S) ->
+    {XId, S1} = intern(XName, S),
+    {reply, XId, S1, timeout(S1)};
 handle_call(caught_up, _From, S) ->
     %% Every write cast before the call has been applied (see keep_up/0).
     {reply, ok, S, timeout(S)};
@@ -475,8 +635,15 @@ handle_call(info, _From, S = #state{file = File, sync_ms = SyncMs,
               last_sync_us => Last,
               max_behind => Behind},
     {reply, Reply, S, timeout(S)};
-handle_call({import, Recs}, _From, S) ->
-    New = [R || R = #delaybench_delayed_message{key = K} <- Recs,
+handle_call({import, Recs}, _From, S0) ->
+    {Upgraded, S} = lists:mapfoldl(
+                      fun(Rec = #delaybench_delayed_message{}, SAcc) ->
+                              {Rec, SAcc};
+                         (Old = {_, _, XName, _}, SAcc) ->
+                              {XId, SAcc1} = intern(XName, SAcc),
+                              {upgrade(Old, XId), SAcc1}
+                      end, S0, Recs),
+    New = [R || R = #delaybench_delayed_message{key = K} <- Upgraded,
                 not ets:member(?ETS, K)],
     true = ets:insert(?ETS, New),
     S1 = do_sync(append([{put, R} || R <- New], S)),
@@ -527,6 +694,17 @@ code_change(_OldVsn, S, _Extra) ->
     {ok, S}.
 
 %%----------------------------------------------------------------------------
+
+%% XName's id, interned if it is not yet: journaled before the reply, so
+%% before any record naming it (its put is appended on a later cast).
+intern(XName, S = #state{next_xid = XId}) ->
+    case ets:lookup(?XETS, XName) of
+        [{_, Known}] ->
+            {Known, S};
+        [] ->
+            true = ets:insert(?XETS, [{XName, XId}, {XId, XName}]),
+            {XId, append([{exchange, XId, XName}], S#state{next_xid = XId + 1})}
+    end.
 
 %% Further casts already in the mailbox, at most N, oldest first.
 take_batch(Acc, 0) ->
@@ -581,6 +759,13 @@ start_compaction(S = #state{file = File}) ->
     Store = self(),
     Pid = spawn_link(
             fun() ->
+                    %% The exchanges first, so that replay knows them by
+                    %% the records; one interned meanwhile is in the delta.
+                    ok = disk_log:log_terms(
+                           ?COMPACT_LOG,
+                           [{exchange, XId, XName}
+                            || {XId, XName} <- ets:tab2list(?XETS),
+                               is_integer(XId)]),
                     N = copy_table(ets:select(?ETS, [{'_', [], [{{put, '$_'}}]}],
                                               ?COMPACT_CHUNK), 0),
                     Store ! {copied, self(), N}

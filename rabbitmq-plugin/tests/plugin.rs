@@ -267,14 +267,18 @@ async fn a_delayed_message_arrives_with_its_properties_headers_and_body() {
     // whole, as `pack_whole/1` and builds before the compact form keep it.
     let forms = rabbitmq_eval_records_of(
         &x,
-        "[R1, R2] = Rs, {delaybench_delayed_message, K, XN, M} = R1, \
-         Msg = delaybench_delayed_store:unpack(XN, M), \
+        "[R1, R2] = Rs, {delaybench_delayed_message, K, XI, H1, B1} = R1, \
+         {ok, XN} = delaybench_delayed_store:exchange_name(XI), \
+         Msg = delaybench_delayed_store:unpack(XN, R1), \
          Whole = setelement(4, Msg, rabbit_binary_parser:clear_decoded_content(element(4, Msg))), \
-         true = ets:insert(delaybench_delayed_pending, {delaybench_delayed_message, K, XN, {packed, term_to_binary(Whole)}}), \
-         {element(1, M), element(1, element(4, R2))}.",
+         true = ets:insert(delaybench_delayed_pending, {delaybench_delayed_message, K, XI, {packed, term_to_binary(Whole)}, undefined}), \
+         {is_binary(H1) andalso is_binary(B1), is_binary(element(4, R2)) andalso is_binary(element(5, R2))}.",
     )
     .await;
-    assert_eq!(forms, "{compact,compact}", "how the store kept them");
+    assert_eq!(
+        forms, "{true,true}",
+        "both kept as a head and a body binary"
+    );
     for form in ["packed whole", "compact"] {
         let (d, _) = next(&mut c, Duration::from_secs(10))
             .await
@@ -307,11 +311,109 @@ async fn a_delayed_message_arrives_with_its_properties_headers_and_body() {
 /// `rabbitmqctl` passes its arguments through a shell.)
 async fn rabbitmq_eval_records_of(exchange: &str, expr: &str) -> String {
     rabbitmqctl_eval(&format!(
-        "Rs = ets:match_object(delaybench_delayed_pending, \
-           {{delaybench_delayed_message, '_', {{resource, <<\"/\">>, exchange, <<\"{exchange}\">>}}, '_'}}), \
+        "XId = delaybench_delayed_store:exchange_id(rabbit_misc:r(<<\"/\">>, exchange, <<\"{exchange}\">>)), \
+         Rs = ets:match_object(delaybench_delayed_pending, \
+           {{delaybench_delayed_message, '_', XId, '_', '_'}}), \
          {expr}"
     ))
     .await
+}
+
+/// Records written by earlier builds of the store, each with a
+/// `{Due, Seq, Guid}` key and its exchange's `#resource{}`, holding the
+/// message itself, `{packed, Bin}` or `{compact, Bin}`, are upgraded as
+/// they come in: through `import/1`, as `install.sh` carries records over,
+/// and (by the same `upgrade/2`) when a journal of them is replayed at
+/// start. Each still arrives when due, with its body.
+#[tokio::test]
+async fn records_of_earlier_builds_are_upgraded_and_still_delivered() {
+    let _shared = BROKER.read().await;
+    let b = Broker::new().await;
+    let x = b.delayed_exchange("direct").await;
+    let q = b.bound_queue(&x, "k", FieldTable::default()).await;
+    let mut c = b.consume(&q).await;
+    let sent = Instant::now();
+    let added = rabbitmqctl_eval(&format!(
+        "X = rabbit_misc:r(<<\"/\">>, exchange, <<\"{x}\">>), \
+         P = {{'P_basic', undefined, undefined, undefined, 2, undefined, undefined, undefined, \
+               undefined, undefined, undefined, undefined, undefined, undefined, undefined}}, \
+         M = fun(B) -> rabbit_basic:message(X, <<\"k\">>, P, B) end, \
+         Due = os:system_time(microsecond) + 1500000, \
+         Raw = M(<<\"legacy-raw\">>), \
+         Packed = {{packed, term_to_binary(M(<<\"legacy-packed\">>))}}, \
+         C = rabbit_binary_generator:ensure_content_encoded(element(4, M(<<\"x\">>)), \
+                                                            rabbit_framing_amqp_0_9_1), \
+         Compact = {{compact, term_to_binary({{[<<\"k\">>], element(4, C), [<<\"legacy-compact\">>], \
+                                              rabbit_guid:gen(), true}})}}, \
+         Old = [{{delaybench_delayed_message, {{Due + I, I, rabbit_guid:gen()}}, X, Stored}} \
+                || {{I, Stored}} <- [{{1, Raw}}, {{2, Packed}}, {{3, Compact}}]], \
+         io:format(\"~b~n\", [delaybench_delayed_store:import(Old)])."
+    ))
+    .await;
+    assert_eq!(added.lines().next(), Some("3"), "imported: {added}");
+    for body in ["legacy-raw", "legacy-packed", "legacy-compact"] {
+        let (got, at) = expect_one(&mut c, Duration::from_secs(10), body).await;
+        assert_eq!(got, body, "in due-time order");
+        let elapsed = at.duration_since(sent);
+        assert!(
+            elapsed >= Duration::from_millis(1500),
+            "{body}: arrived after {elapsed:?}, before it was due"
+        );
+    }
+    expect_none(&mut c, Duration::from_millis(300), "after the three").await;
+    b.close().await;
+}
+
+/// A journal holding entries of an earlier build (puts of `{Due, Seq, Guid}`
+/// keyed records naming their exchange's `#resource{}`, and a `del` of one
+/// of them) is read at start: the records are upgraded, the deleted one
+/// stays deleted, and the journal is rewritten in this build's form (a
+/// compaction at start). The entries are appended while the plugin's
+/// application is stopped, as a node upgraded in place would find them.
+#[tokio::test]
+async fn a_journal_of_an_earlier_build_is_upgraded_at_start() {
+    // Alone on the broker: the plugin's application stops for a moment.
+    let _exclusive = BROKER.write().await;
+    let b = Broker::new().await;
+    let x = b.delayed_exchange("direct").await;
+    let q = b.bound_queue(&x, "k", FieldTable::default()).await;
+    let mut c = b.consume(&q).await;
+    let sent = Instant::now();
+    let compactions = rabbitmqctl_eval(&format!(
+        "X = rabbit_misc:r(<<\"/\">>, exchange, <<\"{x}\">>), \
+         P = {{'P_basic', undefined, undefined, undefined, 2, undefined, undefined, undefined, \
+               undefined, undefined, undefined, undefined, undefined, undefined, undefined}}, \
+         Due = os:system_time(microsecond) + 3000000, \
+         Old = fun(I, B) -> {{delaybench_delayed_message, {{Due + I, I, rabbit_guid:gen()}}, X, \
+                             {{packed, term_to_binary(rabbit_basic:message(X, <<\"k\">>, P, B))}}}} end, \
+         Gone = Old(2, <<\"deleted\">>), \
+         File = delaybench_delayed_store:file_path(), \
+         ok = application:stop(delaybench_delayed_exchange), \
+         {{ok, L}} = disk_log:open([{{name, delaybench_legacy_journal_test}}, {{file, File}}, \
+                                   {{type, halt}}, {{format, internal}}]), \
+         ok = disk_log:log_terms(L, [{{put, Old(1, <<\"kept-1\">>)}}, {{put, Gone}}, \
+                                     {{del, element(2, Gone)}}, {{put, Old(3, <<\"kept-3\">>)}}]), \
+         ok = disk_log:close(L), \
+         ok = application:start(delaybench_delayed_exchange), \
+         io:format(\"~b~n\", [maps:get(compactions, delaybench_delayed_store:info())])."
+    ))
+    .await;
+    assert_eq!(
+        compactions.lines().next(),
+        Some("1"),
+        "the journal is rewritten at start: {compactions}"
+    );
+    for body in ["kept-1", "kept-3"] {
+        let (got, at) = expect_one(&mut c, Duration::from_secs(15), body).await;
+        assert_eq!(got, body, "in due-time order, the deleted one left out");
+        let elapsed = at.duration_since(sent);
+        assert!(
+            elapsed >= Duration::from_millis(3000),
+            "{body}: arrived after {elapsed:?}, before it was due"
+        );
+    }
+    expect_none(&mut c, Duration::from_millis(500), "after the two kept").await;
+    b.close().await;
 }
 
 #[tokio::test]
@@ -1018,7 +1120,7 @@ async fn a_journal_of_released_messages_is_compacted_and_what_is_pending_survive
          S:purge(G), \
          [S:insert(K, 3600000, {{late, I}}) || I <- lists:seq(1, {late})], \
          {{Released, _}} = ets:match_object(delaybench_delayed_pending, \
-             {{'_', '_', K, '_'}}, {released}), \
+             {{'_', '_', S:exchange_id(K), '_', '_'}}, {released}), \
          [S:delete(element(2, R)) || R <- Released], \
          Wait = fun W(0) -> timeout; \
                     W(T) -> case maps:get(compactions, S:info()) > C of \
