@@ -396,11 +396,13 @@ async fn until_cancelling(
     let mut cancelled_at = None;
     // The backlog's ids are consecutive, so each share holds at least
     // pending / instances of them.
-    let each_reloads = match input.specs.first() {
-        Some(spec) if !spec.options.timing_wheel.reload_all && spec.instances > 1 => {
-            input.pending / u64::from(spec.instances)
-        }
-        _ => input.pending,
+    let each_reloads = match input
+        .specs
+        .first()
+        .and_then(|spec| spec.instance_options().timing_wheel.reload_share())
+    {
+        Some(share) => input.pending / u64::from(share.of),
+        None => input.pending,
     };
     while Instant::now() < limit && (reloaded_at.is_none() || cancelled_at.is_none()) {
         if reloaded_at.is_none() {

@@ -13,6 +13,7 @@
 //! process's peak RSS, which `sysinfo` does not give.
 
 pub use crate::model::cpu::CpuUse;
+use crate::model::cpu::HARNESS_SERVICE;
 use std::collections::BTreeMap;
 use std::time::Instant;
 use sysinfo::{CpuRefreshKind, ProcessRefreshKind, ProcessesToUpdate, System};
@@ -24,7 +25,7 @@ const SERVICES: &[(&str, &str)] = &[
     ("mysqld", "mariadb"),
     ("redis-server", "redis"),
     ("beam.smp", "rabbitmq"),
-    ("delaybench", "delaybench (harness + workers)"),
+    ("delaybench", HARNESS_SERVICE),
 ];
 
 /// CPU counters at one moment: the machine's (kept in `system`, whose next

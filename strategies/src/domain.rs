@@ -26,9 +26,19 @@ pub fn now_us() -> Micros {
     i64::try_from(d.as_micros()).expect("clock beyond year 292277")
 }
 
+/// Which of `n` slots an order belongs to: its id modulo `n` (slot 0 when
+/// `n` is 0). The one rule behind an instance's [`Share`], the pool's
+/// choice of the instance an order's `schedule` goes to, and a RabbitMQ
+/// strategy's queue shard: they must agree, or an instance would reload
+/// orders another one holds.
+pub fn slot_of(order_id: OrderId, n: u32) -> u32 {
+    // rem_euclid: never negative, and below n, so it fits in a u32.
+    order_id.rem_euclid(i64::from(n.max(1))) as u32
+}
+
 /// One instance's share of the orders: those whose id modulo `of` is
-/// `index`, the instance the harness's pool sends an order's `schedule`
-/// to while every instance runs.
+/// `index` ([`slot_of`]), the instance the harness's pool sends an order's
+/// `schedule` to while every instance runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Share {
     pub index: u32,
@@ -37,7 +47,7 @@ pub struct Share {
 
 impl Share {
     pub fn owns(&self, order_id: OrderId) -> bool {
-        order_id.rem_euclid(i64::from(self.of.max(1))) == i64::from(self.index)
+        slot_of(order_id, self.of) == self.index
     }
 }
 

@@ -8,6 +8,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
+use strategies::domain::slot_of;
 use strategies::registry::Deployment;
 use strategies::{Micros, OrderId, StrategyCounters};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -358,7 +359,8 @@ impl Pool {
     /// next ones in turn until `send` takes it; false when none did.
     fn send_to_order_instance(&self, order_id: OrderId, send: impl Fn(&Instance) -> bool) -> bool {
         let n = self.slots.len();
-        (0..n).any(|k| match &*self.slot((order_id as usize + k) % n) {
+        let own = slot_of(order_id, n as u32) as usize;
+        (0..n).any(|k| match &*self.slot((own + k) % n) {
             Some(instance) => send(instance),
             None => false,
         })

@@ -41,6 +41,20 @@ pub struct WorkerSpec {
     pub measure: Measure,
 }
 
+impl WorkerSpec {
+    /// The strategy's options as this instance runs them: an in-process
+    /// strategy (the wheel) reloads this instance's share of the orders,
+    /// those the pool routes here.
+    pub fn instance_options(&self) -> StrategyOptions {
+        let mut options = self.options.clone();
+        options.timing_wheel.share = Some(strategies::Share {
+            index: self.instance,
+            of: self.instances,
+        });
+        options
+    }
+}
+
 /// One line a worker sends after `ready`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(super) struct Flush {

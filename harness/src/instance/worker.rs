@@ -138,12 +138,7 @@ pub async fn worker_main() -> Result<()> {
     // (PostgreSQL; a no-op elsewhere, and the report says so), sampled so
     // that every strategy pays the same reading per second.
     store.set_server_reads(spec.measure.server_reads());
-    // An in-process strategy reloads the orders the pool routes here.
-    let mut options = spec.options.clone();
-    options.timing_wheel.share = Some(strategies::Share {
-        index: spec.instance,
-        of: spec.instances,
-    });
+    let options = spec.instance_options();
     let deployment = Deployment::new(spec.strategy, &options);
     let canceller: Arc<dyn strategies::Canceller> = deployment.instance(store.clone())?.into();
     let shutdown = CancellationToken::new();

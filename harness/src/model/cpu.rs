@@ -15,6 +15,10 @@ pub struct CpuUse {
     pub by_service: BTreeMap<String, f64>,
 }
 
+/// The service name under which [`CpuUse::by_service`] counts delaybench's
+/// own processes, the harness and its worker processes.
+pub const HARNESS_SERVICE: &str = "delaybench (harness + workers)";
+
 /// At or above this share of all cores busy, the machine itself was the limit.
 pub const SATURATED: f64 = 0.9;
 

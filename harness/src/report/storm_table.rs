@@ -3,6 +3,7 @@
 //! the regular orders falling due meanwhile saw. Built once, like the
 //! other tables in `table`.
 
+use crate::model::cpu::HARNESS_SERVICE;
 use crate::model::lateness::LatenessStats;
 use crate::model::records::{Holdings, StormRecord};
 use crate::model::summary::{Status, Summary};
@@ -128,7 +129,7 @@ fn cpu_cell(r: &StormRecord) -> String {
         .us_per_cancel_by_service()
         .iter()
         .map(|(service, us)| {
-            let service = if service.starts_with("delaybench") {
+            let service = if service == HARNESS_SERVICE {
                 "harness + workers"
             } else {
                 service.as_str()

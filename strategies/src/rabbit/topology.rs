@@ -64,9 +64,10 @@ impl Names {
     }
 }
 
-/// The shard an order's messages go through: its id modulo `shards`.
+/// The shard an order's messages go through: its id modulo `shards`
+/// ([`crate::domain::slot_of`], as an instance's share).
 pub fn shard_of(order_id: i64, shards: u16) -> u16 {
-    order_id.rem_euclid(i64::from(shards.max(1))) as u16
+    crate::domain::slot_of(order_id, u32::from(shards)) as u16
 }
 
 /// How many shards `mode` uses: the configured count, except for the
