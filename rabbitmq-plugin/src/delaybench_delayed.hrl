@@ -14,10 +14,13 @@
 %% also a named ETS table and may still exist.
 -define(ETS, delaybench_delayed_pending).
 
-%% Exchanges with pending messages, interned: {XName, XId} and {XId, XName}
-%% (delaybench_delayed_store:exchange_id/1). Public: publishers read it, the
-%% store interns, a purge forgets.
+%% Exchanges with pending messages and their routing keys, interned
+%% (delaybench_delayed_store:exchange_id/1, routing/2): {XName, XId} and
+%% {XId, XName}; {{XId, RKs}, RId} and {{XId, RId}, RKs}, at most
+%% ?MAX_ROUTINGS per exchange, counted in {{routings, XId}, N}. Public:
+%% publishers read it, the store interns, a purge forgets.
 -define(XETS, delaybench_delayed_exchanges).
+-define(MAX_ROUTINGS, 256).
 
 -record(delaybench_delayed_message,
         {key,      %% {DueMicros, Seq}: wall-clock due time in microseconds
@@ -26,10 +29,13 @@
                    %% Records of plugin builds before 2026-12-05 had
                    %% {Due, Seq, Guid}; they are read as {Due, {Seq, Guid}}
          exchange, %% XId: the interned exchange the message was published to
-         head,     %% binary: persistence flag, routing keys and properties
-                   %% in wire form of a RabbitMQ 3.10-3.12 message; or
-                   %% {packed, Bin}: any other message whole, in external
-                   %% term format (delaybench_delayed_store:pack/2)
+         routing,  %% its routing keys: RId, interned for this exchange; or
+                   %% a binary of them (past ?MAX_ROUTINGS, or upgraded);
+                   %% undefined when head is {packed, Bin}
+         head,     %% binary: persistence flag and properties in wire form
+                   %% of a RabbitMQ 3.10-3.12 message; or {packed, Bin}: any
+                   %% other message whole, in external term format
+                   %% (delaybench_delayed_store:pack/2)
          body      %% binary: the body (head is a binary); undefined
         }).
 

@@ -2,16 +2,18 @@
 %%
 %% In RAM: one ETS table, ?ETS, an ordered_set keyed by {DueMicros, Seq},
 %% so the first key is always the message due first; and ?XETS, the
-%% exchanges of pending messages, interned: a record names its exchange by
-%% a small integer (exchange_id/1), not by its #resource{} (three terms
-%% and two binaries, 112 bytes in ETS per message). It is public: channel processes insert into it directly from
+%% exchanges of pending messages and their routing keys, interned: a
+%% record names its exchange by a small integer (exchange_id/1), not by
+%% its #resource{} (three terms and two binaries, 112 bytes in ETS per
+%% message), and its routing keys by another (routing/2). It is public: channel processes insert into it directly from
 %% route/2 and the scheduler reads and deletes from it, so a delayed
 %% publish costs one ETS insert and two casts, and never waits for a disk.
 %%
 %% On disk: one journal, <node data dir>/delaybench_delayed/pending.log
 %% (see data_dir/0), a disk_log of changes to the ETS table:
-%% {exchange, XId, XName}, {put, Record}, {del, Key} and {purge, XId},
-%% appended in batches.
+%% {exchange, XId, XName}, {routing, XId, RId, RKs}, {put, Record},
+%% {del, Key} and {purge, XId}, appended in batches (an exchange's and a
+%% routing's entry before any record naming them).
 %% Replaying it from the start rebuilds the table. This module is also the
 %% gen_server that owns both (started first by delaybench_delayed_sup); it
 %% is the only process that opens, appends to or syncs the journal. At
@@ -139,13 +141,16 @@ start_link() ->
 insert(XName, DelayMs, Msg) when is_integer(DelayMs), DelayMs > 0 ->
     Due = now_micros() + DelayMs * 1000,
     Key = {Due, next_seq()},
-    {Head, Body} = pack(XName, Msg),
-    try ets:insert(?ETS, #delaybench_delayed_message{
-                            key = Key, exchange = exchange_id(XName),
-                            head = Head, body = Body}) of
-        true -> ok
+    {RKs, Head, Body} = pack(XName, Msg),
+    try
+        XId = exchange_id(XName),
+        true = ets:insert(?ETS, #delaybench_delayed_message{
+                                   key = Key, exchange = XId,
+                                   routing = routing(XId, RKs),
+                                   head = Head, body = Body})
     catch
-        error:badarg -> not_running()
+        error:badarg -> not_running();
+        exit:{noproc, _} -> not_running()
     end,
     gen_server:cast(?SERVER, {persist, Key}),
     %% The scheduler first: a publisher that waits below must not hold
@@ -175,6 +180,49 @@ exchange_id(XName) ->
         exit:{noproc, _} -> not_running()
     end.
 
+%% The routing keys RKs of a message published to exchange XId as a
+%% record keeps them: their interned id for this exchange (the store
+%% interns a new set of keys, up to ?MAX_ROUTINGS per exchange), or past
+%% that a binary of them. Why: a message's routing keys are most often one
+%% of a few (rabbit-delayed's are its work queues' names, 45 bytes here),
+%% and kept in each record they took the record's binary past the 64 bytes
+%% ETS holds inline: a million pending held 155 bytes each of off-heap
+%% binaries (results/backlog/20261205-101033-backlog-1m, broker memory 398
+%% bytes per pending order).
+routing(_XId, undefined) ->
+    undefined;
+routing(XId, RKs) ->
+    case ets:lookup(?XETS, {XId, RKs}) of
+        [{_, RId}] ->
+            RId;
+        [] ->
+            case ets:lookup(?XETS, {routings, XId}) of
+                [{_, N}] when N >= ?MAX_ROUTINGS ->
+                    encode_routing(RKs);
+                _ ->
+                    gen_server:call(?SERVER, {intern_routing, XId, RKs},
+                                    ?WAIT_MS)
+            end
+    end.
+
+encode_routing(RKs) ->
+    iolist_to_binary([<<(length(RKs)):16>>,
+                      [<<(byte_size(RK)):16, RK/binary>> || RK <- RKs]]).
+
+%% The routing keys a record keeps, or error once its exchange was purged.
+routing_keys_of(XId, RId) when is_integer(RId) ->
+    case ets:lookup(?XETS, {XId, RId}) of
+        [{_, RKs}] -> {ok, RKs};
+        [] -> error
+    end;
+routing_keys_of(_XId, <<N:16, Rest/binary>>) ->
+    {ok, routing_keys(N, Rest, [])}.
+
+routing_keys(0, <<>>, RKs) ->
+    lists:reverse(RKs);
+routing_keys(N, <<L:16, RK:L/binary, Rest/binary>>, RKs) ->
+    routing_keys(N - 1, Rest, [RK | RKs]).
+
 %% {ok, XName} of an interned id, or error once its exchange was purged.
 exchange_name(XId) ->
     case ets:lookup(?XETS, XId) of
@@ -197,13 +245,15 @@ exchange_name(XId) ->
 %% binary_to_term/1 on release, a few microseconds each.
 %%
 %% A RabbitMQ 3.10-3.12 message published to the record's own exchange
-%% is kept as two binaries: the head, its persistence flag, routing keys
-%% and properties in wire form; and its body. Release rebuilds the
-%% #basic_message{} around them with the record's exchange and a fresh id
-%% (the id only names one routing of the message to its queues). Why two
-%% binaries and no term: ETS keeps a binary of up to 64 bytes inside the
-%% record, and a longer one outside it behind a 48-byte reference, so the
-%% head and a short body cost their bytes and 16 each. Kept as one term
+%% is kept as its routing keys (see routing/2) and two binaries: the head,
+%% its persistence flag and properties in wire form; and its body. Release
+%% rebuilds the #basic_message{} around them with the record's exchange
+%% and a fresh id (the id only names one routing of the message to its
+%% queues). Why binaries and no term: ETS keeps a binary of up to 64 bytes
+%% inside the record, and a longer one outside it behind a 48-byte
+%% reference, so the head and a short body cost their bytes and 16 each
+%% (pack/2 returns {RKs, Head, Body}, RKs undefined for a message packed
+%% whole). Kept as one term
 %% ({compact, term_to_binary({RKs, PropsBin, Fragments, Id, Persistent})},
 %% 2e89561) with the exchange's #resource{} and a key of {Due, Seq, Guid},
 %% a million of rabbit-delayed's pending held the broker at 585 bytes each
@@ -221,16 +271,13 @@ pack(XName, #basic_message{exchange_name = XName, routing_keys = RKs,
             case lists:all(fun(RK) -> byte_size(RK) < 65536 end, RKs) of
                 true ->
                     Flag = case Persistent of true -> 1; false -> 0 end,
-                    Head = iolist_to_binary(
-                             [<<Flag:8, (length(RKs)):16>>,
-                              [<<(byte_size(RK)):16, RK/binary>>
-                               || RK <- RKs],
-                              PropsBin]),
-                    %% A copy: the fragments are sub-binaries of the
-                    %% socket's read buffer, which they would hold alive.
+                    %% Copies: the fragments and the routing keys are
+                    %% sub-binaries of the socket's read buffer, which they
+                    %% would hold alive.
                     Body = binary:copy(
                              iolist_to_binary(lists:reverse(Fragments))),
-                    {Head, Body};
+                    {[binary:copy(RK) || RK <- RKs],
+                     <<Flag:8, PropsBin/binary>>, Body};
                 false ->
                     pack_whole(Msg)
             end;
@@ -241,15 +288,17 @@ pack(_XName, Msg) ->
     pack_whole(Msg).
 
 pack_whole(Msg) ->
-    {{packed, term_to_binary(prepare_to_store(Msg))}, undefined}.
+    {undefined, {packed, term_to_binary(prepare_to_store(Msg))}, undefined}.
 
 %% The message a stored record of exchange XName holds, as it was
 %% published, ready to route.
-unpack(XName, #delaybench_delayed_message{head = Head, body = Body}) ->
-    unpack(XName, Head, Body).
-
-unpack(XName, <<Flag:8, N:16, Rest/binary>>, Body) ->
-    {RKs, PropsBin} = routing_keys(N, Rest, []),
+unpack(XName, #delaybench_delayed_message{exchange = XId, routing = R,
+                                          head = <<Flag:8, PropsBin/binary>>,
+                                          body = Body}) ->
+    RKs = case routing_keys_of(XId, R) of
+              {ok, Keys} -> Keys;
+              error -> erlang:error(routing_keys_forgotten)
+          end,
     Content = #content{class_id = 60, properties = none,
                        properties_bin = PropsBin,
                        protocol = rabbit_framing_amqp_0_9_1,
@@ -257,13 +306,8 @@ unpack(XName, <<Flag:8, N:16, Rest/binary>>, Body) ->
     decoded(#basic_message{exchange_name = XName, routing_keys = RKs,
                            content = Content, id = rabbit_guid:gen(),
                            is_persistent = Flag =:= 1});
-unpack(_XName, {packed, Bin}, undefined) ->
+unpack(_XName, #delaybench_delayed_message{head = {packed, Bin}}) ->
     decoded(binary_to_term(Bin)).
-
-routing_keys(0, PropsBin, RKs) ->
-    {lists:reverse(RKs), PropsBin};
-routing_keys(N, <<L:16, RK:L/binary, Rest/binary>>, RKs) ->
-    routing_keys(N - 1, Rest, [RK | RKs]).
 
 %% The message a record of an earlier build holds (#delaybench_delayed_
 %% message{} with the fields key, exchange, message): {compact, Bin}
@@ -284,12 +328,16 @@ legacy_message(_XName, Msg) -> Msg.
 %% Message}, as this build keeps it, its exchange interned as XId: the key
 %% {Due, Seq, Guid} becomes {Due, {Seq, Guid}} (the same order among due
 %% times, and an old {del, Key} still finds it: legacy_key/1), the message
-%% is packed again.
+%% is packed again, its routing keys kept in the record (not interned).
 upgrade({delaybench_delayed_message, Key, XName = #resource{}, Stored},
         XId) ->
-    {Head, Body} = pack(XName, legacy_message(XName, Stored)),
+    {RKs, Head, Body} = pack(XName, legacy_message(XName, Stored)),
+    Routing = case RKs of
+                  undefined -> undefined;
+                  _ -> encode_routing(RKs)
+              end,
     #delaybench_delayed_message{key = legacy_key(Key), exchange = XId,
-                                head = Head, body = Body}.
+                                routing = Routing, head = Head, body = Body}.
 
 legacy_key({Due, Seq, Guid}) -> {Due, {Seq, Guid}};
 legacy_key(Key) -> Key.
@@ -374,7 +422,9 @@ purge(XName) ->
 
 forget_exchange(XId, XName) ->
     true = ets:delete_object(?XETS, {XName, XId}),
-    true = ets:delete(?XETS, XId).
+    true = ets:delete(?XETS, XId),
+    true = ets:match_delete(?XETS, {{XId, '_'}, '_'}),
+    true = ets:delete(?XETS, {routings, XId}).
 
 of_exchange(XId) ->
     [{#delaybench_delayed_message{exchange = XId, _ = '_'}, [], [true]}].
@@ -530,6 +580,9 @@ replay_entry(Entry, Acc = #{entries := N}) ->
 replayed({exchange, XId, XName}, Acc = #{next_xid := Next}) ->
     true = ets:insert(?XETS, [{XName, XId}, {XId, XName}]),
     Acc#{next_xid := max(Next, XId + 1)};
+replayed({routing, XId, RId, RKs}, Acc) ->
+    add_routing(XId, RId, RKs),
+    Acc;
 replayed({put, Rec = #delaybench_delayed_message{key = {_, Seq}}},
          Acc = #{max_seq := Max}) ->
     true = ets:insert(?ETS, Rec),
@@ -614,6 +667,9 @@ handle_call(sync, _From, S) ->
 handle_call({intern, XName}, _From, S) ->
     {XId, S1} = intern(XName, S),
     {reply, XId, S1, timeout(S1)};
+handle_call({intern_routing, XId, RKs}, _From, S) ->
+    {Routing, S1} = intern_routing(XId, RKs, S),
+    {reply, Routing, S1, timeout(S1)};
 handle_call(caught_up, _From, S) ->
     %% Every write cast before the call has been applied (see keep_up/0).
     {reply, ok, S, timeout(S)};
@@ -706,6 +762,34 @@ intern(XName, S = #state{next_xid = XId}) ->
             {XId, append([{exchange, XId, XName}], S#state{next_xid = XId + 1})}
     end.
 
+%% RKs' id for exchange XId, interned if it is not yet and the exchange
+%% has fewer than ?MAX_ROUTINGS (journaled before the reply, as intern/2);
+%% otherwise, or once the exchange was purged, the keys as a binary.
+intern_routing(XId, RKs, S) ->
+    Known = ets:lookup(?XETS, {XId, RKs}),
+    Count = case ets:lookup(?XETS, {routings, XId}) of
+                [{_, C}] -> C;
+                [] -> 0
+            end,
+    case {Known, exchange_name(XId)} of
+        {[{_, RId}], _} ->
+            {RId, S};
+        {[], {ok, _}} when Count < ?MAX_ROUTINGS ->
+            RId = Count + 1,
+            add_routing(XId, RId, RKs),
+            {RId, append([{routing, XId, RId, RKs}], S)};
+        _ ->
+            {encode_routing(RKs), S}
+    end.
+
+add_routing(XId, RId, RKs) ->
+    Count = case ets:lookup(?XETS, {routings, XId}) of
+                [{_, C}] -> C;
+                [] -> 0
+            end,
+    true = ets:insert(?XETS, [{{XId, RKs}, RId}, {{XId, RId}, RKs},
+                              {{routings, XId}, max(Count, RId)}]).
+
 %% Further casts already in the mailbox, at most N, oldest first.
 take_batch(Acc, 0) ->
     lists:reverse(Acc);
@@ -761,11 +845,14 @@ start_compaction(S = #state{file = File}) ->
             fun() ->
                     %% The exchanges first, so that replay knows them by
                     %% the records; one interned meanwhile is in the delta.
+                    Interned = ets:tab2list(?XETS),
                     ok = disk_log:log_terms(
                            ?COMPACT_LOG,
                            [{exchange, XId, XName}
-                            || {XId, XName} <- ets:tab2list(?XETS),
-                               is_integer(XId)]),
+                            || {XId, XName} <- Interned, is_integer(XId)] ++
+                           [{routing, XId, RId, RKs}
+                            || {{XId, RId}, RKs} <- Interned,
+                               is_integer(XId), is_integer(RId)]),
                     N = copy_table(ets:select(?ETS, [{'_', [], [{{put, '$_'}}]}],
                                               ?COMPACT_CHUNK), 0),
                     Store ! {copied, self(), N}

@@ -267,17 +267,19 @@ async fn a_delayed_message_arrives_with_its_properties_headers_and_body() {
     // whole, as `pack_whole/1` and builds before the compact form keep it.
     let forms = rabbitmq_eval_records_of(
         &x,
-        "[R1, R2] = Rs, {delaybench_delayed_message, K, XI, H1, B1} = R1, \
+        "[R1, R2] = Rs, {delaybench_delayed_message, K, XI, RK1, H1, B1} = R1, \
          {ok, XN} = delaybench_delayed_store:exchange_name(XI), \
          Msg = delaybench_delayed_store:unpack(XN, R1), \
          Whole = setelement(4, Msg, rabbit_binary_parser:clear_decoded_content(element(4, Msg))), \
-         true = ets:insert(delaybench_delayed_pending, {delaybench_delayed_message, K, XI, {packed, term_to_binary(Whole)}, undefined}), \
-         {is_binary(H1) andalso is_binary(B1), is_binary(element(4, R2)) andalso is_binary(element(5, R2))}.",
+         true = ets:insert(delaybench_delayed_pending, \
+                           {delaybench_delayed_message, K, XI, undefined, {packed, term_to_binary(Whole)}, undefined}), \
+         {is_integer(RK1) andalso RK1 =:= element(4, R2), \
+          is_binary(H1) andalso is_binary(B1), is_binary(element(5, R2)) andalso is_binary(element(6, R2))}.",
     )
     .await;
     assert_eq!(
-        forms, "{true,true}",
-        "both kept as a head and a body binary"
+        forms, "{true,true,true}",
+        "both kept with their routing keys interned once, a head and a body binary"
     );
     for form in ["packed whole", "compact"] {
         let (d, _) = next(&mut c, Duration::from_secs(10))
@@ -313,7 +315,7 @@ async fn rabbitmq_eval_records_of(exchange: &str, expr: &str) -> String {
     rabbitmqctl_eval(&format!(
         "XId = delaybench_delayed_store:exchange_id(rabbit_misc:r(<<\"/\">>, exchange, <<\"{exchange}\">>)), \
          Rs = ets:match_object(delaybench_delayed_pending, \
-           {{delaybench_delayed_message, '_', XId, '_', '_'}}), \
+           {{delaybench_delayed_message, '_', XId, '_', '_', '_'}}), \
          {expr}"
     ))
     .await
@@ -415,6 +417,43 @@ async fn a_journal_of_an_earlier_build_is_upgraded_at_start() {
     expect_none(&mut c, Duration::from_millis(500), "after the two kept").await;
     b.close().await;
 }
+
+/// An exchange's routing keys are interned, up to `MAX_ROUTINGS` sets of
+/// them (`delaybench_delayed.hrl`); past that a record keeps its own. A
+/// purge forgets the exchange with every set it interned. (Straight into
+/// the store, as the route callback does; nothing is routed.)
+#[tokio::test]
+async fn routing_keys_are_interned_up_to_a_bound_and_forgotten_with_their_exchange() {
+    let _shared = BROKER.read().await;
+    let name = unique_name("routings");
+    let out = rabbitmqctl_eval(&format!(
+        "X = rabbit_misc:r(<<\"/\">>, exchange, <<\"{name}\">>), S = delaybench_delayed_store, \
+         P = {{'P_basic', undefined, undefined, undefined, 2, undefined, undefined, undefined, \
+               undefined, undefined, undefined, undefined, undefined, undefined, undefined}}, \
+         Msg = fun(I) -> M = rabbit_basic:message(X, integer_to_binary(I), P, <<\"b\">>), \
+                         setelement(4, M, rabbit_binary_generator:ensure_content_encoded( \
+                                            element(4, M), rabbit_framing_amqp_0_9_1)) end, \
+         [ok = S:insert(X, 3600000, Msg(I)) || I <- lists:seq(1, {n})], \
+         ok = S:insert(X, 3600000, Msg(1)), \
+         XId = S:exchange_id(X), \
+         Rs = ets:match_object(delaybench_delayed_pending, \
+                               {{delaybench_delayed_message, '_', XId, '_', '_', '_'}}), \
+         Interned = length([R || R <- Rs, is_integer(element(4, R))]), \
+         Own = length([R || R <- Rs, is_binary(element(4, R))]), \
+         Purged = S:purge(X), \
+         T = delaybench_delayed_exchanges, \
+         Left = length(ets:match_object(T, {{{{XId, '_'}}, '_'}})) + length(ets:lookup(T, XId)) \
+                + length(ets:lookup(T, {{routings, XId}})) + length(ets:lookup(T, X)), \
+         io:format(\"~b ~b ~b ~b~n\", [Interned, Own, Purged, Left]).",
+        n = ROUTINGS_TRIED,
+    ))
+    .await;
+    // 256 sets interned, the first twice; 44 past the bound.
+    assert_eq!(out.lines().next(), Some("257 44 301 0"), "{out}");
+}
+
+/// Sets of routing keys the test above stores, past the bound of 256.
+const ROUTINGS_TRIED: u32 = 300;
 
 #[tokio::test]
 async fn long_delay_published_first_arrives_after_short_delay_published_second() {
@@ -1120,7 +1159,7 @@ async fn a_journal_of_released_messages_is_compacted_and_what_is_pending_survive
          S:purge(G), \
          [S:insert(K, 3600000, {{late, I}}) || I <- lists:seq(1, {late})], \
          {{Released, _}} = ets:match_object(delaybench_delayed_pending, \
-             {{'_', '_', S:exchange_id(K), '_', '_'}}, {released}), \
+             {{'_', '_', S:exchange_id(K), '_', '_', '_'}}, {released}), \
          [S:delete(element(2, R)) || R <- Released], \
          Wait = fun W(0) -> timeout; \
                     W(T) -> case maps:get(compactions, S:info()) > C of \
