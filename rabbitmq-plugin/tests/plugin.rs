@@ -321,6 +321,37 @@ async fn rabbitmq_eval_records_of(exchange: &str, expr: &str) -> String {
     .await
 }
 
+/// `#'P_basic'{delivery_mode = 2}` written out, for `rabbitmqctl eval`
+/// expressions that build a message with `rabbit_basic:message/4`.
+const PERSISTENT_P_BASIC: &str = "{'P_basic', undefined, undefined, undefined, 2, undefined, \
+     undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined, \
+     undefined}";
+
+/// Expects exactly `bodies`, in this order, none sooner than `due` after
+/// `sent`, and nothing after them.
+async fn expect_in_order_when_due(
+    consumer: &mut Consumer,
+    bodies: &[&str],
+    sent: Instant,
+    due: Duration,
+) {
+    for body in bodies {
+        let (got, at) = expect_one(consumer, Duration::from_secs(15), body).await;
+        assert_eq!(&got, body, "in due-time order");
+        let elapsed = at.duration_since(sent);
+        assert!(
+            elapsed >= due,
+            "{body}: arrived after {elapsed:?}, before it was due ({due:?})"
+        );
+    }
+    expect_none(
+        consumer,
+        Duration::from_millis(500),
+        "after the expected ones",
+    )
+    .await;
+}
+
 /// Records written by earlier builds of the store, each with a
 /// `{Due, Seq, Guid}` key and its exchange's `#resource{}`, holding the
 /// message itself, `{packed, Bin}` or `{compact, Bin}`, are upgraded as
@@ -337,8 +368,7 @@ async fn records_of_earlier_builds_are_upgraded_and_still_delivered() {
     let sent = Instant::now();
     let added = rabbitmqctl_eval(&format!(
         "X = rabbit_misc:r(<<\"/\">>, exchange, <<\"{x}\">>), \
-         P = {{'P_basic', undefined, undefined, undefined, 2, undefined, undefined, undefined, \
-               undefined, undefined, undefined, undefined, undefined, undefined, undefined}}, \
+         P = {persistent}, \
          M = fun(B) -> rabbit_basic:message(X, <<\"k\">>, P, B) end, \
          Due = os:system_time(microsecond) + 1500000, \
          Raw = M(<<\"legacy-raw\">>), \
@@ -349,20 +379,18 @@ async fn records_of_earlier_builds_are_upgraded_and_still_delivered() {
                                               rabbit_guid:gen(), true}})}}, \
          Old = [{{delaybench_delayed_message, {{Due + I, I, rabbit_guid:gen()}}, X, Stored}} \
                 || {{I, Stored}} <- [{{1, Raw}}, {{2, Packed}}, {{3, Compact}}]], \
-         io:format(\"~b~n\", [delaybench_delayed_store:import(Old)])."
+         io:format(\"~b~n\", [delaybench_delayed_store:import(Old)]).",
+        persistent = PERSISTENT_P_BASIC,
     ))
     .await;
     assert_eq!(added.lines().next(), Some("3"), "imported: {added}");
-    for body in ["legacy-raw", "legacy-packed", "legacy-compact"] {
-        let (got, at) = expect_one(&mut c, Duration::from_secs(10), body).await;
-        assert_eq!(got, body, "in due-time order");
-        let elapsed = at.duration_since(sent);
-        assert!(
-            elapsed >= Duration::from_millis(1500),
-            "{body}: arrived after {elapsed:?}, before it was due"
-        );
-    }
-    expect_none(&mut c, Duration::from_millis(300), "after the three").await;
+    expect_in_order_when_due(
+        &mut c,
+        &["legacy-raw", "legacy-packed", "legacy-compact"],
+        sent,
+        Duration::from_millis(1500),
+    )
+    .await;
     b.close().await;
 }
 
@@ -383,8 +411,7 @@ async fn a_journal_of_an_earlier_build_is_upgraded_at_start() {
     let sent = Instant::now();
     let compactions = rabbitmqctl_eval(&format!(
         "X = rabbit_misc:r(<<\"/\">>, exchange, <<\"{x}\">>), \
-         P = {{'P_basic', undefined, undefined, undefined, 2, undefined, undefined, undefined, \
-               undefined, undefined, undefined, undefined, undefined, undefined, undefined}}, \
+         P = {persistent}, \
          Due = os:system_time(microsecond) + 3000000, \
          Old = fun(I, B) -> {{delaybench_delayed_message, {{Due + I, I, rabbit_guid:gen()}}, X, \
                              {{packed, term_to_binary(rabbit_basic:message(X, <<\"k\">>, P, B))}}}} end, \
@@ -397,7 +424,8 @@ async fn a_journal_of_an_earlier_build_is_upgraded_at_start() {
                                      {{del, element(2, Gone)}}, {{put, Old(3, <<\"kept-3\">>)}}]), \
          ok = disk_log:close(L), \
          ok = application:start(delaybench_delayed_exchange), \
-         io:format(\"~b~n\", [maps:get(compactions, delaybench_delayed_store:info())])."
+         io:format(\"~b~n\", [maps:get(compactions, delaybench_delayed_store:info())]).",
+        persistent = PERSISTENT_P_BASIC,
     ))
     .await;
     assert_eq!(
@@ -405,16 +433,14 @@ async fn a_journal_of_an_earlier_build_is_upgraded_at_start() {
         Some("1"),
         "the journal is rewritten at start: {compactions}"
     );
-    for body in ["kept-1", "kept-3"] {
-        let (got, at) = expect_one(&mut c, Duration::from_secs(15), body).await;
-        assert_eq!(got, body, "in due-time order, the deleted one left out");
-        let elapsed = at.duration_since(sent);
-        assert!(
-            elapsed >= Duration::from_millis(3000),
-            "{body}: arrived after {elapsed:?}, before it was due"
-        );
-    }
-    expect_none(&mut c, Duration::from_millis(500), "after the two kept").await;
+    // The deleted one is left out.
+    expect_in_order_when_due(
+        &mut c,
+        &["kept-1", "kept-3"],
+        sent,
+        Duration::from_millis(3000),
+    )
+    .await;
     b.close().await;
 }
 
@@ -428,8 +454,7 @@ async fn routing_keys_are_interned_up_to_a_bound_and_forgotten_with_their_exchan
     let name = unique_name("routings");
     let out = rabbitmqctl_eval(&format!(
         "X = rabbit_misc:r(<<\"/\">>, exchange, <<\"{name}\">>), S = delaybench_delayed_store, \
-         P = {{'P_basic', undefined, undefined, undefined, 2, undefined, undefined, undefined, \
-               undefined, undefined, undefined, undefined, undefined, undefined, undefined}}, \
+         P = {persistent}, \
          Msg = fun(I) -> M = rabbit_basic:message(X, integer_to_binary(I), P, <<\"b\">>), \
                          setelement(4, M, rabbit_binary_generator:ensure_content_encoded( \
                                             element(4, M), rabbit_framing_amqp_0_9_1)) end, \
@@ -446,6 +471,7 @@ async fn routing_keys_are_interned_up_to_a_bound_and_forgotten_with_their_exchan
                 + length(ets:lookup(T, {{routings, XId}})) + length(ets:lookup(T, X)), \
          io:format(\"~b ~b ~b ~b~n\", [Interned, Own, Purged, Left]).",
         n = ROUTINGS_TRIED,
+        persistent = PERSISTENT_P_BASIC,
     ))
     .await;
     // 256 sets interned, the first twice; 44 past the bound.
