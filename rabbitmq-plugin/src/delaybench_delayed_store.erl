@@ -127,7 +127,9 @@
                 %% The most writes seen waiting in the mailbox.
                 max_behind = 0 :: non_neg_integer(),
                 %% The id the next interned exchange gets.
-                next_xid = 1 :: pos_integer()}).
+                next_xid = 1 :: pos_integer(),
+                %% How long loading the journal took at start, ms.
+                loaded_ms = 0 :: non_neg_integer()}).
 
 start_link() ->
     gen_server:start_link({local, ?SERVER}, ?MODULE, [], []).
@@ -509,6 +511,7 @@ init([]) ->
     _ = ets:new(?XETS, [set, public, named_table, {read_concurrency, true}]),
     %% A compaction cut short before its rename: the journal is whole.
     _ = file:delete(compact_path(File)),
+    Started = erlang:monotonic_time(millisecond),
     #{entries := Entries, legacy := Legacy} = Replayed = open_journal(File),
     SyncMs = application:get_env(delaybench_delayed_exchange,
                                  sync_interval_ms, ?DEFAULT_SYNC_MS),
@@ -529,10 +532,11 @@ init([]) ->
                  ok = set_dets_aside(File),
                  S2
          end,
+    LoadedMs = erlang:monotonic_time(millisecond) - Started,
     rabbit_log:info("delaybench_delayed_exchange: ~b pending delayed "
-                    "message(s) loaded from ~ts (~b journal entries)",
-                    [count(), File, Entries]),
-    {ok, maybe_compact(S1)}.
+                    "message(s) loaded from ~ts (~b journal entries) in "
+                    "~b ms", [count(), File, Entries, LoadedMs]),
+    {ok, maybe_compact(S1#state{loaded_ms = LoadedMs})}.
 
 %% Opens the journal and replays it into ETS and ?XETS; returns its entry
 %% count, how many were an earlier build's, the largest key number and the
@@ -689,7 +693,8 @@ handle_call(info, _From, S = #state{file = File, sync_ms = SyncMs,
               writes => W,
               syncs => N,
               last_sync_us => Last,
-              max_behind => Behind},
+              max_behind => Behind,
+              loaded_ms => S#state.loaded_ms},
     {reply, Reply, S, timeout(S)};
 handle_call({import, Recs}, _From, S0) ->
     {Upgraded, S} = lists:mapfoldl(
