@@ -174,12 +174,9 @@ next_seq() ->
 %% The interned id of exchange XName; the store interns it (and journals
 %% it before any record that names it) the first time.
 exchange_id(XName) ->
-    try ets:lookup(?XETS, XName) of
+    case ets:lookup(?XETS, XName) of
         [{_, XId}] -> XId;
         [] -> gen_server:call(?SERVER, {intern, XName}, ?WAIT_MS)
-    catch
-        error:badarg -> not_running();
-        exit:{noproc, _} -> not_running()
     end.
 
 %% The routing keys RKs of a message published to exchange XId as a
@@ -198,13 +195,20 @@ routing(XId, RKs) ->
         [{_, RId}] ->
             RId;
         [] ->
-            case ets:lookup(?XETS, {routings, XId}) of
-                [{_, N}] when N >= ?MAX_ROUTINGS ->
+            case routings_of(XId) >= ?MAX_ROUTINGS of
+                true ->
                     encode_routing(RKs);
-                _ ->
+                false ->
                     gen_server:call(?SERVER, {intern_routing, XId, RKs},
                                     ?WAIT_MS)
             end
+    end.
+
+%% How many sets of routing keys exchange XId has interned.
+routings_of(XId) ->
+    case ets:lookup(?XETS, {routings, XId}) of
+        [{_, N}] -> N;
+        [] -> 0
     end.
 
 encode_routing(RKs) ->
@@ -301,13 +305,8 @@ unpack(XName, #delaybench_delayed_message{exchange = XId, routing = R,
               {ok, Keys} -> Keys;
               error -> erlang:error(routing_keys_forgotten)
           end,
-    Content = #content{class_id = 60, properties = none,
-                       properties_bin = PropsBin,
-                       protocol = rabbit_framing_amqp_0_9_1,
-                       payload_fragments_rev = [Body]},
-    decoded(#basic_message{exchange_name = XName, routing_keys = RKs,
-                           content = Content, id = rabbit_guid:gen(),
-                           is_persistent = Flag =:= 1});
+    basic_message(XName, RKs, PropsBin, [Body], rabbit_guid:gen(),
+                  Flag =:= 1);
 unpack(_XName, #delaybench_delayed_message{head = {packed, Bin}}) ->
     decoded(binary_to_term(Bin)).
 
@@ -316,15 +315,20 @@ unpack(_XName, #delaybench_delayed_message{head = {packed, Bin}}) ->
 %% (2e89561), {packed, Bin} (3819e59), or before that the message itself.
 legacy_message(XName, {compact, Bin}) ->
     {RKs, PropsBin, Fragments, Id, Persistent} = binary_to_term(Bin),
+    basic_message(XName, RKs, PropsBin, Fragments, Id, Persistent);
+legacy_message(_XName, {packed, Bin}) -> decoded(binary_to_term(Bin));
+legacy_message(_XName, Msg) -> Msg.
+
+%% A RabbitMQ 3.10-3.12 message rebuilt around its wire-form properties,
+%% ready to route.
+basic_message(XName, RKs, PropsBin, Fragments, Id, Persistent) ->
     Content = #content{class_id = 60, properties = none,
                        properties_bin = PropsBin,
                        protocol = rabbit_framing_amqp_0_9_1,
                        payload_fragments_rev = Fragments},
     decoded(#basic_message{exchange_name = XName, routing_keys = RKs,
                            content = Content, id = Id,
-                           is_persistent = Persistent});
-legacy_message(_XName, {packed, Bin}) -> decoded(binary_to_term(Bin));
-legacy_message(_XName, Msg) -> Msg.
+                           is_persistent = Persistent}).
 
 %% A record of an earlier build, {delaybench_delayed_message, Key, XName,
 %% Message}, as this build keeps it, its exchange interned as XId: the key
@@ -416,17 +420,22 @@ purge(XName) ->
         [] ->
             0;
         [{_, XId}] ->
-            forget_exchange(XId, XName),
-            N = ets:select_delete(?ETS, of_exchange(XId)),
+            N = drop_exchange(XId),
             gen_server:cast(?SERVER, {purge, XId}),
             N
     end.
 
-forget_exchange(XId, XName) ->
-    true = ets:delete_object(?XETS, {XName, XId}),
+%% Forgets exchange XId's ids (first, so a later exchange of the same name
+%% gets new ones), then deletes its records; returns how many.
+drop_exchange(XId) ->
+    case ets:lookup(?XETS, XId) of
+        [{_, XName}] -> true = ets:delete_object(?XETS, {XName, XId});
+        [] -> ok
+    end,
     true = ets:delete(?XETS, XId),
     true = ets:match_delete(?XETS, {{XId, '_'}, '_'}),
-    true = ets:delete(?XETS, {routings, XId}).
+    true = ets:delete(?XETS, {routings, XId}),
+    ets:select_delete(?ETS, of_exchange(XId)).
 
 of_exchange(XId) ->
     [{#delaybench_delayed_message{exchange = XId, _ = '_'}, [], [true]}].
@@ -600,26 +609,17 @@ replayed({del, Key}, Acc = #{max_seq := Max}) ->
     true = ets:delete(?ETS, legacy_key(Key)),
     Acc#{max_seq := max_seq(element(2, Key), Max)};
 replayed({purge, XId}, Acc) when is_integer(XId) ->
-    _ = ets:select_delete(?ETS, of_exchange(XId)),
-    case exchange_name(XId) of
-        {ok, XName} -> forget_exchange(XId, XName);
-        error -> ok
-    end,
+    _ = drop_exchange(XId),
     Acc;
 replayed({purge, XName = #resource{}}, Acc = #{legacy := L}) ->
     %% An earlier build's purge, by name.
-    case ets:lookup(?XETS, XName) of
-        [{_, XId}] ->
-            _ = ets:select_delete(?ETS, of_exchange(XId)),
-            forget_exchange(XId, XName);
-        [] ->
-            ok
-    end,
+    _ = [drop_exchange(XId) || {_, XId} <- ets:lookup(?XETS, XName)],
     Acc#{legacy := L + 1}.
 
-%% Interns XName in ?XETS without journaling it, while the store starts
-%% (the caller rewrites the journal before anything else is appended);
-%% returns its id and the next free one.
+%% Interns XName in ?XETS (Next is the id it gets if it is new) without
+%% journaling it; returns its id and the next free one. intern/2 journals a
+%% new one; while the store starts the caller rewrites the journal instead,
+%% before anything else is appended.
 intern_local(XName, Next) ->
     case ets:lookup(?XETS, XName) of
         [{_, XId}] ->
@@ -758,13 +758,11 @@ code_change(_OldVsn, S, _Extra) ->
 
 %% XName's id, interned if it is not yet: journaled before the reply, so
 %% before any record naming it (its put is appended on a later cast).
-intern(XName, S = #state{next_xid = XId}) ->
-    case ets:lookup(?XETS, XName) of
-        [{_, Known}] ->
-            {Known, S};
-        [] ->
-            true = ets:insert(?XETS, [{XName, XId}, {XId, XName}]),
-            {XId, append([{exchange, XId, XName}], S#state{next_xid = XId + 1})}
+intern(XName, S = #state{next_xid = Next}) ->
+    case intern_local(XName, Next) of
+        {XId, Next} -> {XId, S};
+        {XId, Next1} -> {XId, append([{exchange, XId, XName}],
+                                     S#state{next_xid = Next1})}
     end.
 
 %% RKs' id for exchange XId, interned if it is not yet and the exchange
@@ -772,10 +770,7 @@ intern(XName, S = #state{next_xid = XId}) ->
 %% otherwise, or once the exchange was purged, the keys as a binary.
 intern_routing(XId, RKs, S) ->
     Known = ets:lookup(?XETS, {XId, RKs}),
-    Count = case ets:lookup(?XETS, {routings, XId}) of
-                [{_, C}] -> C;
-                [] -> 0
-            end,
+    Count = routings_of(XId),
     case {Known, exchange_name(XId)} of
         {[{_, RId}], _} ->
             {RId, S};
@@ -788,12 +783,8 @@ intern_routing(XId, RKs, S) ->
     end.
 
 add_routing(XId, RId, RKs) ->
-    Count = case ets:lookup(?XETS, {routings, XId}) of
-                [{_, C}] -> C;
-                [] -> 0
-            end,
     true = ets:insert(?XETS, [{{XId, RKs}, RId}, {{XId, RId}, RKs},
-                              {{routings, XId}, max(Count, RId)}]).
+                              {{routings, XId}, max(routings_of(XId), RId)}]).
 
 %% Further casts already in the mailbox, at most N, oldest first.
 take_batch(Acc, 0) ->
