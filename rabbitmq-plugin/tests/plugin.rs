@@ -274,12 +274,14 @@ async fn a_delayed_message_arrives_with_its_properties_headers_and_body() {
          true = ets:insert(delaybench_delayed_pending, \
                            {delaybench_delayed_message, K, XI, undefined, {packed, term_to_binary(Whole)}, undefined}), \
          {is_integer(RK1) andalso RK1 =:= element(4, R2), \
-          is_binary(H1) andalso is_binary(B1), is_binary(element(5, R2)) andalso is_binary(element(6, R2))}.",
+          is_binary(H1) andalso is_binary(B1), is_binary(element(5, R2)) andalso is_binary(element(6, R2)), \
+          [element(1, element(2, R)) rem 1000 || R <- Rs] =:= [0, 0]}.",
     )
     .await;
     assert_eq!(
-        forms, "{true,true,true}",
-        "both kept with their routing keys interned once, a head and a body binary"
+        forms, "{true,true,true,true}",
+        "both kept with their routing keys interned once, a head and a body binary, \
+         due on a whole millisecond"
     );
     for form in ["packed whole", "compact"] {
         let (d, _) = next(&mut c, Duration::from_secs(10))
