@@ -146,7 +146,7 @@ enum Command {
         args: clean::CleanArgs,
     },
     /// Run the reference set at this commit into results/reference (quick, busy,
-    /// probe-cost, mixed-timeouts, chaos, the rate sweep and the 1M backlog; --clusters
+    /// probe-cost, mixed-timeouts, chaos, the rate sweep, the 1M backlog and the 100k storm; --clusters
     /// adds the cluster presets), then write the READMEs' generated sections and the
     /// draft decision record from it. Resumes a set cut short at the same commit.
     /// `delaybench reference readme` only regenerates the text (`--check`: fail where

@@ -1,7 +1,7 @@
 //! `delaybench reference`: the reference set, one command at one commit.
 //!
 //! It runs the [`MATRIX`](set::MATRIX) (quick, busy, probe-cost, mixed-timeouts, chaos,
-//! the rate sweep and the 1M backlog; with `--clusters` the Redis and
+//! the rate sweep, the 1M backlog and the 100k deadline storm; with `--clusters` the Redis and
 //! RabbitMQ cluster presets too) into one folder, each entry as its own
 //! `delaybench run` or `sweep` process, and keeps a manifest
 //! (`reference.json`) of what ran where. When every entry is done it

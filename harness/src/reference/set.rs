@@ -103,6 +103,11 @@ pub const MATRIX: &[Entry] = &[
              redis-zset+fallback",
         ],
     },
+    Entry {
+        name: "storm",
+        what: "100k orders due in one instant beside the regular load: each cancel path's drain",
+        args: &["run", "--scenario", "storm", "--strategies", MAIN],
+    },
 ];
 
 /// The cluster presets, run with `--clusters` after [`CLUSTERS_UP`].

@@ -119,6 +119,25 @@ fn storm_cells(r: &StormRecord) -> Vec<String> {
     ]
 }
 
+/// A storm in a few words, for the README's answer table: "2854/s (1210
+/// per core-s); regular p99 5.1 ms (n=1800) → 48.0 ms (n=600)", or how far
+/// it got when it did not drain.
+pub(crate) fn storm_drain_text(r: &StormRecord) -> String {
+    let drain = match (r.drain_s, r.cancels_per_s) {
+        (Some(_), Some(rate)) => format!(
+            "{rate:.0}/s ({} per core-s)",
+            r.cancels_per_core_s()
+                .map_or("-".into(), |c| format!("{c:.0}"))
+        ),
+        _ => format!("**not drained**: {} of {} cancelled", r.cancelled, r.orders),
+    };
+    format!(
+        "{drain}; regular p99 {} → {}",
+        p99_cell(&r.regular_before_us),
+        p99_cell(&r.regular_during_us)
+    )
+}
+
 /// The storm's CPU per cancel, and where it went: "193 µs (postgresql 76
 /// · harness + workers 60 · rabbitmq 56)".
 fn cpu_cell(r: &StormRecord) -> String {
@@ -217,3 +236,51 @@ hand-off ended (worker RSS each, Redis and broker memory server-wide, the namesp
 rabbit-ttl's wait queues have fixed TTLs: its storm orders each fire one TTL after their own \
 hand-off, so its drain includes the hand-off's spread. With `--repeat`, a row is the repetition \
 of median p99; the trade-off table's storm column gives the median and min–max of all.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(count: u64, p99_us: u64) -> LatenessStats {
+        LatenessStats {
+            count,
+            p99: p99_us,
+            ..LatenessStats::default()
+        }
+    }
+
+    #[test]
+    fn a_drained_storm_reads_as_its_rate_and_the_regular_p99s_with_their_counts() {
+        let r = StormRecord {
+            orders: 100_000,
+            cancelled: 100_000,
+            drain_s: Some(35.0),
+            cancels_per_s: Some(2857.1),
+            storm_core_s: Some(50.0),
+            regular_before_us: stats(1800, 5_100),
+            regular_during_us: stats(600, 48_000),
+            ..StormRecord::default()
+        };
+        assert_eq!(
+            storm_drain_text(&r),
+            "2857/s (2000 per core-s); regular p99 5.1 ms (n=1800) → 48.0 ms (n=600)"
+        );
+    }
+
+    #[test]
+    fn a_storm_that_did_not_drain_never_reads_as_a_rate() {
+        let r = StormRecord {
+            orders: 100_000,
+            cancelled: 99_000,
+            pending_left: 1_000,
+            drain_s: None,
+            cancels_per_s: Some(2800.0),
+            regular_before_us: stats(1800, 5_100),
+            ..StormRecord::default()
+        };
+        assert_eq!(
+            storm_drain_text(&r),
+            "**not drained**: 99000 of 100000 cancelled; regular p99 5.1 ms (n=1800) → - (n=0)"
+        );
+    }
+}

@@ -82,6 +82,51 @@ fn sweep_cell(set: &Set, strategy: &str) -> String {
     }
 }
 
+/// The storm entry's drain: cancels per second of the drain and per
+/// core-second of its own CPU, with the regular orders' p99 before and
+/// during it (see `storm_table`).
+fn storm_cell(set: &Set, strategy: &str) -> String {
+    match set.summary("storm", strategy) {
+        Some(s) => match &s.storm {
+            Some(r) => report::storm_drain_text(r),
+            None => "no storm record".into(),
+        },
+        None => "not run".into(),
+    }
+}
+
+/// What holding the backlog entry's pending orders cost each backend the
+/// strategy uses, in bytes per order (see `report::sweep`'s bytes table).
+fn bytes_cell(set: &Set, strategy: &str) -> String {
+    let Some((_, Loaded::Sweep { result, .. })) = set.get("backlog") else {
+        return "not run".into();
+    };
+    let Some(s) = result
+        .strategies
+        .iter()
+        .find(|s| s.strategy.name() == strategy && s.status == Status::Ok)
+    else {
+        return "not run".into();
+    };
+    // The largest backlog the strategy held.
+    let held = s
+        .steps
+        .iter()
+        .filter_map(|st| Some((st.pending.filter(|n| *n > 0)?, st.backlog.as_ref()?)))
+        .max_by_key(|(n, _)| *n);
+    match held.and_then(|(n, b)| Some((n, b.bytes_per_order()?))) {
+        Some((n, bytes)) => {
+            let parts: Vec<String> = bytes
+                .parts()
+                .into_iter()
+                .map(|(at, b)| format!("{at} {b:.0}"))
+                .collect();
+            format!("{} (of {})", parts.join(" · "), report::as_count(n as f64))
+        }
+        None => "-".into(),
+    }
+}
+
 fn needs(strategy: Variant) -> String {
     match strategy.info.requires {
         [] => "nothing".into(),
@@ -146,6 +191,8 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
         "max orders/s (share of ceiling), sweep",
         "missed under chaos (faults that acted)",
         "same, +fallback",
+        "storm of 100k: drain cancels/s (per core-s); regular p99 before → during",
+        "bytes per pending order, backlog",
         "needs besides the DB",
     ]
     .map(String::from)
@@ -171,6 +218,8 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
             } else {
                 "- (no fallback variant)".into()
             },
+            storm_cell(set, strategy),
+            bytes_cell(set, strategy),
             needs(variant),
         ]);
     }
@@ -188,7 +237,11 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
          (sampled, see the reference README), the whole run's where marked. The rates come from \
          {} (each step {} times, back to back), the missed cancels from {} (one trial; `acted` \
          counts the faults that acted on the strategy: the others could not touch it, hit an \
-         instance already down, or never reached their point). More: {}; the draft decision \
+         instance already down, or never reached their point), the drain from {} (one trial: \
+         the storm's orders due in one instant while the regular load runs; per core-second of \
+         the CPU the drain took beyond that load, every service and the workers summed), the \
+         bytes from {} (what each backend grew by with the backlog in place, over its size; \
+         server-wide readings include whatever else moved). More: {}; the draft decision \
          record [{ADR_FILE}]({reference}/{ADR_FILE}).\n",
         info.repeat,
         n_range(set, "quick", &answer_names),
@@ -198,10 +251,11 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
         link("sweep"),
         set.get("sweep").map_or(0, |(_, l)| l.info().repeat),
         link("chaos"),
+        link("storm"),
+        link("backlog"),
         [
             "probe-cost",
             "mixed-timeouts",
-            "backlog",
             "redis-cluster",
             "rabbitmq-cluster",
             "rabbitmq-cluster-classic"
@@ -220,10 +274,12 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
 /// Which strategies broke an invariant in the runs without faults.
 fn anomaly_sentence(out: &mut String, set: &Set) {
     let mut broken = Vec::new();
-    for entry in ["quick", "busy", "probe-cost", "mixed-timeouts"] {
+    let mut looked = Vec::new();
+    for entry in ["quick", "busy", "probe-cost", "mixed-timeouts", "storm"] {
         let Some((_, l)) = set.get(entry) else {
             continue;
         };
+        looked.push(entry);
         for s in l.summaries() {
             let teaching = s.strategy.info.is_teaching();
             if s.status != Status::Ok {
@@ -242,10 +298,15 @@ fn anomaly_sentence(out: &mut String, set: &Set) {
         }
     }
     let _ = if broken.is_empty() {
+        let last = looked.pop().unwrap_or("no run");
+        let runs = if looked.is_empty() {
+            last.to_string()
+        } else {
+            format!("{} or {last}", looked.join(", "))
+        };
         writeln!(
             out,
-            "No strategy broke an invariant in quick, busy, probe-cost or mixed-timeouts (every \
-             anomaly 0).\n"
+            "No strategy broke an invariant in {runs} (every anomaly 0).\n"
         )
     } else {
         writeln!(
