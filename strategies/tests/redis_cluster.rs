@@ -117,7 +117,11 @@ async fn default_shards_land_on_every_master() {
         "the local cluster has 3 masters: {masters:?}"
     );
     let options = cluster_options();
-    assert_eq!(options.redis_zset.shards, 4, "the default shard count");
+    assert_eq!(
+        options.redis_zset.shards(),
+        4,
+        "the default shard count on a cluster"
+    );
     // Several namespaces: the spread must not depend on the prefix's luck.
     for _ in 0..5 {
         let fixture = Fixture::new(&common::sqlite_url(), "redis-zset", options.clone()).await;

@@ -101,7 +101,7 @@ pub(super) async fn observe(
                 (
                     options.redis_zset.url.clone(),
                     location.resource_prefix(),
-                    options.redis_zset.shards,
+                    options.redis_zset.shards(),
                 )
             }),
         },

@@ -71,8 +71,10 @@ pub struct RabbitConfig {
     /// 1 s). A lone delivery never waits, so at a low rate it adds nothing.
     /// Under the storm of 100 000 at 10 ms (results/batch-wait, interleaved
     /// 10, 0, 10): rabbit-ttl 5 822 and 5 770 cancels/s against 5 019,
-    /// rabbit-delayed 7 479 and 7 311 against 7 219; one run at 0, so not
-    /// yet the default.
+    /// rabbit-delayed 7 479 and 7 311 against 7 219; the same afternoon
+    /// (0, 10, 0): rabbit-ttl 4 596 against 4 882 and 4 745,
+    /// rabbit-delayed 6 259 against 6 656 and 7 169. No gain beyond the
+    /// machine's drift, so not the default.
     #[serde(with = "humantime_serde")]
     pub batch_wait: Duration,
     /// Consumers of each work queue per instance, each on its own channel

@@ -141,9 +141,9 @@ impl RedisZset {
     pub fn new(store: OrderStore, config: &RedisZsetConfig, mode: ClaimMode) -> Result<Self> {
         let prefix = store.location().resource_prefix();
         let redis = Redis::new(&config.url)?;
-        let shards = (0..config.shards)
+        let shards = (0..config.shards())
             .map(|k| {
-                let tag = shard_tag(&prefix, k, config.shards, redis.is_cluster());
+                let tag = shard_tag(&prefix, k, config.shards(), redis.is_cluster());
                 Shard {
                     index: k as usize,
                     waker: DeadlineWaker::default(),
@@ -173,17 +173,17 @@ impl RedisZset {
 
     /// The delay-set key of `order_id`'s shard (tests inspect Redis with it).
     pub fn delay_key(&self, order_id: OrderId) -> &str {
-        &self.shards[shard_of(order_id, self.config.shards)].delay
+        &self.shards[shard_of(order_id, self.shards.len() as u32)].delay
     }
 
     /// The processing-set key of `order_id`'s shard.
     pub fn processing_key(&self, order_id: OrderId) -> &str {
-        &self.shards[shard_of(order_id, self.config.shards)].processing
+        &self.shards[shard_of(order_id, self.shards.len() as u32)].processing
     }
 
     /// The dead-set key of `order_id`'s shard.
     pub fn dead_key(&self, order_id: OrderId) -> &str {
-        &self.shards[shard_of(order_id, self.config.shards)].dead
+        &self.shards[shard_of(order_id, self.shards.len() as u32)].dead
     }
 
     /// Records that shard `index` holds a member due at `deadline_us`, and
@@ -290,7 +290,7 @@ impl Canceller for RedisZset {
     }
 
     async fn schedule(&self, order_id: OrderId, expire_at_us: Micros) -> Result<()> {
-        let shard = &self.shards[shard_of(order_id, self.config.shards)];
+        let shard = &self.shards[shard_of(order_id, self.shards.len() as u32)];
         let mut invocation = self.scripts.schedule.prepare_invoke();
         invocation
             .key(&shard.delay)
@@ -318,7 +318,7 @@ impl Canceller for RedisZset {
     /// claimed (in the processing set) is left to its claimer, whose
     /// conditional UPDATE finds the order paid.
     async fn paid(&self, order_id: OrderId) -> Result<()> {
-        let shard = &self.shards[shard_of(order_id, self.config.shards)];
+        let shard = &self.shards[shard_of(order_id, self.shards.len() as u32)];
         let removed: i64 = self
             .redis
             .query(

@@ -51,7 +51,7 @@ impl RedisZset {
     /// does, and stops there: no cancel, no ack. Tests use it to play a
     /// worker killed between claim and ack; returns the claimed members.
     pub async fn claim_without_ack(&self, order_id: OrderId) -> Result<Vec<String>> {
-        let shard = &self.shards[shard_of(order_id, self.config.shards)];
+        let shard = &self.shards[shard_of(order_id, self.shards.len() as u32)];
         Ok(self.claim(shard).await?.0)
     }
 
