@@ -155,6 +155,29 @@ impl SweepStep {
         }
     }
 
+    /// What one order cost the machine in this step, by service, in CPU
+    /// µs: each service's cores busy over the arrival window divided by
+    /// the orders created per second in it (a core busy all the time at
+    /// 1 000 orders/s is 1 000 µs an order). Creating, paying and
+    /// cancelling are all in it: it is the whole order's cost on this host,
+    /// where every service shares the cores. `None` without a CPU reading
+    /// or orders.
+    pub fn cpu_us_per_order(&self) -> Option<std::collections::BTreeMap<String, f64>> {
+        let cpu = self.cpu.as_ref()?;
+        (self.achieved_rate > 0.0).then(|| {
+            cpu.by_service
+                .iter()
+                .map(|(service, cores)| (service.clone(), cores * 1e6 / self.achieved_rate))
+                .collect()
+        })
+    }
+
+    /// Whether the step ran at a rate alone, without a backlog or a storm
+    /// beside it.
+    pub fn is_rate_only(&self) -> bool {
+        self.pending.is_none() && self.storm_orders.is_none()
+    }
+
     /// `min–max` of the repetitions' p99 in ms, when repeated.
     pub fn p99_spread_ms(&self) -> Option<(f64, f64)> {
         let p99s: Vec<f64> = self
@@ -470,6 +493,33 @@ mod tests {
         assert_eq!(folded.p99_spread_ms(), Some((30.0, 900.0)));
         let one = fold_repeats(vec![rep(1, 30_000, true)]);
         assert!(one.holds && one.repeats.is_empty() && one.p99_spread_ms().is_none());
+    }
+
+    #[test]
+    fn an_order_costs_each_service_its_cores_over_the_orders_per_second() {
+        let step = SweepStep {
+            rate: 800.0,
+            achieved_rate: 800.0,
+            cpu: Some(CpuUse {
+                wall_s: 6.0,
+                cores: 2,
+                machine_busy: 0.5,
+                by_service: BTreeMap::from([
+                    ("postgresql".to_string(), 0.4),
+                    ("rabbitmq".to_string(), 0.2),
+                ]),
+            }),
+            ..SweepStep::default()
+        };
+        let per = step.cpu_us_per_order().expect("a reading");
+        assert_eq!(per["postgresql"], 500.0);
+        assert_eq!(per["rabbitmq"], 250.0);
+        assert!(held(800.0, true).cpu_us_per_order().is_none(), "no reading");
+        let idle = SweepStep {
+            achieved_rate: 0.0,
+            ..step
+        };
+        assert!(idle.cpu_us_per_order().is_none(), "no orders");
     }
 
     #[test]

@@ -27,7 +27,7 @@ use table::rows;
 pub use compare::{compare, CompareOptions, Regressed, REGRESSION_EXIT};
 pub(crate) use fault_table::fault_rows;
 pub use folder::{load, load_twins};
-pub(crate) use storm_table::storm_drain_text;
+pub(crate) use storm_table::{storm_drain_text, STORM_NOTES};
 pub(crate) use table::{as_count, as_ms, fig, rows_read_text, shown, RunTables, Shown};
 
 /// Writes `report.md`, `report.html` and the plot files in `plots/` for the

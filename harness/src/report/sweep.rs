@@ -629,6 +629,7 @@ pub(crate) fn rate_tables(out: &mut String, result: &SweepResult) {
         "\n`*`: fewer than 1 000 cancels behind this p99, so it sits near the maximum; the \
          step was judged on it all the same."
     );
+    cpu_per_order_table(out, result);
     match &result.generator {
         Some(g) => {
             let steps = g
@@ -663,6 +664,108 @@ pub(crate) fn rate_tables(out: &mut String, result: &SweepResult) {
             );
         }
     }
+}
+
+/// The highest offered rate at which every strategy that ran held a step
+/// of rate alone; `None` when there is none.
+fn highest_rate_all_held(result: &SweepResult) -> Option<f64> {
+    let ran: Vec<_> = result
+        .strategies
+        .iter()
+        .filter(|s| s.status == Status::Ok)
+        .collect();
+    let held = |s: &crate::model::sweep::StrategySweep, r: f64| {
+        s.steps
+            .iter()
+            .any(|st| st.holds && st.is_rate_only() && (st.rate - r).abs() < 0.5)
+    };
+    ran.first()?
+        .steps
+        .iter()
+        .filter(|st| st.holds && st.is_rate_only())
+        .map(|st| st.rate)
+        .filter(|r| ran.iter().all(|s| held(s, *r)))
+        .max_by(f64::total_cmp)
+}
+
+/// Why the maxima differ: what one order cost the machine, by service, at
+/// the highest rate every strategy held. On one host the services and the
+/// harness share the cores, so a strategy whose orders cost more CPU runs
+/// out of machine at a lower rate; the last column is that rate at this
+/// cost. Rendered from each step's CPU reading alone.
+fn cpu_per_order_table(out: &mut String, result: &SweepResult) {
+    let Some(at) = highest_rate_all_held(result) else {
+        return;
+    };
+    let steps: Vec<(&crate::model::sweep::StrategySweep, &SweepStep)> = result
+        .strategies
+        .iter()
+        .filter(|s| s.status == Status::Ok)
+        .filter_map(|s| {
+            let st = s
+                .steps
+                .iter()
+                .find(|st| st.holds && st.is_rate_only() && (st.rate - at).abs() < 0.5)?;
+            Some((s, st))
+        })
+        .collect();
+    // Every service any of them used, in name order (the harness last).
+    let mut services: Vec<String> = steps
+        .iter()
+        .filter_map(|(_, st)| st.cpu_us_per_order())
+        .flat_map(|m| m.into_keys())
+        .collect();
+    services.sort_by_key(|s| (s == crate::model::cpu::HARNESS_SERVICE, s.clone()));
+    services.dedup();
+    if services.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n### Why the maxima differ: CPU per order at {} orders/s\n",
+        rate(at)
+    );
+    let mut header = vec!["strategy".to_string(), "created/s".into()];
+    header.extend(services.iter().map(|s| format!("{s} µs")));
+    header.extend([
+        "all services µs".into(),
+        "every core at this cost, orders/s".into(),
+        "max sustainable rate".into(),
+    ]);
+    let mut rows = vec![header];
+    for (s, st) in steps {
+        let Some(per) = st.cpu_us_per_order() else {
+            continue;
+        };
+        let total: f64 = per.values().sum();
+        let cores = st.cpu.as_ref().map_or(0, |c| c.cores);
+        let mut row = vec![s.strategy.to_string(), format!("{:.0}", st.achieved_rate)];
+        row.extend(
+            services
+                .iter()
+                .map(|sv| per.get(sv).map_or("-".into(), |us| format!("{us:.0}"))),
+        );
+        row.push(format!("{total:.0}"));
+        row.push(if total > 0.0 && cores > 0 {
+            format!("{:.0}", f64::from(cores) * 1e6 / total)
+        } else {
+            "-".into()
+        });
+        row.push(s.max_rate.map(rate).unwrap_or_else(|| "-".into()));
+        rows.push(row);
+    }
+    super::markdown::table(out, &rows);
+    let _ = writeln!(
+        out,
+        "Each service's cores busy over the step's arrival window, over the orders created per \
+         second: the whole order (create, pay or cancel) as this host paid for it, the \
+         strategy's services and the harness's generator and workers alike. The step is the \
+         median repetition's. A strategy whose order costs more runs out of cores at a lower \
+         rate: \"every core at this cost\" is the machine's cores over that cost. It is the size \
+         of the cause, not a prediction: costs per order change with the rate (batches fill, \
+         locks contend), and CPU outside these services (the kernel, other processes) is not \
+         in it."
+    );
 }
 
 /// Every step of every strategy.
@@ -865,4 +968,92 @@ pub fn terminal_table(result: &SweepResult) -> String {
         let _ = writeln!(out, "generator: {}", g.verdict);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::cpu::{CpuUse, HARNESS_SERVICE};
+    use crate::model::sweep::StrategySweep;
+    use std::collections::BTreeMap;
+    use strategies::registry::{Variant, STRATEGIES};
+
+    fn step(rate: f64, holds: bool, postgres: f64, harness: f64) -> SweepStep {
+        SweepStep {
+            rate,
+            holds,
+            achieved_rate: rate,
+            cpu: Some(CpuUse {
+                wall_s: 6.0,
+                cores: 2,
+                machine_busy: 0.5,
+                by_service: BTreeMap::from([
+                    ("postgresql".to_string(), postgres),
+                    (HARNESS_SERVICE.to_string(), harness),
+                ]),
+            }),
+            ..SweepStep::default()
+        }
+    }
+
+    fn strategy(name: &str, max: f64, steps: Vec<SweepStep>) -> StrategySweep {
+        let info = STRATEGIES.iter().find(|s| s.name == name).expect("listed");
+        StrategySweep {
+            strategy: Variant::plain(info),
+            status: Status::Ok,
+            reason: None,
+            steps,
+            max_rate: Some(max),
+            first_failed_rate: None,
+            share_of_ceiling: None,
+            limited_by: None,
+        }
+    }
+
+    #[test]
+    fn the_cpu_table_compares_every_strategy_at_the_highest_rate_all_held() {
+        let result = SweepResult {
+            run_id: "test".into(),
+            axis: SweepAxis::Rate,
+            mode: "discover".into(),
+            bound_ms: 500.0,
+            keep_up_ms: 100.0,
+            max_offered_rate: 10_000.0,
+            strategies: vec![
+                strategy(
+                    "db-scan",
+                    1600.0,
+                    vec![step(800.0, true, 0.4, 0.2), step(1600.0, true, 0.8, 0.4)],
+                ),
+                strategy(
+                    "rabbit-ttl",
+                    800.0,
+                    vec![step(800.0, true, 0.4, 0.6), step(1600.0, false, 0.9, 1.0)],
+                ),
+            ],
+            generator: None,
+            ceiling_window_ms: Some(100.0),
+            ceiling_claims_every_due_order: true,
+        };
+        assert_eq!(highest_rate_all_held(&result), Some(800.0));
+        let mut out = String::new();
+        cpu_per_order_table(&mut out, &result);
+        assert!(out.contains("CPU per order at 800 orders/s"), "{out}");
+        // postgresql 500 + harness 250 = 750 µs: 2 cores carry 2667/s.
+        assert!(
+            out.contains("| db-scan | 800 | 500 | 250 | 750 | 2667 | 1600 |"),
+            "{out}"
+        );
+        // postgresql 500 + harness 750 = 1250 µs: 1600/s.
+        assert!(
+            out.contains("| rabbit-ttl | 800 | 500 | 750 | 1250 | 1600 | 800 |"),
+            "{out}"
+        );
+        // Nothing all held: no table.
+        let mut none = result.clone();
+        none.strategies[1].steps = vec![step(1600.0, false, 0.9, 1.0)];
+        let mut out = String::new();
+        cpu_per_order_table(&mut out, &none);
+        assert!(out.is_empty(), "{out}");
+    }
 }

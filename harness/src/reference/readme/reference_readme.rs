@@ -122,4 +122,9 @@ fn run_section(out: &mut String, tables: &RunTables) {
         );
         markdown_table(out, rows);
     }
+    if let Some(rows) = &tables.storm {
+        let _ = writeln!(out, "The deadline storm, drained:\n");
+        markdown_table(out, rows);
+        let _ = writeln!(out, "{}\n", report::STORM_NOTES);
+    }
 }
