@@ -717,6 +717,15 @@ fn cpu_per_order_table(out: &mut String, result: &SweepResult) {
         .collect();
     services.sort_by_key(|s| (s == crate::model::cpu::HARNESS_SERVICE, s.clone()));
     services.dedup();
+    // A service no strategy used (an idle database of another kind) has no
+    // column; one that idled beside some strategies keeps its small figures.
+    services.retain(|sv| {
+        steps.iter().any(|(_, st)| {
+            st.cpu_us_per_order()
+                .and_then(|m| m.get(sv).copied())
+                .is_some_and(|us| us >= 0.5)
+        })
+    });
     if services.is_empty() {
         return;
     }
@@ -989,6 +998,7 @@ mod tests {
                 machine_busy: 0.5,
                 by_service: BTreeMap::from([
                     ("postgresql".to_string(), postgres),
+                    ("mariadb".to_string(), 0.0),
                     (HARNESS_SERVICE.to_string(), harness),
                 ]),
             }),
@@ -1039,6 +1049,10 @@ mod tests {
         let mut out = String::new();
         cpu_per_order_table(&mut out, &result);
         assert!(out.contains("CPU per order at 800 orders/s"), "{out}");
+        assert!(
+            !out.contains("mariadb"),
+            "no column for a service none used: {out}"
+        );
         // postgresql 500 + harness 250 = 750 µs: 2 cores carry 2667/s.
         assert!(
             out.contains("| db-scan | 800 | 500 | 250 | 750 | 2667 | 1600 |"),
