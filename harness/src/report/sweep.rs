@@ -674,18 +674,20 @@ fn highest_rate_all_held(result: &SweepResult) -> Option<f64> {
         .iter()
         .filter(|s| s.status == Status::Ok)
         .collect();
-    let held = |s: &crate::model::sweep::StrategySweep, r: f64| {
-        s.steps
-            .iter()
-            .any(|st| st.holds && st.is_rate_only() && (st.rate - r).abs() < 0.5)
-    };
     ran.first()?
         .steps
         .iter()
         .filter(|st| st.holds && st.is_rate_only())
         .map(|st| st.rate)
-        .filter(|r| ran.iter().all(|s| held(s, *r)))
+        .filter(|r| ran.iter().all(|s| held_at(s, *r).is_some()))
         .max_by(f64::total_cmp)
+}
+
+/// `s`'s step of rate alone at offered rate `rate` that held, if any.
+fn held_at(s: &crate::model::sweep::StrategySweep, rate: f64) -> Option<&SweepStep> {
+    s.steps
+        .iter()
+        .find(|st| st.holds && st.is_rate_only() && (st.rate - rate).abs() < 0.5)
 }
 
 /// Why the maxima differ: what one order cost the machine, by service, at
@@ -697,34 +699,29 @@ fn cpu_per_order_table(out: &mut String, result: &SweepResult) {
     let Some(at) = highest_rate_all_held(result) else {
         return;
     };
-    let steps: Vec<(&crate::model::sweep::StrategySweep, &SweepStep)> = result
+    // Each strategy's step at that rate and its CPU per order, read once.
+    let steps: Vec<_> = result
         .strategies
         .iter()
         .filter(|s| s.status == Status::Ok)
         .filter_map(|s| {
-            let st = s
-                .steps
-                .iter()
-                .find(|st| st.holds && st.is_rate_only() && (st.rate - at).abs() < 0.5)?;
-            Some((s, st))
+            let st = held_at(s, at)?;
+            Some((s, st, st.cpu_us_per_order()?))
         })
         .collect();
     // Every service any of them used, in name order (the harness last).
     let mut services: Vec<String> = steps
         .iter()
-        .filter_map(|(_, st)| st.cpu_us_per_order())
-        .flat_map(|m| m.into_keys())
+        .flat_map(|(_, _, per)| per.keys().cloned())
         .collect();
     services.sort_by_key(|s| (s == crate::model::cpu::HARNESS_SERVICE, s.clone()));
     services.dedup();
     // A service no strategy used (an idle database of another kind) has no
     // column; one that idled beside some strategies keeps its small figures.
     services.retain(|sv| {
-        steps.iter().any(|(_, st)| {
-            st.cpu_us_per_order()
-                .and_then(|m| m.get(sv).copied())
-                .is_some_and(|us| us >= 0.5)
-        })
+        steps
+            .iter()
+            .any(|(_, _, per)| per.get(sv).is_some_and(|us| *us >= 0.5))
     });
     if services.is_empty() {
         return;
@@ -742,10 +739,7 @@ fn cpu_per_order_table(out: &mut String, result: &SweepResult) {
         "max sustainable rate".into(),
     ]);
     let mut rows = vec![header];
-    for (s, st) in steps {
-        let Some(per) = st.cpu_us_per_order() else {
-            continue;
-        };
+    for (s, st, per) in steps {
         let total: f64 = per.values().sum();
         let cores = st.cpu.as_ref().map_or(0, |c| c.cores);
         let mut row = vec![s.strategy.to_string(), format!("{:.0}", st.achieved_rate)];
