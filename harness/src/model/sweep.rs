@@ -450,6 +450,27 @@ impl SweepResult {
 }
 
 #[cfg(test)]
+impl SweepResult {
+    /// A discover-mode rate sweep of `strategies` with the default bounds
+    /// (p99 500 ms, keep-up 100 ms) and today's ceiling, for tests of what
+    /// reads a sweep; its conclusions are not drawn.
+    pub(crate) fn rate_sweep_for_test(strategies: Vec<StrategySweep>) -> SweepResult {
+        SweepResult {
+            run_id: "test".into(),
+            axis: SweepAxis::Rate,
+            mode: "discover".into(),
+            bound_ms: 500.0,
+            keep_up_ms: 100.0,
+            max_offered_rate: 10_000.0,
+            strategies,
+            generator: None,
+            ceiling_window_ms: Some(100.0),
+            ceiling_claims_every_due_order: true,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::lateness::{LatenessStats, OverdueTrend};

@@ -1016,29 +1016,18 @@ mod tests {
 
     #[test]
     fn the_cpu_table_compares_every_strategy_at_the_highest_rate_all_held() {
-        let result = SweepResult {
-            run_id: "test".into(),
-            axis: SweepAxis::Rate,
-            mode: "discover".into(),
-            bound_ms: 500.0,
-            keep_up_ms: 100.0,
-            max_offered_rate: 10_000.0,
-            strategies: vec![
-                strategy(
-                    "db-scan",
-                    1600.0,
-                    vec![step(800.0, true, 0.4, 0.2), step(1600.0, true, 0.8, 0.4)],
-                ),
-                strategy(
-                    "rabbit-ttl",
-                    800.0,
-                    vec![step(800.0, true, 0.4, 0.6), step(1600.0, false, 0.9, 1.0)],
-                ),
-            ],
-            generator: None,
-            ceiling_window_ms: Some(100.0),
-            ceiling_claims_every_due_order: true,
-        };
+        let result = SweepResult::rate_sweep_for_test(vec![
+            strategy(
+                "db-scan",
+                1600.0,
+                vec![step(800.0, true, 0.4, 0.2), step(1600.0, true, 0.8, 0.4)],
+            ),
+            strategy(
+                "rabbit-ttl",
+                800.0,
+                vec![step(800.0, true, 0.4, 0.6), step(1600.0, false, 0.9, 1.0)],
+            ),
+        ]);
         assert_eq!(highest_rate_all_held(&result), Some(800.0));
         let mut out = String::new();
         cpu_per_order_table(&mut out, &result);

@@ -368,18 +368,7 @@ mod tests {
     }
 
     fn result(strategies: Vec<StrategySweep>) -> SweepResult {
-        let mut result = SweepResult {
-            run_id: "test".into(),
-            axis: SweepAxis::Rate,
-            mode: "discover".into(),
-            bound_ms: 500.0,
-            keep_up_ms: 100.0,
-            max_offered_rate: 10_000.0,
-            strategies,
-            generator: None,
-            ceiling_window_ms: Some(100.0),
-            ceiling_claims_every_due_order: true,
-        };
+        let mut result = SweepResult::rate_sweep_for_test(strategies);
         conclude(&mut result);
         result
     }
