@@ -12,7 +12,17 @@ use common::delaybench;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
+/// The reference set's run folders, `adr`'s input: all but the deadline
+/// storm's, which `adr` refuses ([`a_storm_run_is_refused_by_name`]).
 fn reference_folders() -> Vec<PathBuf> {
+    let (storms, dirs): (Vec<PathBuf>, Vec<PathBuf>) = all_reference_folders()
+        .into_iter()
+        .partition(|d| is_storm(d));
+    assert!(!storms.is_empty(), "the reference set has its storm entry");
+    dirs
+}
+
+fn all_reference_folders() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/reference");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap()
@@ -21,6 +31,27 @@ fn reference_folders() -> Vec<PathBuf> {
         .collect();
     dirs.sort();
     dirs
+}
+
+fn is_storm(dir: &Path) -> bool {
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    !run["scenario"]["storm"].is_null()
+}
+
+/// A storm run's p99 is its drain: read as a normal run's it would fail
+/// every option the storm ran and none it did not, so `adr` names it and
+/// stops rather than judge on it.
+#[test]
+fn a_storm_run_is_refused_by_name() {
+    let storm = all_reference_folders()
+        .into_iter()
+        .find(|d| is_storm(d))
+        .expect("a storm run in the reference set");
+    let out = tempfile::tempdir().unwrap();
+    let err = adr(&[storm.clone()], REFERENCE_SLA, &out.path().join("adr.md")).unwrap_err();
+    assert!(err.contains("deadline-storm run"), "{err}");
+    assert!(err.contains(&storm.display().to_string()), "{err}");
 }
 
 /// Follows `a.b[field=value].c`; a last segment `*` sums an object's numbers.

@@ -49,6 +49,17 @@ impl Source {
             };
             (Body::Sweep(result), condition)
         } else {
+            // A storm run's lateness is its drain's, not a normal day's:
+            // read as `normal` it failed every option the storm ran and
+            // none it did not.
+            if info.scenario.storm.is_some() {
+                bail!(
+                    "{} is a deadline-storm run: its lateness is the storm's drain, not a \
+                     condition's lateness, and no objective term reads a drain yet; leave it \
+                     out and cite its report.md (its storm table) in the ADR by hand",
+                    dir.display()
+                );
+            }
             let (_, summaries) = crate::report::load(dir)?;
             let condition = if info.scenario.faults.is_empty() {
                 Condition::Normal

@@ -21,6 +21,7 @@ mod sla;
 mod study;
 mod words;
 
+use crate::model::run_info::RunInfo;
 use anyhow::{Context, Result};
 use evidence::Source;
 use std::path::{Path, PathBuf};
@@ -79,6 +80,14 @@ pub fn render(args: &AdrArgs) -> Result<(String, String)> {
 /// `run.json` (the draft's "limits of this evidence").
 pub fn limits_of(dirs: &[PathBuf]) -> Result<Vec<String>> {
     Ok(limits::limits(&load_sources(dirs)?))
+}
+
+/// Whether `adr` reads the run folder at `dir`: not a deadline storm's
+/// (a run or a sweep with a `[storm]`), whose lateness is a drain that no
+/// objective term reads yet. A folder it cannot read as a run is left to
+/// `adr` to name.
+pub fn reads(dir: &Path) -> bool {
+    RunInfo::read(dir).map_or(true, |info| info.scenario.storm.is_none())
 }
 
 fn load_sources(dirs: &[PathBuf]) -> Result<Vec<Source>> {

@@ -228,6 +228,29 @@ impl Manifest {
             .filter_map(|e| e.folder.as_ref().map(|f| dir.join(f)))
             .collect()
     }
+
+    /// The done entries' folders that `delaybench adr` reads, and the
+    /// names of the entries it leaves out ([`crate::adr::reads`]: the
+    /// storm's).
+    pub fn adr_folders(&self, dir: &Path) -> (Vec<PathBuf>, Vec<&str>) {
+        let mut read = Vec::new();
+        let mut left_out = Vec::new();
+        for e in self
+            .entries
+            .iter()
+            .filter(|e| e.status == EntryStatus::Done)
+        {
+            let Some(folder) = e.folder.as_ref().map(|f| dir.join(f)) else {
+                continue;
+            };
+            if crate::adr::reads(&folder) {
+                read.push(folder);
+            } else {
+                left_out.push(e.name.as_str());
+            }
+        }
+        (read, left_out)
+    }
 }
 
 /// A commit's first seven characters.

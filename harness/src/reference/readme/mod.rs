@@ -102,7 +102,7 @@ fn render_all(dir: &Path, readme: &Path) -> Result<Vec<(PathBuf, String)>> {
     let mut files = vec![(dir.join("README.md"), reference_readme(&set)?)];
     let out = dir.join(ADR_FILE);
     let (draft, evidence) = crate::adr::render(&crate::adr::AdrArgs {
-        dirs: set.manifest.folders(dir),
+        dirs: set.manifest.adr_folders(dir).0,
         sla: SLA.to_string(),
         out: out.clone(),
     })?;

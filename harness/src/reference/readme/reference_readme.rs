@@ -43,7 +43,8 @@ pub(super) fn reference_readme(set: &Set) -> Result<String> {
         MANIFEST,
         MANIFEST
     );
-    let limits = crate::adr::limits_of(&m.folders(&set.dir))?;
+    let (adr_folders, left_out) = m.adr_folders(&set.dir);
+    let limits = crate::adr::limits_of(&adr_folders)?;
     if !limits.is_empty() {
         let _ = writeln!(out, "## Limits of this evidence\n");
         for l in limits {
@@ -51,10 +52,19 @@ pub(super) fn reference_readme(set: &Set) -> Result<String> {
         }
         let _ = writeln!(out);
     }
+    let left_out = if left_out.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " but {}'s (a deadline storm's lateness is its drain, and no objective term reads \
+             a drain yet; its storm table is in its section below)",
+            left_out.join("'s and ")
+        )
+    };
     let _ = writeln!(
         out,
         "The decision-record draft [{ADR_FILE}]({ADR_FILE}) is `delaybench adr` over these \
-         folders with `--sla \"{SLA}\"`.\n"
+         folders{left_out} with `--sla \"{SLA}\"`.\n"
     );
     for e in &m.entries {
         let _ = writeln!(out, "## {}: {}\n", e.name, e.what);
