@@ -49,7 +49,12 @@ fn a_storm_run_is_refused_by_name() {
         .find(|d| is_storm(d))
         .expect("a storm run in the reference set");
     let out = tempfile::tempdir().unwrap();
-    let err = adr(&[storm.clone()], REFERENCE_SLA, &out.path().join("adr.md")).unwrap_err();
+    let err = adr(
+        std::slice::from_ref(&storm),
+        REFERENCE_SLA,
+        &out.path().join("adr.md"),
+    )
+    .unwrap_err();
     assert!(err.contains("deadline-storm run"), "{err}");
     assert!(err.contains(&storm.display().to_string()), "{err}");
 }

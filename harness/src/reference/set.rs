@@ -220,16 +220,7 @@ impl Manifest {
             .with_context(|| format!("writing {}", path.display()))
     }
 
-    /// The folders of the entries that are done, in matrix order.
-    pub fn folders(&self, dir: &Path) -> Vec<PathBuf> {
-        self.entries
-            .iter()
-            .filter(|e| e.status == EntryStatus::Done)
-            .filter_map(|e| e.folder.as_ref().map(|f| dir.join(f)))
-            .collect()
-    }
-
-    /// The done entries' folders that `delaybench adr` reads, and the
+    /// The done entries' folders, in matrix order, that `delaybench adr` reads, and the
     /// names of the entries it leaves out ([`crate::adr::reads`]: the
     /// storm's).
     pub fn adr_folders(&self, dir: &Path) -> (Vec<PathBuf>, Vec<&str>) {
