@@ -150,7 +150,17 @@ fn assert_clean(run: &Path, strategy: &str, kind: &str) {
     // The canceller's own server reads, apart from the workload's, on PostgreSQL only.
     let own = &s["cost"]["canceller_server_rows_read"];
     if kind == "postgres" {
-        assert!(own.as_u64().is_some_and(|n| n > 0), "{own}");
+        let rows = own
+            .as_u64()
+            .unwrap_or_else(|| panic!("{strategy}: canceller_server_rows_read = {own}"));
+        // Each of the wheel's transactions cancels one order by id, so
+        // reads its row. A db-scan claim that finds nothing due reads none,
+        // and with one reading a second per instance over this 2 s window
+        // every reading can land on such a claim (it did once in CI, an
+        // estimate of 0): there the figure is present, not always above 0.
+        if strategy != "db-scan" {
+            assert!(rows > 0, "{strategy}: canceller_server_rows_read = {rows}");
+        }
     } else {
         assert!(own.is_null(), "{own}");
     }
