@@ -208,7 +208,7 @@ async fn remeasure_ceiling(
     result: &mut SweepResult,
     run_dir: &std::path::Path,
 ) -> Result<()> {
-    let Some(rate) = ceiling_to_remeasure(result) else {
+    let Some(remeasure) = ceiling_to_remeasure(result) else {
         return Ok(());
     };
     let index = result
@@ -217,22 +217,23 @@ async fn remeasure_ceiling(
         .position(|s| s.strategy.info.role == Role::Baseline)
         .expect("a ceiling to re-measure");
     let variant = result.strategies[index].strategy;
-    let beaten = result
-        .strategies
-        .iter()
-        .filter(|s| s.strategy.info.role != Role::Baseline)
-        .any(|s| s.max_rate.is_some_and(|m| m >= rate));
-    if beaten {
-        eprintln!(
-            "delaybench: a strategy held {rate} orders/s, above the ceiling's maximum: \
-             re-measuring the ceiling there"
-        );
-    } else {
-        eprintln!(
-            "delaybench: the ceiling first failed at {rate} orders/s: running it there once \
-             more, so that one slow moment does not lower the bound every share divides by"
-        );
-    }
+    let rate = match remeasure {
+        Remeasure::Beaten(rate) => {
+            eprintln!(
+                "delaybench: a strategy held {rate} orders/s, above the ceiling's maximum: \
+                 re-measuring the ceiling there"
+            );
+            rate
+        }
+        Remeasure::FirstFailed(rate) => {
+            eprintln!(
+                "delaybench: the ceiling first failed at {rate} orders/s: running it there \
+                 once more, so that one slow moment does not lower the bound every share \
+                 divides by"
+            );
+            rate
+        }
+    };
     let again = StepContext {
         again: "-again",
         ..*ctx
@@ -254,7 +255,7 @@ async fn remeasure_ceiling(
 /// two list-mode sweeps 5 minutes apart the ceiling held 1 600 and 1 800
 /// (results/batch-wait/*-sweep-batch-wait-*), where the reference sweep an
 /// hour before held 2 200, so the RabbitMQ strategies' 1 400 read 88 %.
-fn ceiling_to_remeasure(result: &SweepResult) -> Option<f64> {
+fn ceiling_to_remeasure(result: &SweepResult) -> Option<Remeasure> {
     if result.axis != SweepAxis::Rate {
         return None;
     }
@@ -270,7 +271,7 @@ fn ceiling_to_remeasure(result: &SweepResult) -> Option<f64> {
         .max_by(f64::total_cmp)?;
     let held = ceiling.max_rate.unwrap_or(0.0);
     if best > held {
-        return Some(best);
+        return Some(Remeasure::Beaten(best));
     }
     ceiling
         .steps
@@ -278,6 +279,16 @@ fn ceiling_to_remeasure(result: &SweepResult) -> Option<f64> {
         .filter(|st| !st.holds && st.rate > held)
         .map(|st| st.rate)
         .min_by(f64::total_cmp)
+        .map(Remeasure::FirstFailed)
+}
+
+/// Why, and at which rate, the ceiling runs once more.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Remeasure {
+    /// A strategy held this rate, above every rate the ceiling held.
+    Beaten(f64),
+    /// No strategy beat the ceiling; it first failed at this rate.
+    FirstFailed(f64),
 }
 
 /// Fills each strategy's maximum rate, first failure, share of the
@@ -408,7 +419,7 @@ mod tests {
         );
         let db_scan = strategy("db-scan", &[(2400.0, true), (2600.0, false)]);
         let r = result(vec![ceiling.clone(), db_scan.clone()]);
-        assert_eq!(ceiling_to_remeasure(&r), Some(2400.0));
+        assert_eq!(ceiling_to_remeasure(&r), Some(Remeasure::Beaten(2400.0)));
         // Discovery failed there already: once more all the same, since one
         // slow moment is what the re-measure is for.
         let mut tried = ceiling;
@@ -419,7 +430,7 @@ mod tests {
         });
         assert_eq!(
             ceiling_to_remeasure(&result(vec![tried, db_scan])),
-            Some(2400.0)
+            Some(Remeasure::Beaten(2400.0))
         );
         // Below the ceiling: the ceiling once more where it first failed,
         // since a bound read low flatters every share.
@@ -430,7 +441,7 @@ mod tests {
         );
         assert_eq!(
             ceiling_to_remeasure(&result(vec![ceiling, low.clone()])),
-            Some(2000.0)
+            Some(Remeasure::FirstFailed(2000.0))
         );
         // A ceiling that held every rate offered: nothing to run again.
         let ceiling = strategy("ceiling", &[(1800.0, true), (2000.0, true)]);
