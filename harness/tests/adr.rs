@@ -41,22 +41,28 @@ fn is_storm(dir: &Path) -> bool {
 
 /// A storm run's p99 is its drain: read as a normal run's it would fail
 /// every option the storm ran and none it did not, so `adr` names it and
-/// stops rather than judge on it.
+/// stops rather than judge on it; so too a sweep of storms (one check
+/// serves both, before the folder is read as a run or a sweep).
 #[test]
 fn a_storm_run_is_refused_by_name() {
-    let storm = all_reference_folders()
+    let storm_run = all_reference_folders()
         .into_iter()
         .find(|d| is_storm(d))
         .expect("a storm run in the reference set");
-    let out = tempfile::tempdir().unwrap();
-    let err = adr(
-        std::slice::from_ref(&storm),
-        REFERENCE_SLA,
-        &out.path().join("adr.md"),
-    )
-    .unwrap_err();
-    assert!(err.contains("deadline-storm run"), "{err}");
-    assert!(err.contains(&storm.display().to_string()), "{err}");
+    let storm_sweep =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/storm/20261205-185418-storm-sweep");
+    assert!(storm_sweep.join("sweep.json").exists());
+    for storm in [storm_run, storm_sweep] {
+        let out = tempfile::tempdir().unwrap();
+        let err = adr(
+            std::slice::from_ref(&storm),
+            REFERENCE_SLA,
+            &out.path().join("adr.md"),
+        )
+        .unwrap_err();
+        assert!(err.contains("is a deadline storm"), "{err}");
+        assert!(err.contains(&storm.display().to_string()), "{err}");
+    }
 }
 
 /// Follows `a.b[field=value].c`; a last segment `*` sums an object's numbers.

@@ -31,35 +31,42 @@ pub enum Body {
     Sweep(SweepResult),
 }
 
+/// Why `adr` does not read the run folder `dir` whose `run.json` is
+/// `info`, or `None` when it does. A deadline storm (a run or a sweep with
+/// a `[storm]`) is refused: its lateness is the storm's drain, not a
+/// condition's, and read as `normal` it would fail every option the storm
+/// ran and none it did not; no objective term reads a drain yet.
+pub(super) fn refusal(dir: &Path, info: &RunInfo) -> Option<String> {
+    info.scenario.storm.is_some().then(|| {
+        format!(
+            "{} is a deadline storm (its scenario has a [storm]): its lateness is the \
+             storm's drain, not a condition's, and no objective term reads a drain yet; leave \
+             it out and cite its report.md (its storm table) in the ADR by hand",
+            dir.display()
+        )
+    })
+}
+
 impl Source {
     pub fn load(dir: &Path) -> Result<Source> {
         let info = RunInfo::read(dir)?;
+        if let Some(why) = refusal(dir, &info) {
+            bail!(why);
+        }
         let (body, condition) = if dir.join("sweep.json").exists() {
             let result = SweepResult::read(dir)?;
             let condition = match result.axis {
                 SweepAxis::Rate => Condition::Capacity,
                 SweepAxis::Pending => Condition::Backlog,
-                // Not misread as capacity: a storm sweep's steps all run
-                // one rate, and no SLA term reads a drain yet.
+                // A storm sweep's scenario has its `[storm]`, refused above;
+                // this one's run.json and sweep.json disagree.
                 SweepAxis::Storm => bail!(
-                    "{} is a sweep of deadline storms: an ADR does not read storm sweeps yet; \
-                     cite the folder's report.md (its storm table) in the ADR by hand",
+                    "{}: sweep.json is a storm sweep but run.json's scenario has no [storm]",
                     dir.display()
                 ),
             };
             (Body::Sweep(result), condition)
         } else {
-            // A storm run's lateness is its drain's, not a normal day's:
-            // read as `normal` it failed every option the storm ran and
-            // none it did not.
-            if info.scenario.storm.is_some() {
-                bail!(
-                    "{} is a deadline-storm run: its lateness is the storm's drain, not a \
-                     condition's lateness, and no objective term reads a drain yet; leave it \
-                     out and cite its report.md (its storm table) in the ADR by hand",
-                    dir.display()
-                );
-            }
             let (_, summaries) = crate::report::load(dir)?;
             let condition = if info.scenario.faults.is_empty() {
                 Condition::Normal

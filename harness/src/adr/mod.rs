@@ -82,12 +82,11 @@ pub fn limits_of(dirs: &[PathBuf]) -> Result<Vec<String>> {
     Ok(limits::limits(&load_sources(dirs)?))
 }
 
-/// Whether `adr` reads the run folder at `dir`: not a deadline storm's
-/// (a run or a sweep with a `[storm]`), whose lateness is a drain that no
-/// objective term reads yet. A folder it cannot read as a run is left to
+/// Whether `adr` reads the run folder at `dir` (see
+/// [`evidence::refusal`]). A folder it cannot read as a run is left to
 /// `adr` to name.
 pub fn reads(dir: &Path) -> bool {
-    RunInfo::read(dir).map_or(true, |info| info.scenario.storm.is_none())
+    RunInfo::read(dir).map_or(true, |info| evidence::refusal(dir, &info).is_none())
 }
 
 fn load_sources(dirs: &[PathBuf]) -> Result<Vec<Source>> {
