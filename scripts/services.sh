@@ -7,7 +7,8 @@
 # on 127.0.0.1:7000-7002 (no replicas, no persistence; redis-zset runs on it
 # with --redis redis+cluster://127.0.0.1:7000), `redis-cluster-stop` stops it;
 # `rabbitmq-cluster` / `rabbitmq-cluster-stop` start and stop three local
-# RabbitMQ nodes on 5681-5683 (scripts/rabbitmq-cluster.sh).
+# RabbitMQ nodes on 5681-5683 (scripts/rabbitmq-cluster.sh); `tls` turns TLS
+# on for the four (scripts/tls.sh setup: a local CA, and the URLs to use).
 set -euo pipefail
 
 wanted=("$@")
@@ -159,8 +160,11 @@ for service in "${wanted[@]}"; do
     rabbitmq-cluster-stop)
       "$(dirname "$0")/rabbitmq-cluster.sh" stop
       ;;
+    tls)
+      bash "$(dirname "$0")/tls.sh" setup
+      ;;
     *)
-      echo "error: unknown service '$service'; known: postgres mariadb redis rabbitmq redis-cluster redis-cluster-stop rabbitmq-cluster rabbitmq-cluster-stop" >&2
+      echo "error: unknown service '$service'; known: postgres mariadb redis rabbitmq redis-cluster redis-cluster-stop rabbitmq-cluster rabbitmq-cluster-stop tls" >&2
       exit 2
       ;;
   esac

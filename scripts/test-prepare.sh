@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # What both test commands need first (scripts/test.sh, scripts/test-long.sh):
-# starts the services the tests talk to if they are down, builds and
+# starts the services the tests talk to if they are down, turns TLS on for
+# them (scripts/tls.sh), builds and
 # enables the project's x-delayed-message plugin, and deletes the queues
 # that interrupted test runs left on the broker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/services.sh postgres mariadb redis rabbitmq
+# TLS on the same services, for strategies/tests/tls.rs (idempotent: once
+# set up, nothing is restarted).
+if [ "$(id -u)" = 0 ]; then
+  bash scripts/tls.sh setup
+else
+  echo "test.sh: not root, so TLS is not set up; the TLS tests need: sudo bash scripts/tls.sh setup" >&2
+fi
 if command -v rabbitmqctl >/dev/null 2>&1; then
   bash rabbitmq-plugin/install.sh
   # Durable queues and exchanges that earlier, interrupted test runs left

@@ -173,7 +173,9 @@ async fn redis_holdings(url: &str, prefix: &str) -> Result<(u64, u64)> {
 
 /// [`redis_holdings`] of one server.
 async fn node_holdings(url: &str, prefix: &str) -> Result<(u64, u64)> {
-    let client = redis::Client::open(url).context("Redis URL")?;
+    let client = strategies::tls::redis_client(url)
+        .map_err(anyhow::Error::msg)
+        .context("Redis URL")?;
     let mut conn = tokio::time::timeout(
         Duration::from_secs(10),
         client.get_multiplexed_async_connection(),

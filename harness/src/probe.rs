@@ -52,7 +52,16 @@ pub async fn list(services: &ServiceArgs) -> Result<String> {
     for (name, url, probe) in &services {
         match probe {
             Ok(version) => writeln!(out, "  {name:<9} up    {url}: {version}")?,
-            Err(why) => writeln!(out, "  {name:<9} DOWN  {url}: {why}")?,
+            Err(why) => {
+                writeln!(out, "  {name:<9} DOWN  {url}: {why}")?;
+                // A refused TLS connection the probe's own client made
+                // (the strategies' errors carry their hint already).
+                if let Some(hint) =
+                    strategies::tls::refusal_hint(url, why).filter(|_| !why.contains("hint:"))
+                {
+                    writeln!(out, "  hint: {hint}")?;
+                }
+            }
         }
     }
     // rabbit-ttl needs only the broker; only rabbit-delayed needs the

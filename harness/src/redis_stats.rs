@@ -7,7 +7,7 @@
 
 use anyhow::{Context, Result};
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, InfoDict, IntoConnectionInfo};
+use redis::{AsyncConnectionConfig, InfoDict};
 use std::time::Duration;
 
 /// Total `calls=` over every command in `INFO commandstats` of the Redis at
@@ -165,9 +165,12 @@ async fn server_version(url: &str) -> Result<String> {
 /// the harness itself adds to `INFO commandstats` are known exactly. With
 /// it, how many commands connecting sent (0 or 1).
 async fn connect(url: &str) -> Result<(MultiplexedConnection, u64)> {
-    let info = url
-        .into_connection_info()
-        .with_context(|| format!("malformed Redis URL {url}"))?;
+    // Through the TLS module, so a rediss:// URL's files are in `info`.
+    let info = strategies::tls::redis_client(url)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("malformed Redis URL {}", strategies::redact::url(url)))?
+        .get_connection_info()
+        .clone();
     let settings = info
         .redis_settings()
         .clone()

@@ -77,6 +77,26 @@ pub(crate) fn db_error(context: &'static str, e: &sqlx::Error) -> Error {
 }
 
 impl Error {
+    /// [`Error::Unreachable`]: `service` at `url` (already redacted) failed
+    /// with `reason`; `start_hint` says how to start it. When `reason` is a
+    /// refused TLS connection the hint says instead what fixes that, naming
+    /// the URL parameter ([`crate::tls::refusal_hint`]): starting a server
+    /// that answered would not help.
+    pub fn unreachable(
+        service: &'static str,
+        url: String,
+        reason: String,
+        start_hint: String,
+    ) -> Error {
+        let hint = crate::tls::refusal_hint(&url, &reason).unwrap_or(start_hint);
+        Error::Unreachable {
+            service,
+            url,
+            reason,
+            hint,
+        }
+    }
+
     /// Whether retrying the failed transaction may succeed.
     pub fn is_retryable(&self) -> bool {
         matches!(

@@ -28,6 +28,7 @@ pub mod signal;
 pub mod store;
 pub mod strategy_info;
 pub mod timing_wheel;
+pub mod tls;
 mod wake;
 
 pub use canceller::{Canceller, Capabilities, InstanceRole, Service, StrategyCounters};

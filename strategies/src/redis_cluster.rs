@@ -121,12 +121,12 @@ pub async fn masters(url: &str) -> Result<Vec<Master>> {
         })?;
     let masters = parse_nodes(&text, &seed)?;
     if masters.is_empty() {
-        return Err(Error::Unreachable {
-            service: "Redis",
-            url: redact::url(url),
-            reason: "the cluster has no master serving slots (not created yet?)".into(),
-            hint: START_HINT.into(),
-        });
+        return Err(Error::unreachable(
+            "Redis",
+            redact::url(url),
+            "the cluster has no master serving slots (not created yet?)".into(),
+            START_HINT.into(),
+        ));
     }
     Ok(masters)
 }
@@ -194,13 +194,9 @@ pub async fn connect_node(
     node_url: &str,
     shown: &str,
 ) -> Result<redis::aio::MultiplexedConnection> {
-    let unreachable = |reason: String| Error::Unreachable {
-        service: "Redis",
-        url: redact::url(shown),
-        reason,
-        hint: START_HINT.into(),
-    };
-    let client = redis::Client::open(node_url).map_err(|e| unreachable(e.to_string()))?;
+    let unreachable =
+        |reason: String| Error::unreachable("Redis", redact::url(shown), reason, START_HINT.into());
+    let client = crate::tls::redis_client(node_url).map_err(unreachable)?;
     tokio::time::timeout(
         CONNECT_TIMEOUT * 3,
         client.get_multiplexed_async_connection(),

@@ -3,7 +3,7 @@
 //! the broker is on this host (AMQP cannot list queues), and deleted over
 //! AMQP.
 
-use super::management::{api_root, list_over_http};
+use super::management::list_over_http;
 use super::objects::{broker_prefix, BrokerKind, BrokerObject};
 use crate::error::{Error, Result};
 use crate::redact;
@@ -17,19 +17,20 @@ pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> 
     // answer for whichever broker owns port 15672 / the default node there,
     // not necessarily the listed cluster's.
     if crate::rabbit::nodes::split(amqp_url).len() > 1 {
-        return Err(Error::Unreachable {
-            service: "RabbitMQ (listing queues)",
-            url: redact::url(amqp_url),
-            reason: "listing the leftovers of a cluster given as several URLs is not supported"
-                .into(),
-            hint: "list them on one node, e.g. `scripts/rabbitmq-cluster.sh ctl 1 list_queues \
+        return Err(Error::unreachable(
+            "RabbitMQ (listing queues)",
+            redact::url(amqp_url),
+            "listing the leftovers of a cluster given as several URLs is not supported".into(),
+            "list them on one node, e.g. `scripts/rabbitmq-cluster.sh ctl 1 list_queues \
                    name messages` for the local cluster"
                 .into(),
-        });
+        ));
     }
-    let uri: amq_protocol::uri::AMQPUri = amqp_url
+    let config = |e: String| Error::Config(format!("AMQP URL `{}`: {e}", redact::url(amqp_url)));
+    let uri: amq_protocol::uri::AMQPUri = crate::tls::amqp_url_without_files(amqp_url)
+        .map_err(config)?
         .parse()
-        .map_err(|e: String| Error::Config(format!("AMQP URL `{}`: {e}", redact::url(amqp_url))))?;
+        .map_err(config)?;
     let host = uri.authority.host.clone();
     let reachable = tokio::time::timeout(
         Duration::from_secs(5),
@@ -40,18 +41,19 @@ pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> 
         .map_err(|_| "no connection within 5s".to_string())
         .and_then(|r| r.map_err(|e| e.to_string()))
     {
-        return Err(Error::Unreachable {
-            service: "RabbitMQ",
-            url: redact::url(amqp_url),
+        return Err(Error::unreachable(
+            "RabbitMQ",
+            redact::url(amqp_url),
             reason,
-            hint: "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
+            "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
                    `rabbitmq-server -detached`; or pass --amqp / DELAYBENCH_AMQP"
                 .into(),
-        });
+        ));
     }
-    let root = api_root(&host);
+    let root = crate::tls::management_root(amqp_url, &host);
     let api = format!("{root}/api");
-    let http_error = match list_over_http(&root, &uri).await {
+    let client = crate::tls::management_client(amqp_url).map_err(config)?;
+    let http_error = match list_over_http(&root, &uri, client).await {
         Ok(objects) => return Ok((objects, format!("management API {api}"))),
         Err(e) => e,
     };
@@ -74,15 +76,15 @@ pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> 
 }
 
 fn unlisted(amqp_url: &str, reason: String) -> Error {
-    Error::Unreachable {
-        service: "RabbitMQ (listing queues)",
-        url: redact::url(amqp_url),
+    Error::unreachable(
+        "RabbitMQ (listing queues)",
+        redact::url(amqp_url),
         reason,
-        hint: "start RabbitMQ (`docker compose up -d --wait rabbitmq`, or on a Debian host \
+        "start RabbitMQ (`docker compose up -d --wait rabbitmq`, or on a Debian host \
                `rabbitmq-server -detached`) and enable its management API \
                (`rabbitmq-plugins enable rabbitmq_management`), or run on the broker's host"
             .into(),
-    }
+    )
 }
 
 async fn list_with_rabbitmqctl(vhost: &str) -> std::result::Result<Vec<BrokerObject>, String> {
@@ -145,13 +147,15 @@ pub async fn delete_broker(amqp_url: &str, objects: &[BrokerObject]) -> Result<u
     let urls = crate::rabbit::nodes::split(amqp_url);
     let (conn, _) = crate::rabbit::nodes::connect_first(&urls, 0)
         .await
-        .map_err(|reason| Error::Unreachable {
-            service: "RabbitMQ",
-            url: redact::url(amqp_url),
-            reason,
-            hint: "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
+        .map_err(|reason| {
+            Error::unreachable(
+                "RabbitMQ",
+                redact::url(amqp_url),
+                reason,
+                "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
                    `rabbitmq-server -detached`"
-                .into(),
+                    .into(),
+            )
         })?;
     let broker_error = |e: lapin::Error| Error::Broker {
         service: "RabbitMQ",

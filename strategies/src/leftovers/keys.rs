@@ -86,12 +86,12 @@ pub async fn delete_redis_keys(redis_url: &str, keys: &[String]) -> Result<usize
 }
 
 fn cluster_unreachable(redis_url: &str, reason: String) -> Error {
-    Error::Unreachable {
-        service: "Redis",
-        url: redact::url(redis_url),
+    Error::unreachable(
+        "Redis",
+        redact::url(redis_url),
         reason,
-        hint: crate::redis_cluster::START_HINT.into(),
-    }
+        crate::redis_cluster::START_HINT.into(),
+    )
 }
 
 /// Deletes every Redis key of the run with resource prefix `prefix`.
@@ -105,16 +105,18 @@ pub async fn delete_redis_prefix(redis_url: &str, prefix: &str) -> Result<usize>
 }
 
 async fn redis_connect(redis_url: &str) -> Result<redis::aio::MultiplexedConnection> {
-    let unreachable = |reason: String| Error::Unreachable {
-        service: "Redis",
-        url: redact::url(redis_url),
-        reason,
-        hint: "start Redis: `docker compose up -d --wait redis`, or \
+    let unreachable = |reason: String| {
+        Error::unreachable(
+            "Redis",
+            redact::url(redis_url),
+            reason,
+            "start Redis: `docker compose up -d --wait redis`, or \
                `redis-server --daemonize yes --port 6379 --save \"\" --appendonly no`; \
                or pass --redis / DELAYBENCH_REDIS"
-            .into(),
+                .into(),
+        )
     };
-    let client = redis::Client::open(redis_url).map_err(|e| unreachable(e.to_string()))?;
+    let client = crate::tls::redis_client(redis_url).map_err(unreachable)?;
     tokio::time::timeout(
         Duration::from_secs(5),
         client.get_multiplexed_async_connection(),

@@ -1,6 +1,7 @@
 //! Listing a broker's queues and exchanges through the RabbitMQ
 //! management HTTP API (`GET /api/queues/<vhost>`, `/api/exchanges/<vhost>`
-//! on port 15672 of the broker's host), with the AMQP URL's credentials,
+//! on port 15672 of the broker's host, or over HTTPS on 15671 under
+//! `amqps://`), with the AMQP URL's credentials and TLS files,
 //! over reqwest.
 //!
 //! The credentials go in the `Authorization` header (reqwest marks it
@@ -14,27 +15,20 @@ use std::time::Duration;
 /// How long one request may take, from connecting to the end of its body.
 const ANSWER_LIMIT: Duration = Duration::from_secs(5);
 
-/// The management API's root on `host`: `http://<host>:15672` (an IPv6
-/// address in brackets).
-pub(super) fn api_root(host: &str) -> String {
-    if host.contains(':') {
-        format!("http://[{host}]:15672")
-    } else {
-        format!("http://{host}:15672")
-    }
-}
-
 /// The project's (`dlb.*`) queues and exchanges of `uri`'s virtual host,
-/// from the management API at `root` ([`api_root`]), asked with `uri`'s
-/// user and password. An error names the request and why it failed.
+/// from the management API at `root` ([`crate::tls::management_root`]),
+/// asked with `uri`'s user and password through `client` (with the
+/// broker URL's TLS files: [`crate::tls::management_client`]). An error
+/// names the request and why it failed.
 pub(super) async fn list_over_http(
     root: &str,
     uri: &amq_protocol::uri::AMQPUri,
+    client: reqwest::ClientBuilder,
 ) -> std::result::Result<Vec<BrokerObject>, String> {
     let vhost = url::form_urlencoded::byte_serialize(uri.vhost.as_bytes())
         .collect::<String>()
         .replace('/', "%2F");
-    let client = reqwest::Client::builder()
+    let client = client
         .timeout(ANSWER_LIMIT)
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
@@ -171,6 +165,11 @@ mod tests {
         (root, heads)
     }
 
+    /// A client for a plain-HTTP API.
+    fn plain() -> reqwest::ClientBuilder {
+        crate::tls::management_client("amqp://127.0.0.1/%2f").unwrap()
+    }
+
     fn uri() -> amq_protocol::uri::AMQPUri {
         "amqp://guest:s3cret@127.0.0.1:5672/%2f".parse().unwrap()
     }
@@ -187,7 +186,7 @@ mod tests {
     #[tokio::test]
     async fn lists_the_projects_queues_and_exchanges_with_the_urls_credentials() {
         let (root, heads) = serve(the_api).await;
-        let objects = list_over_http(&root, &uri()).await.unwrap();
+        let objects = list_over_http(&root, &uri(), plain()).await.unwrap();
         let queue = |name: &str, messages| BrokerObject {
             kind: BrokerKind::Queue,
             name: name.into(),
@@ -230,7 +229,7 @@ mod tests {
     #[tokio::test]
     async fn a_refused_request_is_named_with_its_status_and_no_password() {
         let (root, _) = serve(|_| Some(("401 Unauthorized", "{}".into()))).await;
-        let error = list_over_http(&root, &uri()).await.unwrap_err();
+        let error = list_over_http(&root, &uri(), plain()).await.unwrap_err();
         assert_eq!(
             error,
             "/api/queues/%2F?columns=name,messages: HTTP 401 Unauthorized"
@@ -240,7 +239,7 @@ mod tests {
     #[tokio::test]
     async fn an_answer_that_is_not_the_apis_list_is_named() {
         let (root, _) = serve(|_| Some(("200 OK", "<html>login</html>".into()))).await;
-        let error = list_over_http(&root, &uri()).await.unwrap_err();
+        let error = list_over_http(&root, &uri(), plain()).await.unwrap_err();
         assert!(
             error.starts_with("unexpected answer to /api/queues/%2F?columns=name,messages: "),
             "{error}"
@@ -253,7 +252,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let root = format!("http://{}", listener.local_addr().unwrap());
         drop(listener);
-        let error = list_over_http(&root, &uri()).await.unwrap_err();
+        let error = list_over_http(&root, &uri(), plain()).await.unwrap_err();
         assert!(error.contains("refused"), "{error}");
         assert!(!error.contains("s3cret"), "{error}");
     }
@@ -262,7 +261,7 @@ mod tests {
     async fn a_silent_server_is_given_up_after_the_limit() {
         let (root, _) = serve(|_| None).await;
         let started = std::time::Instant::now();
-        let error = list_over_http(&root, &uri()).await.unwrap_err();
+        let error = list_over_http(&root, &uri(), plain()).await.unwrap_err();
         assert_eq!(
             error,
             "/api/queues/%2F?columns=name,messages: no answer within 5s"
@@ -272,11 +271,5 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
-    }
-
-    #[test]
-    fn an_ipv6_host_is_bracketed() {
-        assert_eq!(api_root("::1"), "http://[::1]:15672");
-        assert_eq!(api_root("rabbit.local"), "http://rabbit.local:15672");
     }
 }

@@ -162,16 +162,15 @@ impl RabbitStrategy {
                 self.node.store(index, Ordering::Relaxed);
                 Ok(connection)
             }
-            Err(reason) => Err(Error::Unreachable {
-                service: "RabbitMQ",
-                url: redact::url(&self.config.url),
+            Err(reason) => Err(Error::unreachable(
+                "RabbitMQ",
+                redact::url(&self.config.url),
                 reason,
-                hint:
-                    "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
+                "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
                        `rabbitmq-server -detached` (a local cluster: `scripts/services.sh \
                        rabbitmq-cluster`); or set [strategies.rabbit] url"
-                        .into(),
-            }),
+                    .into(),
+            )),
         }
     }
 
@@ -328,15 +327,18 @@ impl Canceller for RabbitStrategy {
         let declared = topology::declare(&ch, &self.names, self.mode, &self.config).await;
         let _ = conn.close(200, "setup done".into()).await;
         declared.map_err(|e| match self.mode {
-            Mode::Delayed if e.to_string().contains("exchange type") || e.to_string().contains("COMMAND_INVALID") => {
-                Error::Unreachable {
-                    service: "RabbitMQ x-delayed-message exchange type",
-                    url: redact::url(&self.config.url),
-                    reason: e.to_string(),
-                    hint: "enable a delayed-message plugin: `bash rabbitmq-plugin/install.sh` (as root) \
+            Mode::Delayed
+                if e.to_string().contains("exchange type")
+                    || e.to_string().contains("COMMAND_INVALID") =>
+            {
+                Error::unreachable(
+                    "RabbitMQ x-delayed-message exchange type",
+                    redact::url(&self.config.url),
+                    e.to_string(),
+                    "enable a delayed-message plugin: `bash rabbitmq-plugin/install.sh` (as root) \
                            builds and enables the project's own"
                         .into(),
-                }
+                )
             }
             _ => self.broker_error("declaring queues", e),
         })

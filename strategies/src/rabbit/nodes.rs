@@ -27,7 +27,7 @@ pub async fn connect_first(
     let mut reasons = Vec::new();
     for step in 0..urls.len() {
         let index = (first + step) % urls.len();
-        match Connection::connect(urls[index], ConnectionProperties::default()).await {
+        match crate::tls::amqp_connect(urls[index], ConnectionProperties::default()).await {
             Ok(connection) => return Ok((connection, index)),
             Err(e) => reasons.push(format!("{}: {e}", redact::url(urls[index]))),
         }

@@ -234,13 +234,15 @@ pub struct BrokerFacts {
 /// list a cluster's nodes: the first that answers is probed.
 pub async fn broker_facts(url: &str) -> crate::error::Result<BrokerFacts> {
     let list = url;
-    let unreachable = |reason: String| crate::error::Error::Unreachable {
-        service: "RabbitMQ",
-        url: crate::redact::url(list),
-        reason,
-        hint: "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
+    let unreachable = |reason: String| {
+        crate::error::Error::unreachable(
+            "RabbitMQ",
+            crate::redact::url(list),
+            reason,
+            "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
                `rabbitmq-server -detached`; or pass --amqp / DELAYBENCH_AMQP"
-            .into(),
+                .into(),
+        )
     };
     let broker_error = |e: lapin::Error| crate::error::Error::Broker {
         service: "RabbitMQ",

@@ -98,15 +98,24 @@ impl RedisZsetConfig {
             crate::redis_cluster::seed_url(&self.url)
                 .and_then(|_| crate::redis_cluster::client(&self.url))
                 .map_err(|e| Error::Config(format!("{field}.url: {e}")))?;
-        } else if !(self.url.starts_with("redis://") || self.url.starts_with("redis+unix://"))
-            || redis::Client::open(self.url.as_str()).is_err()
-        {
-            return Err(Error::Config(format!(
-                "{field}.url = `{}` is not a valid Redis URL; accepted: \
-                 redis://[:password@]host[:port][/db], or redis+cluster://[:password@]host:port \
-                 (a seed node of a Redis Cluster)",
-                redact::url(&self.url)
-            )));
+        } else {
+            let scheme_ok = ["redis://", "rediss://", "redis+unix://"]
+                .iter()
+                .any(|s| self.url.starts_with(s));
+            let why = if scheme_ok {
+                crate::tls::redis_client(&self.url).err()
+            } else {
+                Some("unknown scheme".to_string())
+            };
+            if let Some(why) = why {
+                return Err(Error::Config(format!(
+                    "{field}.url = `{}` is not a valid Redis URL ({why}); accepted: \
+                     redis://[:password@]host[:port][/db], rediss://… (TLS; the CA with \
+                     ?cacert=FILE, a client certificate with &cert=FILE&key=FILE), or \
+                     redis+cluster://[:password@]host:port (a seed node of a Redis Cluster)",
+                    redact::url(&self.url)
+                )));
+            }
         }
         if !(1..=1024).contains(&self.shards()) {
             return Err(Error::Config(format!(

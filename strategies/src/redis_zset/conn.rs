@@ -101,7 +101,7 @@ impl Redis {
             }
         } else {
             Backend::Standalone {
-                client: Client::open(url).map_err(|e| {
+                client: crate::tls::redis_client(url).map_err(|e| {
                     Error::Config(format!("Redis URL `{display_url}` is invalid: {e}"))
                 })?,
                 manager: OnceCell::new(),
@@ -136,17 +136,17 @@ impl Redis {
     }
 
     fn unreachable(&self, reason: String) -> Error {
-        Error::Unreachable {
-            service: "Redis",
-            url: self.display_url.clone(),
+        Error::unreachable(
+            "Redis",
+            self.display_url.clone(),
             reason,
-            hint: if self.is_cluster() {
+            if self.is_cluster() {
                 redis_cluster::START_HINT
             } else {
                 START_HINT
             }
             .to_string(),
-        }
+        )
     }
 
     /// The command connection; it reconnects by itself after Redis (or a

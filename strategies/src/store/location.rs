@@ -293,12 +293,12 @@ pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Maps a connection failure to an error naming the URL and how to start the server.
 pub(super) fn unreachable(kind: DbKind, display_url: &str, e: &sqlx::Error) -> Error {
-    Error::Unreachable {
-        service: kind.service_name(),
-        url: display_url.to_string(),
-        reason: e.to_string(),
-        hint: kind.start_hint().to_string(),
-    }
+    Error::unreachable(
+        kind.service_name(),
+        display_url.to_string(),
+        e.to_string(),
+        kind.start_hint().to_string(),
+    )
 }
 
 /// One connection on the server URL itself, for DDL on namespaces. A plain
