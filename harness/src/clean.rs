@@ -318,7 +318,7 @@ async fn database(url: &str) -> Result<Place> {
 
 async fn namespaces(url: &str, kind: DbKind) -> Result<Vec<String>> {
     use sqlx::Connection;
-    let url = url.replacen("mariadb://", "mysql://", 1);
+    let url = strategies::tls::database_url(&url.replacen("mariadb://", "mysql://", 1));
     Ok(match kind {
         DbKind::Postgres => {
             let mut conn = sqlx::PgConnection::connect(&url).await?;

@@ -149,6 +149,33 @@ fn take_files(url: &str, names: Names) -> Result<(String, TlsFiles), String> {
     Ok((parsed.into(), files))
 }
 
+/// The URL a database client connects with: `url` itself when it names a
+/// TLS mode (`sslmode=` on PostgreSQL, `ssl-mode=` on MariaDB/MySQL), else
+/// `url` with TLS off (`sslmode=disable`, `ssl-mode=DISABLED`).
+///
+/// sqlx's own default is to prefer TLS, which, with TLS built in, would
+/// quietly encrypt every connection to a server that offers it (this
+/// machine's PostgreSQL does): a run's figures would change with the
+/// server's settings rather than the user's URL, and no longer compare with
+/// the runs made before TLS support. So TLS is what the URL asks for, and
+/// only that. Other URLs (SQLite) are returned as they were.
+pub fn database_url(url: &str) -> String {
+    let mode = match url.split("://").next() {
+        Some("postgres" | "postgresql") => ("sslmode", "disable"),
+        Some("mysql" | "mariadb") => ("ssl-mode", "DISABLED"),
+        _ => return url.to_string(),
+    };
+    let named = url.split_once('?').is_some_and(|(_, query)| {
+        url::form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k == mode.0)
+    });
+    if named {
+        url.to_string()
+    } else {
+        let joint = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{joint}{}={}", mode.0, mode.1)
+    }
+}
+
 /// The TLS files `url` names in its service's words (none for SQLite or a
 /// scheme this module does not know).
 pub fn files_of(url: &str) -> Result<TlsFiles, String> {
@@ -365,6 +392,26 @@ mod tests {
                 .ca,
             Some("/t/ca.pem".into())
         );
+    }
+
+    #[test]
+    fn a_database_url_without_a_tls_mode_connects_in_plain_text() {
+        assert_eq!(
+            database_url("postgres://root@127.0.0.1/test"),
+            "postgres://root@127.0.0.1/test?sslmode=disable"
+        );
+        assert_eq!(
+            database_url("mysql://root@127.0.0.1:3306/test?charset=utf8mb4"),
+            "mysql://root@127.0.0.1:3306/test?charset=utf8mb4&ssl-mode=DISABLED"
+        );
+        for asked in [
+            "postgres://root@localhost/test?sslmode=verify-full&sslrootcert=/t/ca.pem",
+            "mysql://root@localhost/test?ssl-mode=REQUIRED",
+            "sqlite://",
+            "sqlite:///tmp/x.sqlite",
+        ] {
+            assert_eq!(database_url(asked), asked);
+        }
     }
 
     #[test]

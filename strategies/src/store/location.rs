@@ -245,15 +245,16 @@ impl DbLocation {
 
     /// The URL a pool connects to: for MariaDB/MySQL the namespace is the
     /// database in the path; PostgreSQL selects its schema with `search_path`.
+    /// TLS as the URL asks for it, and only then ([`crate::tls::database_url`]).
     pub(crate) fn connect_url(&self) -> Result<String> {
         match self.kind {
             DbKind::Mysql => {
                 let mut url = url::Url::parse(&self.url)
                     .map_err(|e| Error::Config(format!("malformed database URL: {e}")))?;
                 url.set_path(&format!("/{}", self.namespace));
-                Ok(url.to_string())
+                Ok(crate::tls::database_url(url.as_str()))
             }
-            _ => Ok(self.url.clone()),
+            _ => Ok(crate::tls::database_url(&self.url)),
         }
     }
 }
@@ -306,7 +307,7 @@ pub(super) fn unreachable(kind: DbKind, display_url: &str, e: &sqlx::Error) -> E
 /// being retried until a timeout.
 pub(super) async fn admin_connect(server: &DbServer) -> Result<AnyConnection> {
     sqlx::any::install_default_drivers();
-    let connect = AnyConnection::connect(server.url());
+    let connect = AnyConnection::connect(&crate::tls::database_url(server.url()));
     match tokio::time::timeout(CONNECT_TIMEOUT, connect).await {
         Ok(Ok(conn)) => Ok(conn),
         Ok(Err(e)) => Err(unreachable(server.kind(), &server.display_url(), &e)),
@@ -386,7 +387,7 @@ mod tests {
         };
         assert_eq!(
             loc.connect_url().unwrap(),
-            "mysql://root@127.0.0.1:3306/ns_1"
+            "mysql://root@127.0.0.1:3306/ns_1?ssl-mode=DISABLED"
         );
     }
 }
