@@ -217,7 +217,7 @@ pub async fn amqp_connect(
     if files.is_empty() {
         return lapin::Connection::connect(&plain, properties)
             .await
-            .map_err(|e| with_causes(&e));
+            .map_err(|e| crate::error::with_causes(&e));
     }
     if !plain.starts_with("amqps://") {
         return Err("cacertfile=, certfile= and keyfile= need an amqps:// URL (TLS)".into());
@@ -233,10 +233,10 @@ pub async fn amqp_connect(
             .ca_pem(AMQP)?
             .map(|pem| String::from_utf8_lossy(&pem).into_owned()),
     };
-    let runtime = lapin::runtime::default_runtime().map_err(|e| with_causes(&e))?;
+    let runtime = lapin::runtime::default_runtime().map_err(|e| crate::error::with_causes(&e))?;
     lapin::Connection::connect_with_config(&plain, properties, config, runtime)
         .await
-        .map_err(|e| with_causes(&e))
+        .map_err(|e| crate::error::with_causes(&e))
 }
 
 /// `url` (an AMQP URL) without the TLS file parameters, for a parser that
@@ -289,21 +289,6 @@ fn install_ring() {
     // is what sqlx, redis and lapin use here too. Err: already installed.
     #[allow(deprecated)]
     let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
-/// An error and its causes on one line.
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// What fixes a refused TLS connection to `url`, when `reason` (the

@@ -91,17 +91,10 @@ async fn get_list(
 
 /// `e` and its causes, `: `-separated (`error sending request: client
 /// error (Connect): tcp connect error: Connection refused (os error
-/// 111)`), without the URL reqwest adds: the caller names the request.
+/// 111)`; [`crate::error::with_causes`]), without the URL reqwest adds:
+/// the caller names the request.
 fn with_causes(e: reqwest::Error) -> String {
-    let e = e.without_url();
-    let mut text = e.to_string();
-    let mut cause = std::error::Error::source(&e);
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
+    crate::error::with_causes(&e.without_url())
 }
 
 #[cfg(test)]
