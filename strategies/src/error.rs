@@ -44,23 +44,6 @@ pub enum Error {
 /// Result alias used throughout the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// An error and its causes on one line, a cause left out where the text
-/// already holds it (clients that repeat their source in their own
-/// message would otherwise print it twice).
-pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// Adds a context to a sqlx error and classifies it as retryable or not.
 pub(crate) trait DbContext<T> {
     fn ctx(self, context: &'static str) -> Result<T>;

@@ -8,6 +8,7 @@
 //! - the contract every strategy meets: [`Canceller`] and [`conformance`]
 
 pub mod canceller;
+mod causes;
 pub mod ceiling;
 pub mod checker;
 pub mod conformance;

@@ -217,7 +217,7 @@ pub async fn amqp_connect(
     if files.is_empty() {
         return lapin::Connection::connect(&plain, properties)
             .await
-            .map_err(|e| crate::error::with_causes(&e));
+            .map_err(|e| crate::causes::with_causes(&e));
     }
     if !plain.starts_with("amqps://") {
         return Err("cacertfile=, certfile= and keyfile= need an amqps:// URL (TLS)".into());
@@ -233,10 +233,10 @@ pub async fn amqp_connect(
             .ca_pem(AMQP)?
             .map(|pem| String::from_utf8_lossy(&pem).into_owned()),
     };
-    let runtime = lapin::runtime::default_runtime().map_err(|e| crate::error::with_causes(&e))?;
+    let runtime = lapin::runtime::default_runtime().map_err(|e| crate::causes::with_causes(&e))?;
     lapin::Connection::connect_with_config(&plain, properties, config, runtime)
         .await
-        .map_err(|e| crate::error::with_causes(&e))
+        .map_err(|e| crate::causes::with_causes(&e))
 }
 
 /// `url` (an AMQP URL) without the TLS file parameters, for a parser that

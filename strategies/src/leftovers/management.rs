@@ -91,10 +91,10 @@ async fn get_list(
 
 /// `e` and its causes, `: `-separated (`error sending request: client
 /// error (Connect): tcp connect error: Connection refused (os error
-/// 111)`; [`crate::error::with_causes`]), without the URL reqwest adds:
+/// 111)`; [`crate::causes::with_causes`]), without the URL reqwest adds:
 /// the caller names the request.
 fn with_causes(e: reqwest::Error) -> String {
-    crate::error::with_causes(&e.without_url())
+    crate::causes::with_causes(&e.without_url())
 }
 
 #[cfg(test)]
