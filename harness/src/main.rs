@@ -185,7 +185,12 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_start(proxy::precise_timers)
+        .build()
+        .expect("tokio runtime");
+    proxy::precise_timers();
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run {

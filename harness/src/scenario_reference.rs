@@ -81,6 +81,7 @@ mod tests {
                 l.starts_with(&format!("{key} = "))
                     || l.contains(&format!("[strategies.{key}]"))
                     || l.contains(&format!("[{key}."))
+                    || (l.starts_with('[') && l.contains(&format!(".{key}]")))
                     || l.contains(&format!("[{key}]"))
                     || l.contains(&format!("[[{key}]]"))
             })

@@ -169,7 +169,28 @@ pub fn limits(sources: &[Source]) -> Vec<String> {
         urls.push(o.redis_zset.url.clone());
     }
     let remote: Vec<&String> = urls.iter().filter(|u| !is_loopback(u)).collect();
-    if remote.is_empty() {
+    let simulated: Vec<String> = sources
+        .iter()
+        .filter(|s| s.info.scenario.network.adds_anything())
+        .map(|s| format!("{} ({})", s.label, s.info.scenario.network.label()))
+        .collect();
+    if !simulated.is_empty() {
+        lines.push(format!(
+            "**Network simulated.** {} held a steady round trip between the services and the \
+             order service and instances, by the harness's proxy on this host (not netem, not \
+             a real network: TCP's own behaviour over a long link and the proxy's CPU are not \
+             a real network's); {}.",
+            simulated.join("; "),
+            if simulated.len() == sources.len() {
+                "every source did"
+            } else {
+                "the other sources were over loopback"
+            }
+        ));
+    }
+    if remote.is_empty() && !simulated.is_empty() {
+        // Said above.
+    } else if remote.is_empty() {
         lines.push(
             "**Loopback only.** Every service was reached over 127.0.0.1: no network latency or \
              loss between hosts, apart from the partitions and latency the harness injected."

@@ -1,52 +1,11 @@
-//! Running a scenario's faults in one strategy's run: the proxies the
-//! network faults need, and each fault at its time on a task of its own.
+//! Running a scenario's faults in one strategy's run, each at its time on
+//! a task of its own (the proxies the network faults act on are started
+//! with the run's links, `session/links.rs`).
 
 use super::context::FaultContext;
 use super::fault::Fault;
 use super::record::{FaultReach, FaultRecord};
-use super::target::Target;
-use crate::proxy::{route_through, upstream_of, FaultProxy};
-use std::collections::{BTreeMap, BTreeSet};
-use strategies::{DbKind, DbLocation, InstanceRole, Service, StrategyOptions};
-
-/// Starts a proxy in front of each backend that the scenario's network
-/// faults target and the strategy's instances use, and returns the
-/// location and options that send the instances through them. Without
-/// network faults the instances connect directly, as they always did.
-pub async fn route(
-    faults: &[Fault],
-    requires: &[Service],
-    location: &DbLocation,
-    options: &StrategyOptions,
-) -> anyhow::Result<(BTreeMap<Target, FaultProxy>, DbLocation, StrategyOptions)> {
-    let (mut location, mut options) = (location.clone(), options.clone());
-    let mut proxies = BTreeMap::new();
-    let targets: BTreeSet<Target> = faults.iter().filter_map(Fault::link).collect();
-    for target in targets {
-        let url = match target {
-            Target::Database if location.kind != DbKind::Sqlite => &mut location.url,
-            Target::Redis if requires.contains(&Service::Redis) => {
-                // The cluster client connects to every master at the
-                // addresses the cluster announces, past a proxy in front
-                // of the seed: the fault would cut almost nothing.
-                anyhow::ensure!(
-                    !strategies::redis_cluster::is_cluster(&options.redis_zset.url),
-                    "a `partition` or `latency` fault on target = \"redis\" cannot act on a \
-                     Redis Cluster ({}): its clients reach every master directly. Use a \
-                     run-command fault on a node instead (scenarios/redis-cluster.toml)",
-                    strategies::redact::url(&options.redis_zset.url)
-                );
-                &mut options.redis_zset.url
-            }
-            Target::Rabbitmq if requires.contains(&Service::RabbitMq) => &mut options.rabbit.url,
-            _ => continue, // recorded as not applicable when the fault comes
-        };
-        let proxy = FaultProxy::start(target, upstream_of(url)?).await?;
-        *url = route_through(url, proxy.local_addr())?;
-        proxies.insert(target, proxy);
-    }
-    Ok((proxies, location, options))
-}
+use strategies::InstanceRole;
 
 /// Runs every fault at its time after `t0`, each on its own task so a slow
 /// restart never delays the next fault, and returns the records in

@@ -41,7 +41,7 @@ pub use fault::{read_faults, Fault};
 // Code outside reads a fault's kind through `Fault`; tests name it.
 #[cfg(test)]
 pub use fault::FaultAction;
-pub use inject::{inject, route};
+pub use inject::inject;
 pub use list::FaultKind;
 pub use loss::{missed_by_fault, FaultLoss};
 pub use pause_instance::count_duplicates;

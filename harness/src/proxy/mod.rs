@@ -20,14 +20,23 @@
 //! hanging until their own timeouts) is what [`FaultProxy::add_latency`] with
 //! a long delay approximates.
 //!
+//! The same proxy also holds a steady [`Link`] for a whole run
+//! (`[network]`): a round trip, jitter and bandwidth between the
+//! application side and the service, the latency fault adding on top.
+//!
 //! [`relay`] is the proxy itself (listening, admitting, forwarding, cutting),
 //! [`state`] what its connections share (the fault windows, the epoch, the
-//! counters), [`url`] how a backend URL is sent through it.
+//! counters), [`link`] the steady link, [`clock`] the sub-millisecond
+//! sleep its holds need, [`url`] how a backend URL is sent through it.
 
+mod clock;
+mod link;
 mod relay;
 mod state;
 mod url;
 
+pub use clock::precise_timers;
+pub use link::{parse_bandwidth, Link};
 pub use relay::FaultProxy;
 pub use state::ProxyStats;
 pub use url::{route_through, upstream_of};

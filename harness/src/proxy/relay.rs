@@ -3,7 +3,9 @@
 //! pumps that hold chunks for the latency window and stop when a
 //! partition cuts their epoch.
 
-use super::state::{deadline, Direction, ProxyStats, Shared, State};
+use super::clock::HoldClock;
+use super::link::Link;
+use super::state::{deadline, Direction, HoldStats, ProxyStats, Shared, State};
 use crate::faults::Target;
 use anyhow::{bail, Context, Result};
 use std::io;
@@ -46,8 +48,11 @@ impl FaultProxy {
     /// `upstream` (`host:port`, resolved per connection). Loopback only: the
     /// workers run on this machine and nothing else should reach a backend
     /// through an unauthenticated relay. Needs a tokio runtime (it spawns the
-    /// accept loop).
-    pub async fn start(target: Target, upstream: String) -> Result<FaultProxy> {
+    /// accept loop). Holds `link` for as long as it runs: every chunk in
+    /// either direction waits its one-way share of the round trip (and its
+    /// turn on the wire, under a bandwidth); a latency fault adds on top.
+    /// [`Link::LOOPBACK`] adds nothing until a fault asks.
+    pub async fn start(target: Target, upstream: String, link: Link) -> Result<FaultProxy> {
         // Catch a URL passed by mistake now rather than at every connection.
         match upstream.rsplit_once(':') {
             Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {}
@@ -62,6 +67,10 @@ impl FaultProxy {
         let stop = CancellationToken::new();
         let shared = Arc::new(Shared {
             target,
+            link,
+            draws: AtomicU64::new(u64::from(local_addr.port())),
+            wire_free: Mutex::new([None, None]),
+            late: Mutex::new(hdrhistogram::Histogram::new(3).context("a histogram of 3 digits")?),
             upstream,
             local_addr,
             state: Mutex::new(State {
@@ -134,6 +143,21 @@ impl FaultProxy {
     /// the same.
     pub fn shutdown(&self) {
         self.shared.stop.cancel();
+    }
+
+    /// The backend it stands in front of.
+    pub fn target(&self) -> Target {
+        self.shared.target
+    }
+
+    /// The steady link it holds.
+    pub fn link(&self) -> Link {
+        self.shared.link
+    }
+
+    /// How late its held chunks were written, so far.
+    pub fn hold_stats(&self) -> HoldStats {
+        self.shared.hold_stats()
     }
 
     /// The counters so far.
@@ -306,9 +330,17 @@ where
         }
     };
     let write = async move {
+        let mut clock = None;
         while let Some((hold, chunk, permit)) = rx.recv().await {
-            if let Some(at) = hold {
-                tokio::time::sleep_until(at).await;
+            if let Some(ready) = hold {
+                // Behind the chunks ahead of it on the wire, then on time;
+                // what the relay adds past that is recorded.
+                let at = shared.wire(direction, ready, chunk.len());
+                clock
+                    .get_or_insert_with(HoldClock::new)
+                    .sleep_until(at)
+                    .await;
+                shared.held(Instant::now().saturating_duration_since(at));
             }
             shared
                 .bytes(direction)

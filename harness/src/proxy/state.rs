@@ -1,7 +1,9 @@
 //! What a proxy's connections share: the fault windows and the current
 //! epoch under one lock, and the counters they add to.
 
+use super::link::Link;
 use crate::faults::Target;
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -33,9 +35,33 @@ pub struct ProxyStats {
     pub bytes_down: u64,
 }
 
+/// How faithfully a proxy kept its holds: every chunk it held (for a
+/// steady link or a latency fault) and how much later than its hold time
+/// it was written, the relay's own scheduling on a busy machine. A
+/// round trip is late by about twice these.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HoldStats {
+    /// Chunks held, both directions.
+    pub chunks: u64,
+    /// Written after their hold time by, in µs: median, 99th percentile
+    /// and the most.
+    pub late_p50_us: u64,
+    pub late_p99_us: u64,
+    pub late_max_us: u64,
+}
+
 #[derive(Debug)]
 pub(super) struct Shared {
     pub(super) target: Target,
+    /// The steady link held for the whole run (`[network]`).
+    pub(super) link: Link,
+    /// The jitter's draws (splitmix64): statistically fine, and cheap
+    /// under many connections.
+    pub(super) draws: AtomicU64,
+    /// When each direction's wire is free again, under a bandwidth.
+    pub(super) wire_free: Mutex<[Option<Instant>; 2]>,
+    /// How late held chunks were written, µs.
+    pub(super) late: Mutex<Histogram<u64>>,
     pub(super) upstream: String,
     pub(super) local_addr: SocketAddr,
     /// Parent of every epoch token: cancelling it cuts everything at once.
@@ -67,8 +93,8 @@ pub(super) struct State {
 /// Which way a chunk goes, to pick its byte counter.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Direction {
-    Up,
-    Down,
+    Up = 0,
+    Down = 1,
 }
 
 impl Shared {
@@ -113,12 +139,68 @@ impl Shared {
         }
     }
 
-    /// When a chunk read at `now` may be written: `None` outside a latency
-    /// window.
+    /// When a chunk read at `now` may be written: its one-way share of the
+    /// steady link plus a latency fault's delay while one is on; `None`
+    /// when neither holds it.
     pub(super) fn hold_until(&self, now: Instant) -> Option<Instant> {
-        match self.state().latency {
-            Some((add, end)) if now < end && !add.is_zero() => Some(deadline(now, add)),
-            _ => None,
+        let steady = if self.link.rtt.is_zero() && self.link.jitter.is_zero() {
+            Duration::ZERO
+        } else {
+            self.link.one_way(self.draw())
+        };
+        let fault = match self.state().latency {
+            Some((add, end)) if now < end => add,
+            _ => Duration::ZERO,
+        };
+        let hold = steady + fault;
+        // Under a bandwidth every chunk queues for the wire, held or not.
+        (!hold.is_zero() || self.link.bandwidth_bps.is_some()).then(|| deadline(now, hold))
+    }
+
+    /// A uniform draw in `[0, 1)`.
+    fn draw(&self) -> f64 {
+        let mut z = self
+            .draws
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Relaxed)
+            .wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// When a chunk of `bytes` ready at `ready` has gone out in
+    /// `direction`, the bytes queued ahead of it on the link sent first;
+    /// `ready` itself without a bandwidth.
+    pub(super) fn wire(&self, direction: Direction, ready: Instant, bytes: usize) -> Instant {
+        let send = self.link.wire_time(bytes);
+        if send.is_zero() {
+            return ready;
+        }
+        let mut free = self
+            .wire_free
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let slot = &mut free[direction as usize];
+        let start = slot.map_or(ready, |f| f.max(ready));
+        let done = start + send;
+        *slot = Some(done);
+        done
+    }
+
+    /// Notes a held chunk written `late` after its time.
+    pub(super) fn held(&self, late: Duration) {
+        let mut hist = self.late.lock().unwrap_or_else(PoisonError::into_inner);
+        hist.saturating_record(late.as_micros().min(u64::MAX as u128) as u64);
+    }
+
+    pub(super) fn hold_stats(&self) -> HoldStats {
+        let hist = self.late.lock().unwrap_or_else(PoisonError::into_inner);
+        HoldStats {
+            chunks: hist.len(),
+            late_p50_us: hist.value_at_quantile(0.5),
+            late_p99_us: hist.value_at_quantile(0.99),
+            late_max_us: hist.max(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Against the real services on 127.0.0.1 (`scripts/services.sh` starts
 //! them): a proxy is only worth what real clients make of its faults.
 
-use super::{route_through, upstream_of, FaultProxy};
+use super::{route_through, upstream_of, FaultProxy, Link};
 use crate::faults::Target;
 use anyhow::Result;
 use sqlx::Connection;
@@ -30,7 +30,7 @@ async fn require(service: &str, url: &str) {
 
 async fn redis_proxy() -> Result<(FaultProxy, redis::Client)> {
     require("redis", REDIS).await;
-    let proxy = FaultProxy::start(Target::Redis, upstream_of(REDIS)?).await?;
+    let proxy = FaultProxy::start(Target::Redis, upstream_of(REDIS)?, Link::LOOPBACK).await?;
     let client = redis::Client::open(route_through(REDIS, proxy.local_addr())?)?;
     Ok((proxy, client))
 }
@@ -170,6 +170,80 @@ async fn latency_delays_each_direction() -> Result<()> {
     Ok(())
 }
 
+/// A steady link holds every round trip at least its `rtt` for as long as
+/// the proxy runs, on open and new connections, and records each held
+/// chunk. Lower bounds only: the wall clock may always take longer, and how
+/// much longer is what the hold statistics report.
+#[tokio::test]
+async fn steady_link_holds_every_round_trip() -> Result<()> {
+    require("redis", REDIS).await;
+    let link = Link {
+        rtt: Duration::from_millis(3),
+        jitter: Duration::from_millis(1),
+        bandwidth_bps: None,
+    };
+    let proxy = FaultProxy::start(Target::Redis, upstream_of(REDIS)?, link).await?;
+    let client = redis::Client::open(route_through(REDIS, proxy.local_addr())?)?;
+    let mut open = client.get_multiplexed_async_connection().await?;
+    let floor = link.rtt - link.jitter;
+    for _ in 0..20 {
+        let t = Instant::now();
+        assert_eq!(ping(&mut open).await?, "PONG");
+        assert!(
+            t.elapsed() >= floor,
+            "PING took {:?} on {}",
+            t.elapsed(),
+            link.label()
+        );
+    }
+    let held = proxy.hold_stats();
+    assert!(held.chunks >= 40, "20 PINGs, each held both ways: {held:?}");
+    assert!(held.late_p50_us <= held.late_p99_us && held.late_p99_us <= held.late_max_us);
+    // A latency fault adds to the steady link rather than replacing it.
+    let add = Duration::from_millis(20);
+    proxy.add_latency(add, Duration::from_secs(5));
+    let t = Instant::now();
+    assert_eq!(ping(&mut open).await?, "PONG");
+    assert!(t.elapsed() >= 2 * add + floor, "{:?}", t.elapsed());
+    proxy.shutdown();
+    Ok(())
+}
+
+/// A bandwidth makes a payload wait its size over the rate: a 200 kB value
+/// at 8 Mbit/s is 200 ms on the wire each way (SET up, GET down).
+#[tokio::test]
+async fn bandwidth_paces_bytes() -> Result<()> {
+    require("redis", REDIS).await;
+    let link = Link {
+        bandwidth_bps: Some(8_000_000),
+        ..Link::LOOPBACK
+    };
+    let proxy = FaultProxy::start(Target::Redis, upstream_of(REDIS)?, link).await?;
+    let client = redis::Client::open(route_through(REDIS, proxy.local_addr())?)?;
+    let mut con = client.get_multiplexed_async_connection().await?;
+    let value = vec![b'x'; 200_000];
+    let key = format!("delaybench:proxy-test:{}", proxy.local_addr().port());
+    let t = Instant::now();
+    let () = redis::cmd("SET")
+        .arg(&key)
+        .arg(&value)
+        .query_async(&mut con)
+        .await?;
+    let up = t.elapsed();
+    let t = Instant::now();
+    let back: Vec<u8> = redis::cmd("GET").arg(&key).query_async(&mut con).await?;
+    let down = t.elapsed();
+    let () = redis::cmd("DEL").arg(&key).query_async(&mut con).await?;
+    assert_eq!(back.len(), value.len());
+    let wire = link.wire_time(value.len());
+    assert!(
+        up >= wire && down >= wire,
+        "SET {up:?}, GET {down:?}, wire {wire:?}"
+    );
+    proxy.shutdown();
+    Ok(())
+}
+
 #[tokio::test]
 async fn shutdown_stops_listening_and_drops_connections() -> Result<()> {
     let (proxy, client) = redis_proxy().await?;
@@ -193,7 +267,8 @@ async fn shutdown_stops_listening_and_drops_connections() -> Result<()> {
 async fn upstream_down_closes_the_client() -> Result<()> {
     // A port that was just free: nothing listens there.
     let port = TcpListener::bind("127.0.0.1:0").await?.local_addr()?.port();
-    let proxy = FaultProxy::start(Target::Redis, format!("127.0.0.1:{port}")).await?;
+    let proxy =
+        FaultProxy::start(Target::Redis, format!("127.0.0.1:{port}"), Link::LOOPBACK).await?;
     let mut s = TcpStream::connect(proxy.local_addr()).await?;
     let mut buf = [0u8; 1];
     let read = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await?;
@@ -205,7 +280,7 @@ async fn upstream_down_closes_the_client() -> Result<()> {
 #[tokio::test]
 async fn postgres_select_through_proxy_and_cut() -> Result<()> {
     require("postgres", POSTGRES).await;
-    let proxy = FaultProxy::start(Target::Database, upstream_of(POSTGRES)?).await?;
+    let proxy = FaultProxy::start(Target::Database, upstream_of(POSTGRES)?, Link::LOOPBACK).await?;
     let mut conn =
         sqlx::PgConnection::connect(&route_through(POSTGRES, proxy.local_addr())?).await?;
     let one: i32 = sqlx::query_scalar("SELECT 1").fetch_one(&mut conn).await?;
@@ -226,7 +301,7 @@ async fn postgres_select_through_proxy_and_cut() -> Result<()> {
 #[tokio::test]
 async fn amqp_header_exchange_through_proxy() -> Result<()> {
     require("rabbitmq", RABBITMQ).await;
-    let proxy = FaultProxy::start(Target::Rabbitmq, upstream_of(RABBITMQ)?).await?;
+    let proxy = FaultProxy::start(Target::Rabbitmq, upstream_of(RABBITMQ)?, Link::LOOPBACK).await?;
     let mut s = TcpStream::connect(proxy.local_addr()).await?;
     s.write_all(b"AMQP\x00\x00\x09\x01").await?;
     let mut frame_type = [0u8; 1];

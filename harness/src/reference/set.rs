@@ -46,6 +46,16 @@ pub const MATRIX: &[Entry] = &[
         args: &["run", "--repeat", "3", "--strategies", MAIN],
     },
     Entry {
+        name: "same-zone",
+        what: "the quick scenario with a 0.5 ms round trip to every service (the harness's proxy)",
+        args: &["run", "--repeat", "3", "--network", "same-zone", "--strategies", MAIN],
+    },
+    Entry {
+        name: "cross-zone",
+        what: "the quick scenario with a 2 ms round trip to every service (the harness's proxy)",
+        args: &["run", "--repeat", "3", "--network", "cross-zone", "--strategies", MAIN],
+    },
+    Entry {
         name: "busy",
         what: "200 orders/s: lateness and database cost per cancel, remedies included",
         args: &["run", "--scenario", "busy", "--repeat", "3", "--strategies", WITH_REMEDIES],

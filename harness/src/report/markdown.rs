@@ -90,6 +90,9 @@ pub fn markdown(
         if let Some(hook) = &s.before_strategy {
             let _ = writeln!(out, "- {}", hook.describe());
         }
+        for link in s.network.iter().flatten() {
+            let _ = writeln!(out, "- network: {}", link.describe());
+        }
         for fault in &s.faults {
             let _ = writeln!(out, "- **fault**: {}", fault.describe());
         }

@@ -113,6 +113,17 @@ pub(crate) fn run_facts(info: &RunInfo) -> Vec<(String, bool)> {
             true,
         ));
     }
+    if sc.network.adds_anything() {
+        lines.push((
+            format!(
+                "Network ([network]): {}, held for the whole run by the harness's proxy between \
+                 the services and the order service and canceller instances (not by netem; how \
+                 late the proxy held is in each strategy's section).",
+                sc.network.label()
+            ),
+            true,
+        ));
+    }
     if let Some(hook) = &sc.before_each_strategy {
         lines.push((
             format!(

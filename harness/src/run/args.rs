@@ -25,6 +25,11 @@ pub struct CommonArgs {
     pub strategies: Option<String>,
     #[command(flatten)]
     pub services: ServiceArgs,
+    /// Hold a steady round trip between the services and the order service and canceller
+    /// instances for the whole run, by the harness's proxy: loopback, same-zone
+    /// (0.5 ms ± 0.05 ms) or cross-zone (2 ms ± 0.2 ms). Replaces the scenario's [network].
+    #[arg(long, value_name = "PRESET")]
+    pub network: Option<String>,
     /// Folder that receives <run-id>/.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
@@ -37,6 +42,17 @@ impl CommonArgs {
         let (mut scenario, origin) = Scenario::load(self.scenario.as_deref(), default_preset)?;
         restore_default_broker(&mut scenario);
         self.services.apply(&mut scenario.strategies);
+        if let Some(preset) = &self.network {
+            scenario.network = crate::scenario::Network {
+                preset: Some(preset.clone()),
+                ..Default::default()
+            };
+            scenario.network.validate().map_err(|e| {
+                anyhow::anyhow!(
+                    "--network {preset}: {e}; a scenario's [network] sets round trips of its own"
+                )
+            })?;
+        }
         scenario.validate()?;
         Ok((scenario, origin))
     }
@@ -230,10 +246,30 @@ mod tests {
             scenario: None,
             strategies: None,
             services: ServiceArgs::default(),
+            network: None,
             out: PathBuf::from("results"),
         };
         assert!(unnamed.selected_for(&scenario, true).is_ok());
         assert!(unnamed.selected_for(&scenario, false).is_err());
+    }
+
+    #[test]
+    fn network_flag_replaces_the_scenarios_network() {
+        let args = |network: &str| CommonArgs {
+            scenario: None,
+            strategies: None,
+            services: ServiceArgs::default(),
+            network: Some(network.into()),
+            out: PathBuf::from("results"),
+        };
+        let (scenario, _) = args("cross-zone").scenario("quick").unwrap();
+        let rtt = scenario.network.link(crate::faults::Target::Redis).rtt;
+        assert_eq!(rtt, std::time::Duration::from_millis(2));
+        let e = args("mars").scenario("quick").unwrap_err().to_string();
+        assert!(
+            e.contains("--network mars") && e.contains("same-zone"),
+            "{e}"
+        );
     }
 
     #[test]

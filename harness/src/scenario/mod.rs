@@ -7,12 +7,13 @@
 //! The [`Scenario`] here, loaded and checked as a whole; each table of it
 //! in a file of its own: [`orders`] (`[[timeouts]]`, `[stock]`,
 //! `[payments]`, `[schedule-retry]`), [`measure`], [`sweep`], [`backlog`],
-//! [`storm`] and [`before_each`] (`[before-each-strategy]`). `[[faults]]` are read
+//! [`storm`], [`network`] and [`before_each`] (`[before-each-strategy]`). `[[faults]]` are read
 //! by the fault kinds, each from its own fields (`crate::faults`).
 
 mod backlog;
 mod before_each;
 mod measure;
+mod network;
 mod orders;
 mod storm;
 mod sweep;
@@ -22,6 +23,7 @@ mod tests;
 pub use backlog::Backlog;
 pub use before_each::BeforeEachStrategy;
 pub use measure::Measure;
+pub use network::{Network, TARGETS as NETWORK_TARGETS};
 pub use orders::ScheduleRetry;
 pub use storm::Storm;
 pub use sweep::Sweep;
@@ -95,6 +97,11 @@ pub struct Scenario {
     /// (`[schedule-retry]`).
     #[serde(default)]
     pub schedule_retry: ScheduleRetry,
+    /// A steady round trip between the application side and each service,
+    /// held by the harness's proxy for the whole run (`[network]`; default
+    /// none: loopback).
+    #[serde(default, skip_serializing_if = "Network::is_unset")]
+    pub network: Network,
     /// What the workers measure on the strategy's path (`[measure]`).
     #[serde(default)]
     pub measure: Measure,
@@ -324,6 +331,7 @@ impl Scenario {
         }
         self.sweep.validate()?;
         self.measure.validate()?;
+        self.network.validate()?;
         if let Some(b) = &self.backlog {
             if b.pending.is_empty() || b.pending.iter().any(|n| *n > 100_000_000) {
                 bail!("field `backlog.pending` = {:?} is out of range; accepted values: a list of 1 to many sizes, each 0 to 100000000 orders", b.pending);

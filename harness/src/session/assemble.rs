@@ -167,6 +167,7 @@ pub(super) fn summary(
         schedule_path_us: schedule_path,
         overdue,
         cpu: observed.cpu,
+        network: setup.links.records(),
         backlog: setup.backlog.map(|held| held.record),
         storm: setup
             .storm

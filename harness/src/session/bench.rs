@@ -2,8 +2,10 @@
 //! pool on a fresh schema, sized for the offered rate. A strategy's
 //! session and the sweep's generator step both drive their load through it.
 
+use crate::faults::Target;
 use crate::scenario::Scenario;
 use anyhow::Result;
+use std::time::Duration;
 use strategies::{DbKind, DbLocation, OrderStore};
 
 /// The order service's store and how many connections it holds.
@@ -18,7 +20,8 @@ pub struct Bench {
 impl Bench {
     /// Connects to `location` and installs the schema with the scenario's stock.
     pub async fn open(location: &DbLocation, scenario: &Scenario) -> Result<Bench> {
-        let connections = connections_for(scenario.rate, location.kind);
+        let rtt = scenario.network.link(Target::Database).rtt;
+        let connections = connections_for(scenario.rate, rtt, location.kind);
         let store = OrderStore::connect(location, connections).await?;
         store
             .install_schema(scenario.stock.skus, scenario.stock.initial)
@@ -29,11 +32,13 @@ impl Bench {
 
 /// Connections in the harness's own pool for orders and payment callbacks,
 /// sized for the offered rate so the workload is not held up waiting for
-/// one (the generator's lag, measured to commit, shows it if it still is).
+/// one (the generator's lag, measured to commit, shows it if it still is):
+/// each order holds one for about 20 ms at most on loopback, plus its round
+/// trips (a checkout is about eight statements) across a `[network]` link.
 /// SQLite serialises writers, so more connections there only add waiting.
-fn connections_for(rate: f64, kind: DbKind) -> u32 {
+fn connections_for(rate: f64, rtt: Duration, kind: DbKind) -> u32 {
     match kind {
         DbKind::Sqlite => 16,
-        _ => ((rate / 50.0).ceil() as u32).clamp(16, 64),
+        _ => ((rate * (0.02 + 8.0 * rtt.as_secs_f64())).ceil() as u32).clamp(16, 64),
     }
 }

@@ -21,6 +21,7 @@
 mod assemble;
 mod bench;
 mod cost;
+mod links;
 mod load;
 mod setup;
 mod window;

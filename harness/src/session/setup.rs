@@ -4,15 +4,13 @@
 //! and the storm, written and handed to the instances as live orders are.
 
 use super::bench::Bench;
+use super::links::Links;
 use crate::backlog::{self, Backends};
-use crate::faults::{self, Target};
 use crate::instance::{Pool, WorkerSpec};
 use crate::model::records::BacklogRecord;
-use crate::proxy::FaultProxy;
 use crate::scenario::Scenario;
 use crate::storm::{self, STORM_FIRST_ID};
 use anyhow::{Context, Result};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use strategies::registry::Deployment;
 use strategies::{Canceller, Capabilities, CrashPoint, DbLocation, OrderStore};
@@ -32,8 +30,9 @@ pub(super) struct SetUp {
     /// What each instance was started with (the backlog's recovery starts
     /// them again).
     pub(super) specs: Vec<WorkerSpec>,
-    /// The proxy in front of each backend a network fault acts on.
-    pub(super) proxies: BTreeMap<Target, FaultProxy>,
+    /// The proxies in front of the services: the ones a network fault acts
+    /// on, and `[network]`'s.
+    pub(super) links: Links,
     /// The label of the instances' database sessions.
     pub(super) session: String,
     /// Where the strategy holds its schedule besides the database.
@@ -88,12 +87,18 @@ impl SetUp {
             }
         ));
         capabilities.notes.extend(deployment.notes());
-        bench.store = deployment.order_service_store(bench.store);
-
         let rows_before = crate::db_stats::rows_read(&bench.store).await?;
         let options = deployment.options();
-        let (proxies, worker_location, worker_options) =
-            faults::route(&scenario.faults, &capabilities.requires, location, options).await?;
+        let links = Links::route(scenario, &capabilities.requires, location, options).await?;
+        if links.order_service.is_some() {
+            // Under `[network]` the order service is across the link too;
+            // the schema went in directly, before.
+            bench.store.close().await;
+            bench.store =
+                OrderStore::connect(&links.order_service_location, bench.connections).await?;
+        }
+        bench.store = deployment.order_service_store(bench.store);
+        let (worker_location, worker_options) = (&links.instance_location, &links.instance_options);
         let session = strategies::store::identifier(&format!("{}_w", location.resource_prefix()));
         let specs: Vec<WorkerSpec> = (0..scenario.instances)
             .map(|instance| WorkerSpec {
@@ -189,7 +194,7 @@ impl SetUp {
             capabilities,
             pool,
             specs,
-            proxies,
+            links,
             session,
             backends,
             backlog,

@@ -90,7 +90,7 @@ pub(super) async fn observe(
         scenario.faults.clone(),
         FaultContext {
             pool: Arc::clone(pool),
-            proxies: setup.proxies.clone(),
+            proxies: setup.links.instances.clone(),
             db: OrderStore::connect(location, 1).await?,
             session: setup.session.clone(),
             crash_points: setup.crash_points,
@@ -137,9 +137,7 @@ pub(super) async fn observe(
     let cpu = load.finish().await?;
     let record = pool.stop().await?;
     // After the instances stopped, so their last calls still get through.
-    for proxy in setup.proxies.values() {
-        proxy.shutdown();
-    }
+    setup.links.shutdown();
     // Only where every attempt was noted: without the recorder a count
     // of 0 would read as "no duplicates".
     if scenario.measure.commit_times {

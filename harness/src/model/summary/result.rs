@@ -115,6 +115,10 @@ pub struct Summary {
     /// and per service (`None` where it cannot be read, or in older runs).
     #[serde(default)]
     pub cpu: Option<CpuUse>,
+    /// The steady links `[network]` held, and how faithfully (`None`
+    /// over loopback, and in runs made before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<Vec<crate::model::records::LinkRecord>>,
     /// The `[backlog]` the strategy held while it ran, and its restarts.
     #[serde(default)]
     pub backlog: Option<crate::model::records::BacklogRecord>,
@@ -195,6 +199,7 @@ impl Summary {
             schedule_path_us: None,
             overdue: None,
             cpu: None,
+            network: None,
             backlog: None,
             storm: None,
             missed_by_fault: Vec::new(),
