@@ -568,7 +568,8 @@ interleaved: as every run measures it, and with every probe and recorder on its 
 (`<strategy>.unmeasured/`: no server-reads probe, no commit times, no schedule-path times; the \
 workers still flush their counters). `measurement µs/cancel`: the wall time the workers spent in \
 the server-reads probe's round trips (the database's work and the wait included, so an upper \
-bound that grows on a busy machine) plus the CPU of building their flushes, per cancel, and that \
+bound that grows on a busy machine; under `[network]` its round trips to the database, two a \
+reading, are taken out as waiting) plus the CPU of building their flushes, per cancel, and that \
 as a share of their CPU per cancel. The \
 rows-read figure is estimated from the transactions read (`transactions read / all`).";
 

@@ -138,10 +138,16 @@ pub(super) fn summary(
     };
     let cost = cost(
         &record.reports,
-        &setup.capabilities,
+        &setup.capabilities.requires,
         observed.redis_commands,
         observed.server_rows_read,
         location.kind,
+        setup
+            .links
+            .instances
+            .get(&crate::faults::Target::Database)
+            .map(|p| p.link().rtt)
+            .unwrap_or_default(),
     );
     let mut summary = Summary {
         strategy: setup.deployment.variant(),

@@ -86,9 +86,15 @@ pub struct MeasurementCost {
     /// Wall time in those readings' round trips, µs: an upper bound on the
     /// worker CPU they take, and what they delay the transactions by.
     pub probe_us: u64,
+    /// The part of `probe_us` that was `[network]`'s round trip to the
+    /// database (two readings a probed transaction, one round trip each):
+    /// waiting, not CPU, so left out of `us_per_cancel` and `share_of_cpu`.
+    /// 0 over loopback.
+    #[serde(default)]
+    pub link_us: u64,
     /// CPU the workers spent building and encoding their flushes, µs.
     pub flush_us: u64,
-    /// `probe_us + flush_us` per cancel, µs.
+    /// `probe_us - link_us + flush_us` per cancel, µs.
     pub us_per_cancel: Option<f64>,
     /// `us_per_cancel` as a share of the workers' CPU per cancel (0.01 = 1 %).
     pub share_of_cpu: Option<f64>,
