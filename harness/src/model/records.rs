@@ -491,6 +491,9 @@ pub struct LinkRecord {
     pub bytes: u64,
 }
 
+/// Lateness of a proxy's holds below which no link is called slow, µs.
+const NOISE_US: u64 = 50;
+
 impl LinkRecord {
     /// When the proxy held so late that the link read slower than asked
     /// for: a median over a quarter of the one-way hold, or a 99th
@@ -498,8 +501,11 @@ impl LinkRecord {
     /// proxy's own delay, and the report says so beside them.
     pub fn warning(&self) -> Option<String> {
         let one_way_us = self.link.rtt.as_micros() as u64 / 2;
-        let slow = self.late_p50_us * 4 > one_way_us.max(1)
-            || self.late_p99_us > self.link.rtt.as_micros() as u64;
+        // Under 50 µs (the kernel's default timer slack, and about a
+        // loopback round trip here) lateness is noise whatever the hold:
+        // a 1 µs link held 40 µs late is still a loopback.
+        let slow = (self.late_p50_us * 4 > one_way_us && self.late_p50_us > NOISE_US)
+            || (self.late_p99_us > self.link.rtt.as_micros() as u64 && self.late_p99_us > NOISE_US);
         (slow && self.chunks > 0).then(|| {
             format!(
                 "network proxy late on the {} link to {}: p50 +{} µs, p99 +{} µs past a {} µs \
@@ -527,5 +533,48 @@ impl LinkRecord {
             self.late_p99_us,
             self.late_max_us
         )
+    }
+}
+
+#[cfg(test)]
+mod link_tests {
+    use super::LinkRecord;
+    use crate::faults::Target;
+    use crate::proxy::Link;
+    use std::time::Duration;
+
+    fn held(rtt_us: u64, p50: u64, p99: u64) -> LinkRecord {
+        let link = Link {
+            rtt: Duration::from_micros(rtt_us),
+            ..Link::LOOPBACK
+        };
+        LinkRecord {
+            side: "instances".into(),
+            target: Target::Database,
+            link,
+            label: link.label(),
+            chunks: 1_000,
+            late_p50_us: p50,
+            late_p99_us: p99,
+            late_max_us: p99,
+            bytes: 0,
+        }
+    }
+
+    /// A link is called slow when the proxy's lateness is a real share of
+    /// the hold and above the noise; never for lateness a loopback has too.
+    #[test]
+    fn a_link_is_slow_only_when_the_lateness_matters() {
+        assert_eq!(held(500, 35, 200).warning(), None);
+        let w = held(500, 80, 300)
+            .warning()
+            .expect("p50 over a quarter of 250 µs");
+        assert!(w.contains("p50 +80 µs") && w.contains("rtt 0.5 ms"), "{w}");
+        assert!(
+            held(500, 30, 700).warning().is_some(),
+            "p99 over the round trip"
+        );
+        assert_eq!(held(1, 1, 46).warning(), None, "a 1 µs link is a loopback");
+        assert!(held(1, 60, 60).warning().is_some());
     }
 }

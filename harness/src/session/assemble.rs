@@ -142,12 +142,7 @@ pub(super) fn summary(
         observed.redis_commands,
         observed.server_rows_read,
         location.kind,
-        setup
-            .links
-            .instances
-            .get(&crate::faults::Target::Database)
-            .map(|p| p.link().rtt)
-            .unwrap_or_default(),
+        setup.links.database_round_trip(),
     );
     let mut summary = Summary {
         strategy: setup.deployment.variant(),

@@ -110,6 +110,20 @@ impl Links {
         }
     }
 
+    /// A round trip to the database as the instances' steady link held it:
+    /// the link's round trip plus twice the proxy's median lateness (one
+    /// hold each way); zero over loopback. What a probe reading waited
+    /// that was no CPU of the worker's.
+    pub(super) fn database_round_trip(&self) -> std::time::Duration {
+        match self.instances.get(&Target::Database) {
+            Some(proxy) if !proxy.link().is_loopback() => {
+                let late = proxy.hold_stats().late_p50_us;
+                proxy.link().rtt + std::time::Duration::from_micros(2 * late)
+            }
+            _ => std::time::Duration::ZERO,
+        }
+    }
+
     /// What each steady link held and how faithfully: `None` when
     /// `[network]` added nothing.
     pub(super) fn records(&self) -> Option<Vec<LinkRecord>> {

@@ -87,9 +87,11 @@ pub struct MeasurementCost {
     /// worker CPU they take, and what they delay the transactions by.
     pub probe_us: u64,
     /// The part of `probe_us` that was `[network]`'s round trip to the
-    /// database (two readings a probed transaction, one round trip each):
-    /// waiting, not CPU, so left out of `us_per_cancel` and `share_of_cpu`.
-    /// 0 over loopback.
+    /// database as the proxy held it (its `rtt` plus twice the proxy's
+    /// median lateness; two readings a probed transaction, one round trip
+    /// each): waiting, not CPU, so left out of `us_per_cancel` and
+    /// `share_of_cpu`. 0 over loopback. Runs at a45162e took out the `rtt`
+    /// alone, so their share still holds the proxy's lateness (overstated).
     #[serde(default)]
     pub link_us: u64,
     /// CPU the workers spent building and encoding their flushes, µs.
