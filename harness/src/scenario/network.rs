@@ -47,6 +47,9 @@ pub struct Network {
     /// 0.2 ms); the fields below change it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
+    // The three fields below are `LinkSpec`'s, spelled out again: serde's
+    // `flatten` would turn `deny_unknown_fields` off, and a misspelt key
+    // must name itself.
     /// Every link's round trip, e.g. `"0.5ms"`.
     #[serde(
         default,

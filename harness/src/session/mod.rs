@@ -149,6 +149,9 @@ async fn measured(
     // figures; before the teardown, so the restarts find the queues and
     // keys in place.
     setup.recover_backlog(scenario, &observed.store).await?;
+    // Not before: the recovery's instances connect through the same
+    // proxies (a `[network]` link, or a fault's) as the run's did.
+    setup.links.shutdown();
     observed.store.close().await;
     let place = assemble::Place {
         scenario,

@@ -136,8 +136,9 @@ pub(super) async fn observe(
 
     let cpu = load.finish().await?;
     let record = pool.stop().await?;
-    // After the instances stopped, so their last calls still get through.
-    setup.links.shutdown();
+    // The proxies stay up after the instances stopped: the backlog's
+    // recovery starts them again on the same (proxied) addresses. They stop
+    // once it is done (`measured`), or when the set-up is dropped.
     // Only where every attempt was noted: without the recorder a count
     // of 0 would read as "no duplicates".
     if scenario.measure.commit_times {
