@@ -479,8 +479,6 @@ pub struct LinkRecord {
     pub side: String,
     pub target: crate::faults::Target,
     pub link: crate::proxy::Link,
-    /// The link as the report writes it (`rtt 0.5 ms ± 0.05 ms`).
-    pub label: String,
     /// Chunks held over the whole run (both directions).
     pub chunks: u64,
     /// How much later than its hold time a chunk was written, µs.
@@ -510,7 +508,12 @@ impl LinkRecord {
             format!(
                 "network proxy late on the {} link to {}: p50 +{} µs, p99 +{} µs past a {} µs \
                  one-way hold (its round trips longer than the {} asked)",
-                self.side, self.target, self.late_p50_us, self.late_p99_us, one_way_us, self.label
+                self.side,
+                self.target,
+                self.late_p50_us,
+                self.late_p99_us,
+                one_way_us,
+                self.link.label()
             )
         })
     }
@@ -526,7 +529,7 @@ impl LinkRecord {
             "{whose} link to {}: {}; {} chunks held ({} bytes), written after their hold by p50 \
              {} µs, p99 {} µs, max {} µs (each round trip runs late by up to twice these)",
             self.target,
-            self.label,
+            self.link.label(),
             self.chunks,
             self.bytes,
             self.late_p50_us,
@@ -552,7 +555,6 @@ mod link_tests {
             side: "instances".into(),
             target: Target::Database,
             link,
-            label: link.label(),
             chunks: 1_000,
             late_p50_us: p50,
             late_p99_us: p99,

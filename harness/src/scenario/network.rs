@@ -126,17 +126,15 @@ impl Network {
         if !self.adds_anything() {
             return "loopback".into();
         }
-        let links: Vec<String> = TARGETS
-            .iter()
-            .map(|t| format!("{t} {}", self.link(*t).label()))
-            .collect();
-        let all_same = TARGETS
-            .iter()
-            .all(|t| self.link(*t) == self.link(TARGETS[0]));
-        let body = if all_same {
-            format!("every service {}", self.link(TARGETS[0]).label())
+        let first = self.link(TARGETS[0]);
+        let body = if TARGETS.iter().all(|t| self.link(*t) == first) {
+            format!("every service {}", first.label())
         } else {
-            links.join("; ")
+            TARGETS
+                .iter()
+                .map(|t| format!("{t} {}", self.link(*t).label()))
+                .collect::<Vec<_>>()
+                .join("; ")
         };
         match &self.preset {
             Some(p) => format!("{p}: {body}"),

@@ -11,7 +11,7 @@
 
 use crate::faults::{Fault, Target};
 use crate::model::records::LinkRecord;
-use crate::proxy::{route_through, upstream_of, FaultProxy};
+use crate::proxy::{route_through, upstream_of, FaultProxy, Link};
 use crate::scenario::Scenario;
 use std::collections::{BTreeMap, BTreeSet};
 use strategies::{DbKind, DbLocation, Service, StrategyOptions};
@@ -80,17 +80,15 @@ impl Links {
                 }
                 _ => continue, // recorded as not applicable when the fault comes
             };
-            let proxy = FaultProxy::start(target, upstream_of(url)?, network.link(target)).await?;
-            *url = route_through(url, proxy.local_addr())?;
-            instances.insert(target, proxy);
+            instances.insert(
+                target,
+                proxy_in_front(target, url, network.link(target)).await?,
+            );
         }
         let mut order_service_location = location.clone();
         let database = network.link(Target::Database);
         let order_service = if location.kind != DbKind::Sqlite && !database.is_loopback() {
-            let proxy =
-                FaultProxy::start(Target::Database, upstream_of(&location.url)?, database).await?;
-            order_service_location.url = route_through(&location.url, proxy.local_addr())?;
-            Some(proxy)
+            Some(proxy_in_front(Target::Database, &mut order_service_location.url, database).await?)
         } else {
             None
         };
@@ -134,7 +132,6 @@ impl Links {
                 side: side.to_string(),
                 target: proxy.target(),
                 link: proxy.link(),
-                label: proxy.link().label(),
                 chunks: held.chunks,
                 late_p50_us: held.late_p50_us,
                 late_p99_us: held.late_p99_us,
@@ -155,4 +152,16 @@ impl Links {
             .collect();
         (!records.is_empty()).then_some(records)
     }
+}
+
+/// A proxy holding `link` in front of the service `url` names, and `url`
+/// pointed at it.
+async fn proxy_in_front(
+    target: Target,
+    url: &mut String,
+    link: Link,
+) -> anyhow::Result<FaultProxy> {
+    let proxy = FaultProxy::start(target, upstream_of(url)?, link).await?;
+    *url = route_through(url, proxy.local_addr())?;
+    Ok(proxy)
 }
