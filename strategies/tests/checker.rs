@@ -183,6 +183,50 @@ async fn cancel_before_deadline_is_caught() {
     }
 }
 
+/// Orders 11..=15 cancelled by a clock two minutes ahead (their deadlines
+/// are a minute away): each stamp is past its deadline, so only a payment
+/// that found the order cancelled shows the cancel was early; 11..=13 get
+/// one, 14 and 15 none (early too, but nothing saw it).
+const CLOCK_AHEAD: Expected = &[(Anomaly::EarlyCancels, 3), (Anomaly::MissedCancels, 7)];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canceller_whose_clock_runs_ahead_is_caught_by_the_payments_clock() {
+    for url in common::all_databases() {
+        let f = fixture(&url).await;
+        let ahead = now_us() + 120_000_000;
+        for id in 11..=15 {
+            assert!(f
+                .orders
+                .cancel_with_anti_pattern(AntiPattern::ClockAhead, id, ahead, "clock-ahead")
+                .await
+                .unwrap());
+        }
+        // Its own stamps alone read on time.
+        assert_eq!(
+            verdict(&f).await.anomalies.get(Anomaly::EarlyCancels),
+            0,
+            "{url}"
+        );
+        for id in 11..=13 {
+            assert_eq!(
+                f.orders
+                    .pay(id, &format!("cb-{id}"), now_us())
+                    .await
+                    .unwrap(),
+                PaymentOutcome::Refunded
+            );
+        }
+        let v = verdict(&f).await;
+        assert_eq!(v.anomalies, counts(CLOCK_AHEAD), "{url}: {v:#?}");
+        assert_eq!(
+            v.anomaly_examples.get(Anomaly::EarlyCancels),
+            [11, 12, 13],
+            "{url}"
+        );
+        f.cleanup().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missed_cancels_respect_the_drain() {
     for url in common::all_databases() {

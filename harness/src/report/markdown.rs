@@ -93,6 +93,9 @@ pub fn markdown(
         for link in s.network.iter().flatten() {
             let _ = writeln!(out, "- network: {}", link.describe());
         }
+        for host in s.hosts.iter().flatten() {
+            let _ = writeln!(out, "- host: {}", host.describe());
+        }
         for fault in &s.faults {
             let _ = writeln!(out, "- **fault**: {}", fault.describe());
         }
@@ -461,8 +464,9 @@ const GLOSSARY: &str = "
   acted by then, so they are missing from the lateness figures; `paid_at - deadline` is shown
   per strategy as a lower bound on that missing lateness. Not an anomaly.
 - **anomalies** are computed from the database by the checker; every one must be 0:
-  `early` cancelled before its deadline; `paid-then-cancelled` a paid order ended CANCELLED;
-  `duplicate-releases` stock released more than once; `missed` still PENDING `drain` after its
+  `early` cancelled before its deadline (by its own stamp, or by a payment that found it
+  cancelled); `paid-then-cancelled` a paid order ended CANCELLED; `duplicate-releases` stock
+  released more than once; `missed` still PENDING `drain` after its
   deadline; `refund-errors` a captured payment not applied-or-refunded exactly once;
   `stock-mismatches` SKUs whose stock is not initial minus what live orders hold;
   `unreleased` cancelled without a release; `orphan-releases` released but not cancelled;

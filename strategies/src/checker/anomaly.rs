@@ -93,7 +93,7 @@ anomaly_table! {
     EarlyCancels {
         key: "early_cancels",
         column: "early",
-        means: "cancelled before its deadline",
+        means: "cancelled before its deadline (by its own stamp, or by a payment that found it cancelled)",
         counted_by: Source::Query { sql: queries::EARLY_CANCELS, binds: Binds::None },
     },
     PaidThenCancelled {

@@ -3,9 +3,14 @@
 //! which binds each takes). A query that is not an anomaly sits here too
 //! when the checker reads a figure with it ([`PAID_AFTER_DEADLINE`]).
 
-/// A cancel that happened before the order's deadline.
-pub const EARLY_CANCELS: &str = "SELECT id FROM orders WHERE status = 'CANCELLED' \
-     AND cancelled_at_us < expire_at_us ORDER BY id";
+/// A cancel that happened before the order's deadline: stamped before it,
+/// or found already CANCELLED by a payment callback before it on the
+/// payer's clock. The second catches a canceller whose clock runs ahead
+/// (another host's, uncorrected): it cancels early but stamps the cancel
+/// on time. It sees only the orders a callback reached in that window.
+pub const EARLY_CANCELS: &str = "SELECT o.id FROM orders o WHERE o.status = 'CANCELLED' \
+     AND (o.cancelled_at_us < o.expire_at_us OR EXISTS (SELECT 1 FROM payments p \
+     WHERE p.order_id = o.id AND p.seen_cancelled_at_us < o.expire_at_us)) ORDER BY o.id";
 /// A paid order that ended up CANCELLED.
 pub const PAID_THEN_CANCELLED: &str = "SELECT o.id FROM orders o WHERE o.status = 'CANCELLED' \
      AND (o.paid_at_us IS NOT NULL OR EXISTS (SELECT 1 FROM payments p \

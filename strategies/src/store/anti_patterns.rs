@@ -21,6 +21,10 @@ pub enum AntiPattern {
     ReleaseBeforeUpdate,
     /// The conditional UPDATE without `expire_at_us <= now`: cancels early.
     CancelBeforeDeadline,
+    /// The correct cancel on a clock that runs ahead: the caller's `now` is
+    /// later than the real time, so it cancels early and stamps the cancel
+    /// on time (a worker on a host whose offset went uncorrected).
+    ClockAhead,
 }
 
 impl OrderStore {
@@ -43,7 +47,7 @@ impl OrderStore {
                 "UPDATE orders SET status = 'CANCELLED', cancelled_at_us = ?, cancelled_by = ? \
                  WHERE id = ? AND status = 'PENDING' AND ? = ?"
             }
-            AntiPattern::ReleaseBeforeUpdate => {
+            AntiPattern::ReleaseBeforeUpdate | AntiPattern::ClockAhead => {
                 "UPDATE orders SET status = 'CANCELLED', cancelled_at_us = ?, cancelled_by = ? \
                  WHERE id = ? AND status = 'PENDING' AND expire_at_us <= ?"
             }
@@ -70,7 +74,7 @@ impl OrderStore {
             .bind(order_id);
         // The always-true `? = ?` keeps the bind count equal across variants.
         query = match pattern {
-            AntiPattern::ReleaseBeforeUpdate => query.bind(now_us),
+            AntiPattern::ReleaseBeforeUpdate | AntiPattern::ClockAhead => query.bind(now_us),
             _ => query.bind(1_i64).bind(1_i64),
         };
         let changed = query

@@ -220,6 +220,11 @@ impl OrderStore {
         now_us: Micros,
     ) -> Result<PaymentOutcome> {
         in_tx!(self, "applying a payment callback", |conn| async {
+            // When this callback found the order already CANCELLED, on the
+            // payer's clock: that cancel had committed by then, so if this
+            // is before the deadline the cancel was early, whatever its
+            // own stamp says (the checker's second clock on early cancels).
+            let mut seen_cancelled_at_us = None;
             self.count(&self.counters.statements, 1);
             let paid = sqlx::query(self.sql.pay_update.clone())
                 .bind(now_us)
@@ -257,6 +262,9 @@ impl OrderStore {
                         .ctx("marking an order paid")?;
                     PaymentOutcome::Applied
                 } else {
+                    if status == OrderStatus::Cancelled.as_str() {
+                        seen_cancelled_at_us = Some(crate::domain::now_us());
+                    }
                     let captures: i64 = sqlx::query(self.sql.count_captures.clone())
                         .bind(callback_id)
                         .fetch_one(&mut *conn)
@@ -277,6 +285,7 @@ impl OrderStore {
                 .bind(callback_id)
                 .bind(now_us)
                 .bind(outcome.as_str())
+                .bind(seen_cancelled_at_us)
                 .execute(&mut *conn)
                 .await
                 .ctx("recording a payment")?;

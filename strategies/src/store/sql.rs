@@ -93,7 +93,8 @@ impl Sql {
             count_captures: r("SELECT COUNT(*) FROM payments WHERE callback_id = ? \
                  AND outcome IN ('APPLIED', 'REFUNDED')"),
             insert_payment: r(
-                "INSERT INTO payments (order_id, callback_id, at_us, outcome) VALUES (?, ?, ?, ?)",
+                "INSERT INTO payments (order_id, callback_id, at_us, outcome, seen_cancelled_at_us) \
+                 VALUES (?, ?, ?, ?, ?)",
             ),
             scan_due: r(scan),
             scan_due_skip_locked: (skip_locked && kind != DbKind::Sqlite)
@@ -171,7 +172,7 @@ fn schema(kind: DbKind) -> Vec<String> {
         "CREATE INDEX stock_moves_order ON stock_moves (order_id)".to_string(),
         format!(
             "CREATE TABLE payments (id {serial}, order_id BIGINT NOT NULL, callback_id {text} NOT NULL, \
-             at_us BIGINT NOT NULL, outcome {short} NOT NULL)"
+             at_us BIGINT NOT NULL, outcome {short} NOT NULL, seen_cancelled_at_us BIGINT NULL)"
         ),
         "CREATE INDEX payments_callback ON payments (callback_id)".to_string(),
         "CREATE INDEX payments_order ON payments (order_id)".to_string(),
