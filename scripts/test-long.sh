@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/test-prepare.sh
 # --no-fail-fast: one failing test binary must not hide the others' results.
-cargo test --no-fail-fast -p delaybench --features long-tests --test chaos "$@"
+cargo test --no-fail-fast -p delaybench --features long-tests --test chaos --test hosts "$@"
 cargo test --no-fail-fast -p delaybench-strategies --features long-tests \
   --test rabbit_cluster --test redis_cluster --test redis_restart "$@"
 # The conformance suite over TLS to PostgreSQL, MariaDB, Redis and RabbitMQ

@@ -2,6 +2,7 @@
 //! strategy and reports lateness, cost and invariant violations.
 
 mod adr;
+mod agent;
 mod backlog;
 mod clean;
 mod db_stats;
@@ -157,6 +158,27 @@ enum Command {
         #[command(subcommand)]
         then: Option<ReferenceCommand>,
     },
+    /// Serve a harness on another host: start canceller instances here when it asks
+    /// (the scenario's `[hosts] agents`). The shared secret is read from
+    /// DELAYBENCH_AGENT_TOKEN; the connection is plain TCP, so keep it on a private
+    /// network or an SSH tunnel.
+    Agent {
+        /// Address to listen on, e.g. 0.0.0.0:7710.
+        #[arg(long, value_name = "ADDR")]
+        listen: String,
+        /// Tests only: pretend this host's clock is off by this many µs (signed).
+        #[arg(long, hide = true, default_value = "0", allow_hyphen_values = true)]
+        clock_skew_us: i64,
+    },
+    /// Internal: forward TCP connections on ADDR to TO (services on loopback reached
+    /// from agents on other hosts, as the multi-host test does).
+    #[command(hide = true)]
+    Forward {
+        #[arg(long, value_name = "ADDR")]
+        listen: String,
+        #[arg(long, value_name = "ADDR")]
+        to: String,
+    },
     /// Internal: one canceller instance, started by `run`.
     #[command(hide = true)]
     Worker,
@@ -307,6 +329,11 @@ fn main() -> ExitCode {
                 }
                 None => interruptible(reference::reference(&args)).await,
             },
+            Command::Agent {
+                listen,
+                clock_skew_us,
+            } => agent::agent_main(&listen, clock_skew_us).await,
+            Command::Forward { listen, to } => agent::forward_main(&listen, &to).await,
             Command::Worker => instance::worker_main().await,
         }
     });

@@ -17,9 +17,24 @@ mod tests {
     use crate::faults::FaultKind;
     use crate::scenario::Scenario;
 
+    /// The `[hosts]` example: it cannot go with `[network]` and the network
+    /// faults the other examples show, so it is checked on its own.
+    const HOSTS_EXAMPLE: &str = "[hosts]\nagents = [\"10.0.0.2:7710\", \"10.0.0.3:7710\"]\n";
+
     /// The reference with every `# key = value` and `# [table]` line
-    /// uncommented: every example it shows.
+    /// uncommented: every example it shows (but `[hosts]`).
     fn every_example() -> String {
+        let all = every_example_with_hosts();
+        assert!(all.contains(HOSTS_EXAMPLE), "the [hosts] example changed");
+        all.replace(HOSTS_EXAMPLE, "")
+    }
+
+    /// The reference alone with its `[hosts]` example.
+    fn hosts_example() -> String {
+        format!("{REFERENCE}\n{HOSTS_EXAMPLE}")
+    }
+
+    fn every_example_with_hosts() -> String {
         REFERENCE
             .lines()
             .map(|line| match line.strip_prefix("# ") {
@@ -71,7 +86,9 @@ mod tests {
         let presets = crate::presets::PRESETS
             .iter()
             .map(|p| Scenario::parse(p.text, p.name).unwrap());
-        for s in std::iter::once(everything).chain(presets) {
+        let hosts = Scenario::parse(&hosts_example(), "hosts example").unwrap();
+        assert_eq!(hosts.hosts.agents.len(), 2);
+        for s in [everything, hosts].into_iter().chain(presets) {
             let value: toml::Value = toml::from_str(&s.to_toml().unwrap()).unwrap();
             keys(&value, &mut all);
         }

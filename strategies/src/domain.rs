@@ -5,6 +5,7 @@
 //! [`crate::store`]); the affected-row count decides who won.
 
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Orders are identified by a 64-bit id chosen by the workload generator, so
@@ -15,15 +16,32 @@ pub type OrderId = i64;
 /// as a parameter, never from the database's `NOW()`.
 pub type Micros = i64;
 
-/// The application clock: wall-clock microseconds since the Unix epoch.
+/// The application clock: wall-clock microseconds since the Unix epoch,
+/// plus this process's [`set_clock_correction`].
 ///
 /// Wall clock (not monotonic) because deadlines are stored in the database and
 /// compared across processes and restarts.
 pub fn now_us() -> Micros {
+    system_now_us() + CLOCK_CORRECTION_US.load(Ordering::Relaxed)
+}
+
+/// The host's wall clock, uncorrected: what an agent answers a clock probe
+/// with.
+pub fn system_now_us() -> Micros {
     let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("system clock is before 1970");
     i64::try_from(d.as_micros()).expect("clock beyond year 292277")
+}
+
+static CLOCK_CORRECTION_US: AtomicI64 = AtomicI64::new(0);
+
+/// Moves this process's [`now_us`] by `us`. A process on another host than
+/// the harness (an agent's worker or generator shard) is set once, at its
+/// start, to minus its host's measured offset, so that every deadline and
+/// stamp it writes is on the harness's clock; 0 everywhere else.
+pub fn set_clock_correction(us: Micros) {
+    CLOCK_CORRECTION_US.store(us, Ordering::Relaxed);
 }
 
 /// Which of `n` slots an order belongs to: its id modulo `n` (slot 0 when

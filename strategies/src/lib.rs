@@ -35,8 +35,8 @@ mod wake;
 pub use canceller::{Canceller, Capabilities, InstanceRole, Service, StrategyCounters};
 pub use crash::CrashPoint;
 pub use domain::{
-    now_us, CancelOutcome, CreateOutcome, Micros, NewOrder, OrderId, OrderStatus, PaymentOutcome,
-    Share,
+    now_us, set_clock_correction, system_now_us, CancelOutcome, CreateOutcome, Micros, NewOrder,
+    OrderId, OrderStatus, PaymentOutcome, Share,
 };
 pub use error::{Error, Result};
 pub use registry::StrategyOptions;

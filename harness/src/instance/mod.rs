@@ -19,6 +19,9 @@
 //! ([`WorkerEvent`](crate::model::WorkerEvent)): the pool keeps its measurements, sends new orders to
 //! the live instances and, if the scenario says so, starts a fresh process.
 //! Logs go to stderr, which the worker inherits.
+//!
+//! A worker can also run on another host, started there by `delaybench
+//! agent` ([`crate::agent`]), which relays the same lines over TCP.
 
 mod pool;
 mod protocol;
@@ -26,4 +29,5 @@ mod worker;
 
 pub use pool::{Pool, PoolRecord};
 pub use protocol::WorkerSpec;
+pub(crate) use protocol::SPEC_ENV;
 pub use worker::worker_main;

@@ -2,6 +2,7 @@
 //! and the flushes they send back, deaths and restarts.
 
 use super::protocol::{lock, Flush, WorkerSpec, READY_TIMEOUT, SPEC_ENV};
+use crate::agent;
 use crate::model::{WorkerEvent, WorkerEventKind, WorkerReport};
 use anyhow::{anyhow, bail, Context, Result};
 use std::process::Stdio;
@@ -11,8 +12,8 @@ use std::time::Duration;
 use strategies::domain::slot_of;
 use strategies::registry::Deployment;
 use strategies::{Micros, OrderId, StrategyCounters};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdout, Command};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -31,14 +32,30 @@ struct ProcessLog {
     stopped_cleanly: bool,
     /// Barrier flushes received.
     barriers: u64,
+    /// How a worker on an agent exited (its agent's `!exit` line).
+    exit: Option<String>,
 }
 
 type SharedLog = Arc<Mutex<ProcessLog>>;
 
+/// Where a worker process runs.
+#[derive(Debug)]
+enum Process {
+    /// A child of the harness.
+    Local(Child),
+    /// Started by the `delaybench agent` at this address.
+    Remote(String),
+}
+
+/// What a worker says, line by line: its stdout, or an agent's connection.
+type Output = Lines<Box<dyn AsyncBufRead + Unpin + Send>>;
+/// What the harness tells it: its stdin, or an agent's connection.
+type Input = Box<dyn AsyncWrite + Unpin + Send>;
+
 /// A running worker process.
 #[derive(Debug)]
 struct Instance {
-    child: Child,
+    process: Process,
     pid: u32,
     commands: mpsc::UnboundedSender<String>,
     writer: JoinHandle<()>,
@@ -49,26 +66,49 @@ struct Instance {
 }
 
 impl Instance {
-    /// Starts a worker and waits until it reports ready. When its stdout
-    /// closes without a last flush, `(index, pid)` goes to `deaths`.
+    /// Starts a worker, here or on its agent, and waits until it reports
+    /// ready. When its output closes without a last flush, `(index, pid)`
+    /// goes to `deaths`.
     async fn spawn(
         spec: &WorkerSpec,
         index: usize,
         deaths: mpsc::UnboundedSender<(usize, u32)>,
     ) -> Result<Instance> {
-        let exe = std::env::current_exe().context("locating the delaybench binary")?;
-        let mut child = Command::new(exe)
-            .arg("worker")
-            .env(SPEC_ENV, serde_json::to_string(spec)?)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .context("starting a worker process")?;
-        let pid = child.id().unwrap_or(0);
-        let mut stdin = child.stdin.take().expect("piped stdin");
-        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let (process, pid, mut stdin, mut stdout): (Process, u32, Input, Output) = match &spec.agent
+        {
+            None => {
+                let exe = std::env::current_exe().context("locating the delaybench binary")?;
+                let mut child = Command::new(exe)
+                    .arg("worker")
+                    .env(SPEC_ENV, serde_json::to_string(spec)?)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::inherit())
+                    .kill_on_drop(true)
+                    .spawn()
+                    .context("starting a worker process")?;
+                let pid = child.id().unwrap_or(0);
+                let stdin = Box::new(child.stdin.take().expect("piped stdin"));
+                let stdout: Box<dyn AsyncBufRead + Unpin + Send> =
+                    Box::new(BufReader::new(child.stdout.take().expect("piped stdout")));
+                (Process::Local(child), pid, stdin, stdout.lines())
+            }
+            Some(agent) => {
+                let remote = agent::spawn_worker(agent, &serde_json::to_string(spec)?)
+                    .await
+                    .with_context(|| {
+                        format!("starting worker {} of {}", spec.instance, spec.strategy)
+                    })?;
+                let stdout: Box<dyn AsyncBufRead + Unpin + Send> =
+                    Box::new(remote.output.into_inner());
+                (
+                    Process::Remote(agent.clone()),
+                    remote.pid,
+                    Box::new(remote.input),
+                    stdout.lines(),
+                )
+            }
+        };
         let ready = tokio::time::timeout(READY_TIMEOUT, stdout.next_line())
             .await
             .map_err(|_| {
@@ -81,9 +121,15 @@ impl Instance {
         match ready.as_deref() {
             Some(r#"{"ready":true}"#) => {}
             other => {
-                let status = child.wait().await.ok();
+                let status = match process {
+                    Process::Local(mut child) => format!("{:?}", child.wait().await.ok()),
+                    Process::Remote(agent) => format!(
+                        "{:?} (on the agent at {agent}, whose log has its error)",
+                        stdout.next_line().await.ok().flatten()
+                    ),
+                };
                 bail!(
-                    "worker {} of {} failed to start (said {other:?}, exit {status:?}); its error is above",
+                    "worker {} of {} failed to start (said {other:?}, exit {status}); its error is above",
                     spec.instance,
                     spec.strategy
                 )
@@ -114,7 +160,7 @@ impl Instance {
             },
         ));
         Ok(Instance {
-            child,
+            process,
             pid,
             commands,
             writer,
@@ -122,6 +168,14 @@ impl Instance {
             alive,
             log,
         })
+    }
+
+    /// The agent it runs on, `None` here.
+    fn agent(&self) -> Option<&str> {
+        match &self.process {
+            Process::Local(_) => None,
+            Process::Remote(agent) => Some(agent),
+        }
     }
 
     /// Asks the worker to schedule an order (in order, answered by nobody);
@@ -159,25 +213,48 @@ impl Instance {
     /// SIGKILLs the worker and waits for it to die: nothing it held only in
     /// memory survives; what it flushed before is kept.
     async fn kill(mut self, why: &str) -> Result<()> {
-        drop(self.commands);
-        self.child.kill().await.context("killing a worker")?;
-        self.writer.abort();
-        let _ = self.reader.await;
+        match &mut self.process {
+            Process::Local(child) => {
+                drop(self.commands);
+                child.kill().await.context("killing a worker")?;
+                self.writer.abort();
+                let _ = self.reader.await;
+            }
+            Process::Remote(agent) => {
+                // The agent kills it and closes the connection once it is
+                // gone (its `!exit` line arrives first).
+                let _ = self.commands.send("!kill\n".to_string());
+                drop(self.commands);
+                let _ = self.writer.await;
+                if tokio::time::timeout(REMOTE_EXIT_WITHIN, &mut self.reader)
+                    .await
+                    .is_err()
+                {
+                    self.reader.abort();
+                    tracing::warn!(agent = %agent, pid = self.pid, "the agent did not confirm a kill");
+                }
+            }
+        }
         lock(&self.log).report.end = Some(why.to_string());
         Ok(())
     }
 
-    /// Waits for a process whose stdout closed and notes how it ended.
+    /// Waits for a process whose output closed and notes how it ended.
     async fn reap(mut self) -> String {
         self.writer.abort();
         let _ = self.reader.await;
-        let status = match tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await {
-            Ok(Ok(status)) => status.to_string(),
-            Ok(Err(e)) => format!("unknown exit ({e})"),
-            Err(_) => {
-                let _ = self.child.kill().await;
-                "closed its output, killed after 5 s".to_string()
+        let status = match &mut self.process {
+            Process::Local(child) => {
+                match tokio::time::timeout(Duration::from_secs(5), child.wait()).await {
+                    Ok(Ok(status)) => status.to_string(),
+                    Ok(Err(e)) => format!("unknown exit ({e})"),
+                    Err(_) => {
+                        let _ = child.kill().await;
+                        "closed its output, killed after 5 s".to_string()
+                    }
+                }
             }
+            Process::Remote(agent) => remote_exit(&self.log, agent),
         };
         lock(&self.log).report.end = Some(format!("died: {status}"));
         status
@@ -191,11 +268,25 @@ impl Instance {
             .await
             .is_err()
         {
-            let _ = self.child.kill().await;
+            match &mut self.process {
+                Process::Local(child) => {
+                    let _ = child.kill().await;
+                }
+                // Closing the connection ends the agent's relay, which
+                // kills the worker (`kill_on_drop`).
+                Process::Remote(_) => self.reader.abort(),
+            }
             lock(&self.log).report.end = Some("did not stop within 60 s; killed".into());
             return Ok(());
         }
-        let status = self.child.wait().await.context("waiting for a worker")?;
+        let status = match &mut self.process {
+            Process::Local(child) => child
+                .wait()
+                .await
+                .context("waiting for a worker")?
+                .to_string(),
+            Process::Remote(agent) => remote_exit(&self.log, agent),
+        };
         let mut log = lock(&self.log);
         log.report.end = Some(if log.stopped_cleanly {
             "stopped".to_string()
@@ -206,15 +297,32 @@ impl Instance {
     }
 }
 
-/// Reads a worker's flushes into `log` until its stdout closes; calls
+/// How long the harness waits for an agent to confirm a worker it was told
+/// to kill has exited.
+const REMOTE_EXIT_WITHIN: Duration = Duration::from_secs(10);
+
+/// How a worker on an agent ended, as the agent's `!exit` line said.
+fn remote_exit(log: &SharedLog, agent: &str) -> String {
+    match &lock(log).exit {
+        Some(status) => format!("{status} (on the agent at {agent})"),
+        None => format!("the connection to the agent at {agent} closed without its exit status"),
+    }
+}
+
+/// Reads a worker's flushes into `log` until its output closes; calls
 /// `died` if that happens before the last flush.
 async fn read_flushes(
-    mut stdout: tokio::io::Lines<BufReader<ChildStdout>>,
+    mut output: Output,
     log: SharedLog,
     alive: Arc<AtomicBool>,
     died: impl FnOnce(),
 ) {
-    while let Ok(Some(line)) = stdout.next_line().await {
+    while let Ok(Some(line)) = output.next_line().await {
+        if let Some(status) = line.strip_prefix("!exit ") {
+            // An agent's last word on its worker.
+            lock(&log).exit = Some(status.to_string());
+            continue;
+        }
         match serde_json::from_str::<Flush>(&line) {
             Ok(flush) => {
                 let mut log = lock(&log);
@@ -458,10 +566,16 @@ impl Pool {
             .map(|i| i.pid)
     }
 
-    /// The pids of the live instances.
+    /// The pids of the live instances on this host (those on agents are
+    /// other hosts' processes).
     pub fn pids(&self) -> Vec<u32> {
         (0..self.slots.len())
-            .filter_map(|index| self.slot(index).as_ref().map(|i| i.pid))
+            .filter_map(|index| {
+                self.slot(index)
+                    .as_ref()
+                    .filter(|i| i.agent().is_none())
+                    .map(|i| i.pid)
+            })
             .collect()
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use strategies::registry::Variant;
 use strategies::{DbLocation, Micros, OrderId, StrategyOptions};
 
-pub(super) const SPEC_ENV: &str = "DELAYBENCH_WORKER_SPEC";
+pub(crate) const SPEC_ENV: &str = "DELAYBENCH_WORKER_SPEC";
 pub(super) const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a worker sends its counters and timings to the harness: the
 /// most a worker's death can lose.
@@ -39,6 +39,15 @@ pub struct WorkerSpec {
     pub retry: ScheduleRetry,
     /// The probes and recorders on its path.
     pub measure: Measure,
+    /// The `delaybench agent` (`host:port`) that runs it; `None`: this
+    /// host, a child of the harness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Added to its clock (`strategies::set_clock_correction`): minus its
+    /// host's measured offset from the harness's clock, so its stamps
+    /// compare with the generator's deadlines; 0 on this host.
+    #[serde(default)]
+    pub clock_correction_us: i64,
 }
 
 impl WorkerSpec {

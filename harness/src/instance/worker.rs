@@ -130,6 +130,13 @@ pub async fn worker_main() -> Result<()> {
         &std::env::var(SPEC_ENV).context("`delaybench worker` is started by `delaybench run`")?,
     )
     .context("malformed worker spec")?;
+    // On an agent's host, the clock moved onto the harness's (plus, in
+    // tests, the skew the agent pretends its host has).
+    let skew_us = std::env::var(crate::agent::CLOCK_SKEW_ENV)
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .unwrap_or(0);
+    strategies::set_clock_correction(skew_us + spec.clock_correction_us);
     let store = OrderStore::connect_as(&spec.location, 4, Some(&spec.session)).await?;
     if spec.measure.commit_times {
         store.log_cancel_commits();

@@ -580,3 +580,103 @@ mod link_tests {
         assert!(held(1, 60, 60).warning().is_some());
     }
 }
+
+/// How far an agent's clock was from the harness's, as one reading found
+/// it (`crate::agent::read_clock`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClockReading {
+    /// The agent's clock minus the harness's, µs, from the probe with the
+    /// shortest round trip: its answer taken as made halfway through.
+    pub offset_us: i64,
+    /// The bound on that offset's error: half that round trip (the answer
+    /// was made somewhere within it), µs.
+    pub uncertainty_us: u64,
+    /// Probes taken.
+    pub samples: u32,
+}
+
+/// One `[hosts]` agent of a run (`summary.json` `hosts`): the instances it
+/// ran and its clock, read before they started (the correction every
+/// stamp they wrote carries) and again when they had stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostRecord {
+    pub agent: String,
+    pub instances: Vec<u32>,
+    pub clock_at_start: ClockReading,
+    /// `None` when the second reading failed (`clock_error` says why).
+    pub clock_at_end: Option<ClockReading>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_error: Option<String>,
+}
+
+/// A clock error bound beyond which a row's lateness is flagged, µs.
+const CLOCK_WARNING_US: u64 = 1_000;
+
+impl HostRecord {
+    /// The most the stamps its instances wrote can be off the harness's
+    /// clock after the correction, µs: the start reading's bound plus how
+    /// far the clock moved by the end (unknown: `None`).
+    pub fn stamp_error_us(&self) -> Option<u64> {
+        let end = self.clock_at_end?;
+        let moved = end.offset_us.abs_diff(self.clock_at_start.offset_us);
+        Some(self.clock_at_start.uncertainty_us + moved)
+    }
+
+    /// When its instances' stamps may be off by more than a millisecond,
+    /// or by an unknown amount.
+    pub fn warning(&self) -> Option<String> {
+        match self.stamp_error_us() {
+            Some(error) if error <= CLOCK_WARNING_US => None,
+            Some(error) => Some(format!(
+                "instances on the agent at {} stamped with a clock known only within ±{} ms \
+                 of this host's (its offset's bound plus how far it moved during the run): \
+                 their lateness carries that error",
+                self.agent,
+                ms(error as i64)
+            )),
+            None => Some(format!(
+                "the agent at {}'s clock was not read again after the run ({}): how far it \
+                 moved, and so its instances' lateness error, is unknown",
+                self.agent,
+                self.clock_error.as_deref().unwrap_or("no reading")
+            )),
+        }
+    }
+
+    /// `the agent at 10.0.0.2:7710 ran instances 0, 2; its clock read
+    /// +3.021 ms from this host's (± 0.041 ms) …`.
+    pub fn describe(&self) -> String {
+        let start = &self.clock_at_start;
+        let instances = self
+            .instances
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let end = match (&self.clock_at_end, &self.clock_error) {
+            (Some(end), _) => format!(
+                "; after the run {:+} ms ± {} ms (moved {} ms)",
+                ms(end.offset_us),
+                ms(end.uncertainty_us as i64),
+                ms(end.offset_us.abs_diff(start.offset_us) as i64)
+            ),
+            (None, Some(e)) => format!("; not read after the run: {e}"),
+            (None, None) => String::new(),
+        };
+        format!(
+            "the agent at {} ran instance{} {instances}; its clock read {:+} ms from this host's \
+             (± {} ms: half the shortest round trip of {} probes) as they started, and every \
+             stamp they wrote was moved by minus that{end}",
+            self.agent,
+            if self.instances.len() == 1 { "" } else { "s" },
+            ms(start.offset_us),
+            ms(start.uncertainty_us as i64),
+            start.samples,
+        )
+    }
+}
+
+/// µs as ms with three decimals.
+fn ms(us: i64) -> String {
+    format!("{:.3}", us as f64 / 1000.0)
+}

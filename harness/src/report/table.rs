@@ -124,6 +124,25 @@ pub(crate) fn run_facts(info: &RunInfo) -> Vec<(String, bool)> {
             true,
         ));
     }
+    if !sc.hosts.is_local() {
+        lines.push((
+            format!(
+                "Hosts ([hosts]): the canceller instances ran on {} `delaybench agent` host{} \
+                 ({}; instance i on agent i mod {}), the order service and the checker here. \
+                 Clocks: each agent's offset from this host's was read before its instances \
+                 started (from the probe with the shortest round trip, NTP's method; its bound \
+                 is half that round trip) and every stamp they wrote was corrected by it; it was \
+                 read again after they stopped. Each strategy's section gives the offsets and \
+                 bounds. This host's CPU figures leave the agents' machines out; the workers' \
+                 own CPU (per cancel) is theirs.",
+                sc.hosts.agents.len(),
+                if sc.hosts.agents.len() == 1 { "" } else { "s" },
+                sc.hosts.agents.join(", "),
+                sc.hosts.agents.len(),
+            ),
+            true,
+        ));
+    }
     if let Some(hook) = &sc.before_each_strategy {
         lines.push((
             format!(

@@ -7,11 +7,12 @@
 //! The [`Scenario`] here, loaded and checked as a whole; each table of it
 //! in a file of its own: [`orders`] (`[[timeouts]]`, `[stock]`,
 //! `[payments]`, `[schedule-retry]`), [`measure`], [`sweep`], [`backlog`],
-//! [`storm`], [`network`] and [`before_each`] (`[before-each-strategy]`). `[[faults]]` are read
+//! [`storm`], [`network`], [`hosts`] and [`before_each`] (`[before-each-strategy]`). `[[faults]]` are read
 //! by the fault kinds, each from its own fields (`crate::faults`).
 
 mod backlog;
 mod before_each;
+mod hosts;
 mod measure;
 mod network;
 mod orders;
@@ -22,6 +23,7 @@ mod tests;
 
 pub use backlog::Backlog;
 pub use before_each::BeforeEachStrategy;
+pub use hosts::Hosts;
 pub use measure::Measure;
 pub use network::{Network, TARGETS as NETWORK_TARGETS};
 pub use orders::ScheduleRetry;
@@ -102,6 +104,10 @@ pub struct Scenario {
     /// none: loopback).
     #[serde(default, skip_serializing_if = "Network::is_unset")]
     pub network: Network,
+    /// Canceller instances on other hosts, each started by a `delaybench
+    /// agent` there (`[hosts]`; default none: every instance on this host).
+    #[serde(default, skip_serializing_if = "Hosts::is_local")]
+    pub hosts: Hosts,
     /// What the workers measure on the strategy's path (`[measure]`).
     #[serde(default)]
     pub measure: Measure,
@@ -332,6 +338,30 @@ impl Scenario {
         self.sweep.validate()?;
         self.measure.validate()?;
         self.network.validate()?;
+        self.hosts.validate()?;
+        if !self.hosts.is_local() {
+            // The harness's proxies listen on this host's loopback, and a
+            // pause reads the process's state in this host's /proc.
+            if self.network.adds_anything() {
+                bail!(
+                    "`[network]` and `[hosts]` do not go together: the network profile is held                      by proxies on this host's loopback, which instances on agents cannot reach                      (between real hosts, the network is real)"
+                );
+            }
+            for (i, f) in self.faults.iter().enumerate() {
+                if let Some(target) = f.link() {
+                    bail!(
+                        "field `faults[{i}]` ({}) acts on the instances' link to {target} through a                          proxy on this host's loopback, which instances on `[hosts]` agents cannot                          reach; run it without `[hosts]`",
+                        f.label()
+                    );
+                }
+                if f.kind() == crate::faults::FaultKind::PauseInstance {
+                    bail!(
+                        "field `faults[{i}]` ({}) stops a process with SIGSTOP and watches it in                          this host's /proc, which an instance on a `[hosts]` agent is not; run it                          without `[hosts]`",
+                        f.label()
+                    );
+                }
+            }
+        }
         if let Some(b) = &self.backlog {
             if b.pending.is_empty() || b.pending.iter().any(|n| *n > 100_000_000) {
                 bail!("field `backlog.pending` = {:?} is out of range; accepted values: a list of 1 to many sizes, each 0 to 100000000 orders", b.pending);

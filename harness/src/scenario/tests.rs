@@ -371,3 +371,50 @@ fn a_storm_parses_and_out_of_range_fields_are_named() {
     let e = error("initial = 10000000", "initial = 1000");
     assert!(e.contains("stock.initial") && e.contains("storm"), "{e}");
 }
+
+#[test]
+fn hosts_parse_and_what_cannot_go_with_them_is_named() {
+    let hosts = |agents: &str, rest: &str| {
+        Scenario::parse(
+            &format!("{QUICK}\n{rest}\n[hosts]\nagents = {agents}\n"),
+            "my.toml",
+        )
+    };
+    let s = hosts(r#"["10.0.0.2:7710", "agent-b:7710"]"#, "").unwrap();
+    assert_eq!(s.hosts.agents, ["10.0.0.2:7710", "agent-b:7710"]);
+    // Saved and read back, as every run's scenario.toml is.
+    let again = Scenario::parse(&s.to_toml().unwrap(), "saved").unwrap();
+    assert_eq!(again.hosts, s.hosts);
+    for (agents, named) in [
+        (r#"["10.0.0.2"]"#, "hosts.agents[0]"),
+        (r#"["10.0.0.2:7710", ":7710"]"#, "hosts.agents[1]"),
+        (r#"["a:7710", "a:7710"]"#, "listed twice"),
+    ] {
+        let msg = format!("{:#}", hosts(agents, "").unwrap_err());
+        assert!(msg.contains(named), "{agents}: {msg}");
+    }
+    let a = r#"["10.0.0.2:7710"]"#;
+    let msg = format!(
+        "{:#}",
+        hosts(a, "[network]\npreset = \"same-zone\"\n").unwrap_err()
+    );
+    assert!(msg.contains("`[network]` and `[hosts]`"), "{msg}");
+    for (fault, says) in [
+        (
+            "kind = \"partition\"\ntarget = \"redis\"\nat = \"3s\"\nfor = \"1s\"",
+            "faults[0]",
+        ),
+        (
+            "kind = \"pause-instance\"\nat = \"3s\"\nfor = \"1s\"",
+            "SIGSTOP",
+        ),
+    ] {
+        let msg = format!(
+            "{:#}",
+            hosts(a, &format!("[[faults]]\n{fault}\n")).unwrap_err()
+        );
+        assert!(msg.contains(says), "{fault}: {msg}");
+    }
+    // A fault that acts through the pool works on agents too.
+    hosts(a, "[[faults]]\nkind = \"kill-instance\"\nat = \"3s\"\n").unwrap();
+}

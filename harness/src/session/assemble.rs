@@ -169,6 +169,7 @@ pub(super) fn summary(
         overdue,
         cpu: observed.cpu,
         network: setup.links.records(),
+        hosts: None, // read after the instances stopped (`Placement::finish`)
         backlog: setup.backlog.map(|held| held.record),
         storm: setup
             .storm

@@ -23,6 +23,7 @@ mod bench;
 mod cost;
 mod links;
 mod load;
+mod placement;
 mod setup;
 mod window;
 
@@ -144,6 +145,7 @@ async fn measured(
     let started = Instant::now();
     let mut setup = SetUp::build(deployment, scenario, location, set_up).await?;
     let observed = window::observe(&setup, scenario, plan, location).await?;
+    let hosts = setup.placement.finish(scenario.instances).await;
     let checked = assemble::check(&observed.store, scenario).await?;
     // After the checker, so the probes it creates never touch the run's
     // figures; before the teardown, so the restarts find the queues and
@@ -160,7 +162,9 @@ async fn measured(
         dir,
         elapsed_s: started.elapsed().as_secs_f64(),
     };
-    assemble::summary(setup, observed, checked, place)
+    let mut summary = assemble::summary(setup, observed, checked, place)?;
+    summary.hosts = hosts;
+    Ok(summary)
 }
 
 /// A strategy that could not measure. A service it needs being down is a

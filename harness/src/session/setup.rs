@@ -5,6 +5,7 @@
 
 use super::bench::Bench;
 use super::links::Links;
+use super::placement::Placement;
 use crate::backlog::{self, Backends};
 use crate::instance::{Pool, WorkerSpec};
 use crate::model::records::BacklogRecord;
@@ -35,6 +36,8 @@ pub(super) struct SetUp {
     pub(super) links: Links,
     /// The label of the instances' database sessions.
     pub(super) session: String,
+    /// The `[hosts]` agents the instances run on, and their clocks.
+    pub(super) placement: Placement,
     /// Where the strategy holds its schedule besides the database.
     pub(super) backends: Backends,
     /// The backlog held, once handed to the instances.
@@ -100,16 +103,22 @@ impl SetUp {
         bench.store = deployment.order_service_store(bench.store);
         let (worker_location, worker_options) = (&links.instance_location, &links.instance_options);
         let session = strategies::store::identifier(&format!("{}_w", location.resource_prefix()));
+        let placement = Placement::read(scenario, location).await?;
         let specs: Vec<WorkerSpec> = (0..scenario.instances)
-            .map(|instance| WorkerSpec {
-                strategy: deployment.variant(),
-                instance,
-                instances: scenario.instances,
-                location: worker_location.clone(),
-                options: worker_options.clone(),
-                session: session.clone(),
-                retry: scenario.schedule_retry.clone(),
-                measure: scenario.measure.clone(),
+            .map(|instance| {
+                let (agent, clock_correction_us) = placement.of(instance);
+                WorkerSpec {
+                    strategy: deployment.variant(),
+                    instance,
+                    instances: scenario.instances,
+                    location: worker_location.clone(),
+                    options: worker_options.clone(),
+                    session: session.clone(),
+                    retry: scenario.schedule_retry.clone(),
+                    measure: scenario.measure.clone(),
+                    agent,
+                    clock_correction_us,
+                }
             })
             .collect();
         let pool = Pool::spawn(specs.clone(), scenario.restart_dead_instances).await?;
@@ -196,6 +205,7 @@ impl SetUp {
             specs,
             links,
             session,
+            placement,
             backends,
             backlog,
             storm,

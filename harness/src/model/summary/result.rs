@@ -119,6 +119,10 @@ pub struct Summary {
     /// over loopback, and in runs made before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<Vec<crate::model::records::LinkRecord>>,
+    /// The `[hosts]` agents its instances ran on, with their clocks
+    /// (`None`: every instance on this host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<crate::model::records::HostRecord>>,
     /// The `[backlog]` the strategy held while it ran, and its restarts.
     #[serde(default)]
     pub backlog: Option<crate::model::records::BacklogRecord>,
@@ -200,6 +204,7 @@ impl Summary {
             overdue: None,
             cpu: None,
             network: None,
+            hosts: None,
             backlog: None,
             storm: None,
             missed_by_fault: Vec::new(),

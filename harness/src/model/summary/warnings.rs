@@ -36,6 +36,7 @@ pub fn warnings(s: &Summary) -> Vec<String> {
         ));
     }
     w.extend(s.network.iter().flatten().filter_map(|l| l.warning()));
+    w.extend(s.hosts.iter().flatten().filter_map(|h| h.warning()));
     let schedule_errors: u64 = s.cost.instances.iter().map(|i| i.schedule_errors).sum();
     let dropped: u64 = s.cost.instances.iter().map(|i| i.schedules_dropped).sum();
     if dropped > 0 {
