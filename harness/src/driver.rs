@@ -12,7 +12,7 @@ use hdrhistogram::Histogram;
 use indicatif::ProgressBar;
 use std::sync::Arc;
 use std::time::Duration;
-use strategies::{now_us, CreateOutcome, NewOrder, OrderStore, PaymentOutcome};
+use strategies::{now_us, CreateOutcome, Micros, NewOrder, OrderId, OrderStore, PaymentOutcome};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -26,13 +26,43 @@ enum Done {
     Failed { create: bool, error: String },
 }
 
+/// Where the driver hands what it did: the canceller instances (the
+/// [`Pool`]), or, in a generator shard on another host, the line back to
+/// the harness that holds them (`crate::shard`).
+pub trait Instances: Send + Sync + 'static {
+    /// The warm-up is over.
+    fn start_measuring(&self);
+    /// Whether the order service schedules inside its open transaction
+    /// (the `-publish-first` teaching variant).
+    fn publishes_before_commit(&self) -> bool;
+    /// Schedules order `id`; false when it could not be handed to anyone.
+    fn schedule(&self, id: OrderId, expire_at_us: Micros, committed_at_us: Micros) -> bool;
+    /// Order `id` was paid.
+    fn paid(&self, id: OrderId);
+}
+
+impl Instances for Pool {
+    fn start_measuring(&self) {
+        Pool::start_measuring(self)
+    }
+    fn publishes_before_commit(&self) -> bool {
+        Pool::publishes_before_commit(self)
+    }
+    fn schedule(&self, id: OrderId, expire_at_us: Micros, committed_at_us: Micros) -> bool {
+        Pool::schedule(self, id, expire_at_us, committed_at_us)
+    }
+    fn paid(&self, id: OrderId) {
+        Pool::paid(self, id)
+    }
+}
+
 /// Runs `plan` from `t0`, scheduling each created
 /// order on the pool's instances by order id. Returns once every event
 /// has been performed. Tells the instances when the warm-up ends.
-pub async fn drive(
+pub async fn drive<I: Instances>(
     plan: &Plan,
     store: &OrderStore,
-    instances: &Arc<Pool>,
+    instances: &Arc<I>,
     t0: Instant,
     progress: &ProgressBar,
     pool_connections: u32,
@@ -42,7 +72,7 @@ pub async fn drive(
         pool_connections,
         ..GeneratorHealth::default()
     };
-    let mut lag = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
+    let mut lag = lag_histogram();
     let (tx, mut rx) = mpsc::unbounded_channel::<(u64, Done)>();
     let mut measuring = false;
     for event in &plan.events {
@@ -160,6 +190,17 @@ pub async fn drive(
     while let Some((lag_us, done)) = rx.recv().await {
         record(&mut health, &mut lag, lag_us, done, progress);
     }
+    finish(health, lag)
+}
+
+/// An empty lag histogram: 1 µs to an hour, 3 significant digits.
+pub fn lag_histogram() -> Histogram<u64> {
+    Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds")
+}
+
+/// The health with its lag figures (and the warning they call for) read
+/// from `lag`: one generator's, or every shard's merged.
+pub fn finish(mut health: GeneratorHealth, lag: Histogram<u64>) -> GeneratorHealth {
     health.lag_us = lateness::stats(&lag);
     health.lag_histogram = Some(lag.clone());
     health.lag_us_p50 = lag.value_at_quantile(0.5);

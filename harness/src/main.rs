@@ -23,6 +23,7 @@ mod scenario;
 mod scenario_reference;
 mod service_args;
 mod session;
+mod shard;
 mod storm;
 mod sweep;
 mod workload;
@@ -182,6 +183,9 @@ enum Command {
     /// Internal: one canceller instance, started by `run`.
     #[command(hide = true)]
     Worker,
+    /// Internal: one generator shard, started by an agent.
+    #[command(hide = true)]
+    Generate,
 }
 
 #[derive(Debug, Subcommand)]
@@ -335,6 +339,7 @@ fn main() -> ExitCode {
             } => agent::agent_main(&listen, clock_skew_us).await,
             Command::Forward { listen, to } => agent::forward_main(&listen, &to).await,
             Command::Worker => instance::worker_main().await,
+            Command::Generate => shard::generate_main().await,
         }
     });
     match result {

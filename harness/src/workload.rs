@@ -8,14 +8,14 @@ use rand_chacha::ChaCha8Rng;
 use strategies::OrderId;
 
 /// One thing the driver does at `at_us` after t0.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     /// Intended time, microseconds after t0.
     pub at_us: i64,
     pub action: Action,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Action {
     /// Create order `id`; its deadline is its creation time plus `timeout_us`.
     Create {

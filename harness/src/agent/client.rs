@@ -80,26 +80,41 @@ pub async fn read_clock(agent: &str) -> Result<ClockReading> {
     })
 }
 
-/// A worker an agent started, with the connection its lines travel on.
+/// A process an agent started (a worker or a generator shard), with the
+/// connection its lines travel on.
 #[derive(Debug)]
-pub struct RemoteWorker {
+pub struct Remote {
+    /// The agent's address.
+    pub agent: String,
     /// Its pid on the agent's host.
     pub pid: u32,
     pub output: Lines<BufReader<OwnedReadHalf>>,
     pub input: OwnedWriteHalf,
 }
 
-/// Asks the agent at `agent` to start `delaybench worker` with `spec`
-/// (the JSON a local worker finds in its environment).
-pub async fn spawn_worker(agent: &str, spec: &str) -> Result<RemoteWorker> {
-    let (mut output, input) = open(agent, &format!("worker {spec}")).await?;
+impl Remote {
+    /// Its next line, within [`ANSWER_WITHIN`].
+    pub async fn next_line(&mut self) -> Result<String> {
+        next_line(&mut self.output, &self.agent).await
+    }
+}
+
+/// Asks the agent at `agent` to start `delaybench <kind>` (`worker` or
+/// `generate`) with `spec` (the JSON it finds in its environment).
+pub async fn spawn(agent: &str, kind: &str, spec: &str) -> Result<Remote> {
+    let (mut output, input) = open(agent, &format!("{kind} {spec}")).await?;
     let answer = next_line(&mut output, agent).await?;
     let pid = match answer.split_once(' ') {
         Some(("pid", pid)) => pid
             .parse()
             .with_context(|| format!("the agent at {agent} said {answer:?}"))?,
-        Some(("error", why)) => bail!("the agent at {agent} could not start a worker: {why}"),
-        _ => bail!("the agent at {agent} said {answer:?} instead of a worker's pid"),
+        Some(("error", why)) => bail!("the agent at {agent} could not start `{kind}`: {why}"),
+        _ => bail!("the agent at {agent} said {answer:?} instead of a pid"),
     };
-    Ok(RemoteWorker { pid, output, input })
+    Ok(Remote {
+        agent: agent.to_string(),
+        pid,
+        output,
+        input,
+    })
 }

@@ -6,8 +6,9 @@
 //! the agent answers `ok` or `error <why>`. Then one request line:
 //! - `clock`: each `t` line is answered with the agent's wall clock, µs
 //!   (the probe `read_clock` takes its offset from);
-//! - `worker <spec JSON>`: the agent starts `delaybench worker` with that
-//!   spec, answers `pid <n>`, and from then on relays lines: the harness's
+//! - `worker <spec JSON>` (or `generate <spec JSON>`, a generator shard,
+//!   `crate::shard`): the agent starts `delaybench worker` (`generate`)
+//!   with that spec, answers `pid <n>`, and from then on relays lines: the harness's
 //!   to the worker's stdin, the worker's stdout back; `!kill` SIGKILLs the
 //!   worker (a `kill-instance` fault), EOF stops it as EOF on a local
 //!   worker's stdin does, and once it has exited the agent sends `!exit
@@ -33,7 +34,7 @@ mod client;
 mod forward;
 mod server;
 
-pub use client::{read_clock, spawn_worker};
+pub use client::{read_clock, spawn, Remote};
 pub use forward::forward_main;
 pub use server::agent_main;
 

@@ -69,7 +69,7 @@ async fn serve(socket: TcpStream, token: &str, skew_us: i64) -> Result<()> {
             }
             Ok(())
         }
-        "worker" => run_worker(rest, lines, write, skew_us).await,
+        "worker" | "generate" => run_child(verb, rest, lines, write, skew_us).await,
         other => {
             write
                 .write_all(format!("error unknown request `{other}`\n").as_bytes())
@@ -79,8 +79,10 @@ async fn serve(socket: TcpStream, token: &str, skew_us: i64) -> Result<()> {
     }
 }
 
-/// Starts a worker with `spec` and relays its lines until it has exited.
-async fn run_worker(
+/// Starts `delaybench <kind>` with `spec` and relays its lines until it
+/// has exited.
+async fn run_child(
+    kind: &str,
     spec: &str,
     mut lines: Lines<BufReader<OwnedReadHalf>>,
     mut write: OwnedWriteHalf,
@@ -88,7 +90,7 @@ async fn run_worker(
 ) -> Result<()> {
     let exe = std::env::current_exe().context("locating the delaybench binary")?;
     let spawned = Command::new(exe)
-        .arg("worker")
+        .arg(kind)
         .env(SPEC_ENV, spec)
         .env(CLOCK_SKEW_ENV, skew_us.to_string())
         .stdin(Stdio::piped())
@@ -100,9 +102,9 @@ async fn run_worker(
         Ok(child) => child,
         Err(e) => {
             write
-                .write_all(format!("error starting a worker: {e}\n").as_bytes())
+                .write_all(format!("error starting `delaybench {kind}`: {e}\n").as_bytes())
                 .await?;
-            return Err(e).context("starting a worker");
+            return Err(e).with_context(|| format!("starting `delaybench {kind}`"));
         }
     };
     let pid = child.id().unwrap_or(0);

@@ -94,7 +94,7 @@ impl Instance {
                 (Process::Local(child), pid, stdin, stdout.lines())
             }
             Some(agent) => {
-                let remote = agent::spawn_worker(agent, &serde_json::to_string(spec)?)
+                let remote = agent::spawn(agent, "worker", &serde_json::to_string(spec)?)
                     .await
                     .with_context(|| {
                         format!("starting worker {} of {}", spec.instance, spec.strategy)
@@ -605,8 +605,11 @@ impl Pool {
 
     /// The warm-up is over: every live instance, and any started later,
     /// counts from here.
+    /// Only the first call counts (generator shards each say it).
     pub fn start_measuring(&self) {
-        self.measuring.store(true, Ordering::SeqCst);
+        if self.measuring.swap(true, Ordering::SeqCst) {
+            return;
+        }
         for index in 0..self.slots.len() {
             if let Some(instance) = &*self.slot(index) {
                 instance.start_measuring();

@@ -602,6 +602,10 @@ pub struct ClockReading {
 pub struct HostRecord {
     pub agent: String,
     pub instances: Vec<u32>,
+    /// The generator shard it ran (`[hosts] generator = "agents"`): the
+    /// orders whose id mod the agents is this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_shard: Option<u32>,
     pub clock_at_start: ClockReading,
     /// `None` when the second reading failed (`clock_error` says why).
     pub clock_at_end: Option<ClockReading>,
@@ -655,21 +659,25 @@ impl HostRecord {
             .join(", ");
         let end = match (&self.clock_at_end, &self.clock_error) {
             (Some(end), _) => format!(
-                "; after the run {:+} ms ± {} ms (moved {} ms)",
-                ms(end.offset_us),
+                "; after the run {} ms ± {} ms (moved {} ms)",
+                signed_ms(end.offset_us),
                 ms(end.uncertainty_us as i64),
                 ms(end.offset_us.abs_diff(start.offset_us) as i64)
             ),
             (None, Some(e)) => format!("; not read after the run: {e}"),
             (None, None) => String::new(),
         };
+        let shard = match self.generator_shard {
+            Some(k) => format!(" and generator shard {k}"),
+            None => String::new(),
+        };
         format!(
-            "the agent at {} ran instance{} {instances}; its clock read {:+} ms from this host's \
-             (± {} ms: half the shortest round trip of {} probes) as they started, and every \
-             stamp they wrote was moved by minus that{end}",
+            "the agent at {} ran instance{} {instances}{shard}; its clock read {} ms from this \
+             host's (± {} ms: half the shortest round trip of {} probes) as they started, and \
+             every stamp they wrote was moved by minus that{end}",
             self.agent,
             if self.instances.len() == 1 { "" } else { "s" },
-            ms(start.offset_us),
+            signed_ms(start.offset_us),
             ms(start.uncertainty_us as i64),
             start.samples,
         )
@@ -679,4 +687,9 @@ impl HostRecord {
 /// µs as ms with three decimals.
 fn ms(us: i64) -> String {
     format!("{:.3}", us as f64 / 1000.0)
+}
+
+/// µs as ms with three decimals and its sign.
+fn signed_ms(us: i64) -> String {
+    format!("{:+.3}", us as f64 / 1000.0)
 }

@@ -128,7 +128,7 @@ pub(crate) fn run_facts(info: &RunInfo) -> Vec<(String, bool)> {
         lines.push((
             format!(
                 "Hosts ([hosts]): the canceller instances ran on {} `delaybench agent` host{} \
-                 ({}; instance i on agent i mod {}), the order service and the checker here. \
+                 ({}; instance i on agent i mod {}); {}. \
                  Clocks: each agent's offset from this host's was read before its instances \
                  started (from the probe with the shortest round trip, NTP's method; its bound \
                  is half that round trip) and every stamp they wrote was corrected by it; it was \
@@ -139,6 +139,12 @@ pub(crate) fn run_facts(info: &RunInfo) -> Vec<(String, bool)> {
                 if sc.hosts.agents.len() == 1 { "" } else { "s" },
                 sc.hosts.agents.join(", "),
                 sc.hosts.agents.len(),
+                if sc.hosts.sharded_generator() {
+                    "the generator ran as one shard per agent (order id mod the agents; the \
+                     harness handed each order it reported on to its instance), the checker here"
+                } else {
+                    "the generator (the order service) and the checker here"
+                },
             ),
             true,
         ));

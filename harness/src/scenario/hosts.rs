@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// ```toml
 /// [hosts]
 /// agents = ["10.0.0.2:7710", "10.0.0.3:7710"]
+/// generator = "agents"
 /// ```
 ///
 /// Instance `i` runs on agent `i % agents`. Every service URL must be
@@ -22,6 +23,29 @@ pub struct Hosts {
     /// `host:port` of each `delaybench agent`.
     #[serde(default)]
     pub agents: Vec<String>,
+    /// Where the generator (the order service making the orders and
+    /// applying the payment callbacks) runs: `here` (default), or `agents`,
+    /// one shard per agent, each making the orders whose id falls in its
+    /// slot (`crate::shard`).
+    #[serde(default, skip_serializing_if = "Generator::is_here")]
+    pub generator: Generator,
+}
+
+/// Where `[hosts] generator` runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Generator {
+    /// In the harness.
+    #[default]
+    Here,
+    /// A shard on each agent.
+    Agents,
+}
+
+impl Generator {
+    fn is_here(&self) -> bool {
+        *self == Generator::Here
+    }
 }
 
 impl Hosts {
@@ -30,7 +54,18 @@ impl Hosts {
         self.agents.is_empty()
     }
 
+    /// Whether the generator runs as shards on the agents.
+    pub fn sharded_generator(&self) -> bool {
+        self.generator == Generator::Agents && !self.agents.is_empty()
+    }
+
     pub(super) fn validate(&self) -> Result<()> {
+        if self.generator == Generator::Agents && self.agents.is_empty() {
+            bail!(
+                "field `hosts.generator` = \"agents\" needs `hosts.agents`: the hosts its shards \
+                 run on"
+            );
+        }
         for (i, agent) in self.agents.iter().enumerate() {
             let port = agent
                 .rsplit_once(':')

@@ -418,3 +418,18 @@ fn hosts_parse_and_what_cannot_go_with_them_is_named() {
     // A fault that acts through the pool works on agents too.
     hosts(a, "[[faults]]\nkind = \"kill-instance\"\nat = \"3s\"\n").unwrap();
 }
+
+#[test]
+fn a_sharded_generator_needs_agents() {
+    let text = format!("{QUICK}\n[hosts]\ngenerator = \"agents\"\n");
+    let msg = format!("{:#}", Scenario::parse(&text, "my.toml").unwrap_err());
+    assert!(msg.contains("hosts.generator"), "{msg}");
+    let text = format!("{QUICK}\n[hosts]\nagents = [\"a:1\"]\ngenerator = \"everywhere\"\n");
+    let msg = format!("{:#}", Scenario::parse(&text, "my.toml").unwrap_err());
+    assert!(msg.contains("generator"), "{msg}");
+    let text = format!("{QUICK}\n[hosts]\nagents = [\"a:1\"]\ngenerator = \"agents\"\n");
+    assert!(Scenario::parse(&text, "my.toml")
+        .unwrap()
+        .hosts
+        .sharded_generator());
+}

@@ -10,6 +10,7 @@ use crate::model::cpu::CpuUse;
 use crate::model::GeneratorHealth;
 use crate::resources;
 use crate::scenario::Scenario;
+use crate::shard::Shards;
 use crate::workload::Plan;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -63,6 +64,12 @@ impl Load {
             bench.connections,
         )
         .await
+    }
+
+    /// Starts the generator shards on the agents at `t0` and hands what
+    /// they report to the pool; returns their merged health.
+    pub async fn drive_shards(&self, shards: Shards, pool: &Arc<Pool>) -> Result<GeneratorHealth> {
+        shards.drive(self.t0_us, pool, &self.progress).await
     }
 
     /// Says the arrivals are over and the run waits for the last deadlines.

@@ -145,7 +145,10 @@ async fn measured(
     let started = Instant::now();
     let mut setup = SetUp::build(deployment, scenario, location, set_up).await?;
     let observed = window::observe(&setup, scenario, plan, location).await?;
-    let hosts = setup.placement.finish(scenario.instances).await;
+    let hosts = setup
+        .placement
+        .finish(scenario.instances, scenario.hosts.sharded_generator())
+        .await;
     let checked = assemble::check(&observed.store, scenario).await?;
     // After the checker, so the probes it creates never touch the run's
     // figures; before the teardown, so the restarts find the queues and

@@ -47,9 +47,17 @@ impl Placement {
         (Some(agent.clone()), -clock.offset_us)
     }
 
+    /// Every agent with the correction its clock takes.
+    pub(super) fn agents(&self) -> Vec<(String, i64)> {
+        self.agents
+            .iter()
+            .map(|(agent, clock)| (agent.clone(), -clock.offset_us))
+            .collect()
+    }
+
     /// Each agent's record, its clock read again now (after the instances
     /// stopped); `None` without `[hosts]`.
-    pub(super) async fn finish(&self, instances: u32) -> Option<Vec<HostRecord>> {
+    pub(super) async fn finish(&self, instances: u32, sharded: bool) -> Option<Vec<HostRecord>> {
         if self.agents.is_empty() {
             return None;
         }
@@ -60,6 +68,7 @@ impl Placement {
             records.push(HostRecord {
                 agent: agent.clone(),
                 instances: (0..instances).filter(|i| i % n == k as u32).collect(),
+                generator_shard: sharded.then_some(k as u32),
                 clock_at_start: *start,
                 clock_error: end.as_ref().err().map(|e| format!("{e:#}")),
                 clock_at_end: end.ok(),

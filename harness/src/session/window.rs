@@ -13,6 +13,7 @@ use crate::model::records::OutboxRecord;
 use crate::model::GeneratorHealth;
 use crate::redis_stats;
 use crate::scenario::Scenario;
+use crate::shard::{ShardBase, Shards};
 use crate::storm;
 use crate::workload::Plan;
 use anyhow::{Context, Result};
@@ -60,6 +61,24 @@ pub(super) async fn observe(
     if let (Some(prepared), Some(s)) = (&setup.storm, &scenario.storm) {
         storm::sleep_until_wall(prepared.expire_at_us - s.at.as_micros() as Micros).await;
     }
+    // Shards on the agents are connected and hold their events before the
+    // clock starts.
+    let shards = match scenario.hosts.sharded_generator() {
+        true => Some(
+            Shards::start(
+                &setup.placement.agents(),
+                plan,
+                ShardBase {
+                    strategy: setup.deployment.variant(),
+                    options: options.clone(),
+                    location: setup.links.order_service_location.clone(),
+                    connections: setup.bench.connections,
+                },
+            )
+            .await?,
+        ),
+        false => None,
+    };
     let load = Load::start(setup.deployment.variant().name(), plan, scenario, pool);
     let (t0, t0_us) = (load.t0, load.t0_us);
     let storm_watch = match &setup.storm {
@@ -111,7 +130,10 @@ pub(super) async fn observe(
         .deployment
         .relays_outbox()
         .then(|| tokio::spawn(sample_outbox(store.clone(), t0, stop_sampling.clone())));
-    let generator = load.drive(plan, &setup.bench, pool).await;
+    let generator = match shards {
+        Some(shards) => load.drive_shards(shards, pool).await?,
+        None => load.drive(plan, &setup.bench, pool).await,
+    };
 
     // Every order has had `drain` past its (actual) deadline when we stop.
     load.draining();
