@@ -32,6 +32,7 @@ down() {
   for n in 1 2; do
     pkill -f "agent --listen 10.231.$n.2:7710" 2>/dev/null || true
     ip netns delete "dlb-host-$n" 2>/dev/null || true
+    ip link delete "dlbh$n" 2>/dev/null || true
   done
 }
 

@@ -4,6 +4,7 @@
 mod adr;
 mod agent;
 mod backlog;
+mod child;
 mod clean;
 mod db_stats;
 mod driver;

@@ -1,6 +1,6 @@
 //! The harness side: reading an agent's clock and starting a worker there.
 
-use super::{token, CLOCK_SAMPLES, HELLO};
+use super::protocol::{build, token, CLOCK_SAMPLES, HELLO, TOKEN_ENV};
 use crate::model::records::ClockReading;
 use anyhow::{anyhow, bail, Context, Result};
 use std::time::Duration;
@@ -26,7 +26,7 @@ async fn open(
             format!(
                 "cannot reach the delaybench agent at {agent}; start it there with \
                  `{}=<token> delaybench agent --listen {agent}`",
-                super::TOKEN_ENV
+                TOKEN_ENV
             )
         })?;
     socket.set_nodelay(true)?;
@@ -37,7 +37,13 @@ async fn open(
         .await?;
     let answer = next_line(&mut lines, agent).await?;
     match answer.split_once(' ').unwrap_or((answer.as_str(), "")) {
-        ("ok", _) => {}
+        ("ok", theirs) if theirs == build() => {}
+        ("ok", theirs) => bail!(
+            "the agent at {agent} runs delaybench {theirs}, this harness {}: they exchange this \
+             build's specs, so start the same build there (an agent keeps running the binary it \
+             started from, even after a rebuild)",
+            build()
+        ),
         ("error", why) => bail!("the delaybench agent at {agent} refused the connection: {why}"),
         _ => bail!("{agent} is not a delaybench agent (it said {answer:?})"),
     }

@@ -11,8 +11,18 @@ pub async fn forward_main(listen: &str, to: &str) -> Result<()> {
         .await
         .with_context(|| format!("listening on {listen}"))?;
     eprintln!("delaybench forward: {} -> {to}", listener.local_addr()?);
+    raise_open_files_limit();
     loop {
-        let (mut inbound, _) = listener.accept().await.context("accepting")?;
+        let mut inbound = match listener.accept().await {
+            Ok((inbound, _)) => inbound,
+            Err(e) => {
+                // Out of file descriptors under a burst of connections:
+                // the forwarder stays up, and the clients see the refusal.
+                tracing::warn!("forward: accepting on {listen}: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
         let to = to.to_string();
         tokio::spawn(async move {
             match TcpStream::connect(&to).await {
@@ -24,5 +34,18 @@ pub async fn forward_main(listen: &str, to: &str) -> Result<()> {
                 Err(e) => tracing::warn!("forward: cannot reach {to}: {e}"),
             }
         });
+    }
+}
+
+/// Two descriptors per forwarded connection: the soft limit (1024 here)
+/// ran out at 4000 orders/s; the hard limit is the most the process may
+/// ask for.
+fn raise_open_files_limit() {
+    #[cfg(unix)]
+    {
+        use nix::sys::resource::{getrlimit, setrlimit, Resource};
+        if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! `delaybench agent`: the host side.
 
-use super::{token, CLOCK_SKEW_ENV, HELLO};
-use crate::instance::SPEC_ENV;
+use super::protocol::{build, token, HELLO};
+use crate::child::{CLOCK_SKEW_ENV, SPEC_ENV};
 use anyhow::{anyhow, bail, Context, Result};
 use std::process::Stdio;
 use strategies::system_now_us;
@@ -19,7 +19,7 @@ pub async fn agent_main(listen: &str, skew_us: i64) -> Result<()> {
         .with_context(|| format!("listening on {listen}"))?;
     eprintln!(
         "delaybench agent {} listening on {}{}",
-        env!("CARGO_PKG_VERSION"),
+        build(),
         listener.local_addr()?,
         if skew_us != 0 {
             format!(" (its clock moved by {skew_us} µs, --clock-skew)")
@@ -47,7 +47,11 @@ async fn serve(socket: TcpStream, token: &str, skew_us: i64) -> Result<()> {
         .map_err(|_| anyhow!("no greeting within 10 s"))??
         .unwrap_or_default();
     match hello.split_once(' ') {
-        Some((HELLO, given)) if given == token => write.write_all(b"ok\n").await?,
+        Some((HELLO, given)) if given == token => {
+            write
+                .write_all(format!("ok {}\n", build()).as_bytes())
+                .await?
+        }
         Some((HELLO, _)) => {
             write.write_all(b"error wrong token\n").await?;
             bail!("refused a connection with the wrong token");

@@ -29,5 +29,4 @@ mod worker;
 
 pub use pool::{Pool, PoolRecord};
 pub use protocol::WorkerSpec;
-pub(crate) use protocol::SPEC_ENV;
 pub use worker::worker_main;

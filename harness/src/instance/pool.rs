@@ -1,8 +1,9 @@
 //! The harness side: the pool of worker processes, their stdin commands
 //! and the flushes they send back, deaths and restarts.
 
-use super::protocol::{lock, Flush, WorkerSpec, READY_TIMEOUT, SPEC_ENV};
+use super::protocol::{lock, Flush, WorkerSpec, READY_TIMEOUT};
 use crate::agent;
+use crate::child::SPEC_ENV;
 use crate::model::{WorkerEvent, WorkerEventKind, WorkerReport};
 use anyhow::{anyhow, bail, Context, Result};
 use std::process::Stdio;

@@ -9,7 +9,6 @@ use std::time::Duration;
 use strategies::registry::Variant;
 use strategies::{DbLocation, Micros, OrderId, StrategyOptions};
 
-pub(crate) const SPEC_ENV: &str = "DELAYBENCH_WORKER_SPEC";
 pub(super) const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a worker sends its counters and timings to the harness: the
 /// most a worker's death can lose.

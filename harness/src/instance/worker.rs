@@ -1,9 +1,9 @@
 //! The worker side: `delaybench worker`, one canceller instance in its own
 //! process, reading commands on stdin and flushing on stdout.
 
-use super::protocol::{lock, Flush, WorkerSpec, FLUSH_EVERY, SCHEDULES_IN_FLIGHT, SPEC_ENV};
+use super::protocol::{lock, Flush, WorkerSpec, FLUSH_EVERY, SCHEDULES_IN_FLIGHT};
 use crate::model::WorkerReport;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -126,17 +126,9 @@ async fn retry_schedule(
 
 /// The `delaybench worker` entry point: runs one instance until stdin closes.
 pub async fn worker_main() -> Result<()> {
-    let spec: WorkerSpec = serde_json::from_str(
-        &std::env::var(SPEC_ENV).context("`delaybench worker` is started by `delaybench run`")?,
-    )
-    .context("malformed worker spec")?;
-    // On an agent's host, the clock moved onto the harness's (plus, in
-    // tests, the skew the agent pretends its host has).
-    let skew_us = std::env::var(crate::agent::CLOCK_SKEW_ENV)
-        .ok()
-        .and_then(|s| s.parse::<i64>().ok())
-        .unwrap_or(0);
-    strategies::set_clock_correction(skew_us + spec.clock_correction_us);
+    let spec: WorkerSpec = crate::child::spec("delaybench worker")?;
+    // On an agent's host, the clock moved onto the harness's.
+    crate::child::set_clock(spec.clock_correction_us);
     let store = OrderStore::connect_as(&spec.location, 4, Some(&spec.session)).await?;
     if spec.measure.commit_times {
         store.log_cancel_commits();

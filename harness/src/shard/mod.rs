@@ -23,36 +23,8 @@
 //! it was to make is unknown.
 
 mod process;
+mod protocol;
 mod remote;
 
 pub use process::generate_main;
 pub use remote::{ShardBase, Shards};
-
-use crate::model::GeneratorHealth;
-use serde::{Deserialize, Serialize};
-use strategies::registry::Variant;
-use strategies::{DbLocation, StrategyOptions};
-
-/// What a shard process runs with (in its environment, as a worker's spec).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct ShardSpec {
-    shard: u32,
-    shards: u32,
-    /// The strategy, for the order service's side of it (an outbox).
-    strategy: Variant,
-    options: StrategyOptions,
-    location: DbLocation,
-    connections: u32,
-    /// Orders created before this (after t0, µs) are warm-up.
-    measured_from_us: i64,
-    /// Minus its host's clock offset.
-    clock_correction_us: i64,
-}
-
-/// A shard's last line.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct End {
-    health: GeneratorHealth,
-    /// Its lag histogram as `(value, count)` pairs.
-    lags: Vec<(u64, u64)>,
-}

@@ -1,8 +1,7 @@
 //! `delaybench generate`: one generator shard, started by an agent.
 
-use super::{End, ShardSpec};
+use super::protocol::{End, ShardSpec};
 use crate::driver::{self, Instances};
-use crate::instance::SPEC_ENV;
 use crate::workload::{Action, Event, Plan};
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
@@ -46,15 +45,8 @@ impl Instances for Lines {
 /// Runs one shard: connects, says ready, reads its events and `go`, drives
 /// them, and sends its [`End`].
 pub async fn generate_main() -> Result<()> {
-    let spec: ShardSpec = serde_json::from_str(
-        &std::env::var(SPEC_ENV).context("`delaybench generate` is started by an agent")?,
-    )
-    .context("malformed shard spec")?;
-    let skew_us = std::env::var(crate::agent::CLOCK_SKEW_ENV)
-        .ok()
-        .and_then(|s| s.parse::<i64>().ok())
-        .unwrap_or(0);
-    strategies::set_clock_correction(skew_us + spec.clock_correction_us);
+    let spec: ShardSpec = crate::child::spec("delaybench generate")?;
+    crate::child::set_clock(spec.clock_correction_us);
     let deployment = Deployment::new(spec.strategy, &spec.options);
     let store = deployment
         .order_service_store(OrderStore::connect(&spec.location, spec.connections).await?);

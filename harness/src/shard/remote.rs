@@ -1,7 +1,7 @@
 //! The harness side: starting the shards on the agents, handing each its
 //! events, and passing what they did on to the pool.
 
-use super::{End, ShardSpec};
+use super::protocol::{End, ShardSpec};
 use crate::agent;
 use crate::driver;
 use crate::instance::Pool;

@@ -1,0 +1,32 @@
+//! What a `delaybench worker` or `delaybench generate` process is told by
+//! whoever started it (the pool here, or an agent on another host): its
+//! spec, in the environment rather than argv so a database password never
+//! shows in `ps`, and the correction its clock takes.
+
+use anyhow::{Context, Result};
+use serde::de::DeserializeOwned;
+
+/// The variable holding the spec, as JSON.
+pub const SPEC_ENV: &str = "DELAYBENCH_WORKER_SPEC";
+/// For tests: an agent started with `--clock-skew-us` tells its children
+/// their host's clock is off by this much (µs), as a real host's could be.
+pub const CLOCK_SKEW_ENV: &str = "DELAYBENCH_CLOCK_SKEW_US";
+
+/// Reads the spec; `what` names the command for the error
+/// (`delaybench worker`).
+pub fn spec<T: DeserializeOwned>(what: &str) -> Result<T> {
+    let text = std::env::var(SPEC_ENV)
+        .with_context(|| format!("`{what}` is started by delaybench itself, not by hand"))?;
+    serde_json::from_str(&text).with_context(|| format!("malformed spec for `{what}`"))
+}
+
+/// Moves this process's clock by `correction_us` (minus its host's offset
+/// from the harness's clock; 0 on the harness's host), plus the skew a
+/// test's agent pretends to.
+pub fn set_clock(correction_us: i64) {
+    let skew_us = std::env::var(CLOCK_SKEW_ENV)
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .unwrap_or(0);
+    strategies::set_clock_correction(skew_us + correction_us);
+}
