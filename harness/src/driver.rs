@@ -76,12 +76,15 @@ pub async fn drive<I: Instances>(
     let (tx, mut rx) = mpsc::unbounded_channel::<(u64, Done)>();
     let mut measuring = false;
     for event in &plan.events {
+        let intended = t0 + Duration::from_micros(event.at_us as u64);
+        tokio::time::sleep_until(intended).await;
+        // At the first measured event's time, not before it: a generator
+        // shard's events are a sparse part of the plan, and its previous
+        // event can be long before the warm-up's end.
         if !measuring && event.at_us >= plan.measured_from_us {
             measuring = true;
             instances.start_measuring();
         }
-        let intended = t0 + Duration::from_micros(event.at_us as u64);
-        tokio::time::sleep_until(intended).await;
         let (store, instances, tx, action) = (
             store.clone(),
             Arc::clone(instances),

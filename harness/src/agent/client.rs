@@ -64,14 +64,17 @@ pub async fn read_clock(agent: &str) -> Result<ClockReading> {
     let (mut lines, mut write) = open(agent, "clock").await?;
     let mut best: Option<(u64, i64)> = None;
     for _ in 0..CLOCK_SAMPLES {
-        let sent = now_us();
+        // The round trip on the monotonic clock (a wall clock stepped
+        // meanwhile must not make it read short); the midpoint on the wall
+        // clock, which is what the offset is of.
+        let (sent, started) = (now_us(), std::time::Instant::now());
         write.write_all(b"t\n").await?;
         let answer = next_line(&mut lines, agent).await?;
-        let received = now_us();
+        let rtt = started.elapsed().as_micros() as u64;
+        let received = sent + rtt as i64;
         let theirs: i64 = answer.trim().parse().with_context(|| {
             format!("the agent at {agent} answered a clock probe with {answer:?}")
         })?;
-        let rtt = (received - sent).max(0) as u64;
         let offset = theirs - (sent + received) / 2;
         if best.is_none_or(|(b, _)| rtt < b) {
             best = Some((rtt, offset));

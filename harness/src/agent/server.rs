@@ -28,7 +28,15 @@ pub async fn agent_main(listen: &str, skew_us: i64) -> Result<()> {
         }
     );
     loop {
-        let (socket, peer) = listener.accept().await.context("accepting")?;
+        let (socket, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of descriptors, say: the agent stays up.
+                tracing::warn!("agent: accepting on {listen}: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
         let token = token.clone();
         tokio::spawn(async move {
             if let Err(e) = serve(socket, &token, skew_us).await {
@@ -113,36 +121,64 @@ async fn run_child(
     };
     let pid = child.id().unwrap_or(0);
     write.write_all(format!("pid {pid}\n").as_bytes()).await?;
-    // Dropped at the harness's EOF: a worker stops at EOF on its stdin
-    // (tokio's `shutdown` of a child's stdin leaves the pipe open).
-    let mut stdin = Some(child.stdin.take().expect("piped stdin"));
+    // Its stdin is fed by a task of its own through an unbounded queue, so
+    // a child that stops reading (a worker with every schedule in flight)
+    // never stops this loop from reading `!kill` or the harness's EOF.
+    // Dropping the queue at the harness's EOF closes the pipe: a child stops
+    // at EOF on its stdin.
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let (to_child, mut queued) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let feed = tokio::spawn(async move {
+        while let Some(line) = queued.recv().await {
+            if stdin.write_all(line.as_bytes()).await.is_err() {
+                break; // it exited; the wait below reports it
+            }
+        }
+    });
+    let mut to_child = Some(to_child);
     let mut stdout = child.stdout.take().expect("piped stdout");
-    // The worker's output, byte for byte, until it closes it.
+    // The child's output, byte for byte, until it closes it.
     let relay_out = tokio::spawn(async move {
         let copied = tokio::io::copy(&mut stdout, &mut write).await;
         (write, copied)
     });
-    // The harness's lines to the worker until it hangs up, and then the
-    // wait for the worker to exit.
+    // The harness's lines to the child until it hangs up; then the wait for
+    // the child to exit, killed if it has not within the grace (the
+    // harness kills its own local workers after 60 s), so nothing outlives
+    // a harness that went away.
+    let mut hung_up: Option<tokio::time::Instant> = None;
     let status = loop {
+        let grace = async {
+            match hung_up {
+                Some(at) => tokio::time::sleep_until(at + EXIT_GRACE).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             status = child.wait() => break status,
-            line = lines.next_line(), if stdin.is_some() => match line {
+            _ = grace => {
+                tracing::warn!(pid, "`delaybench {kind}` still running {EXIT_GRACE:?} after the harness hung up; killing it");
+                let _ = child.start_kill();
+                hung_up = None;
+            }
+            line = lines.next_line(), if to_child.is_some() => match line {
                 Ok(Some(line)) if line == "!kill" => {
                     let _ = strategies::signal::to_process(pid, strategies::signal::Sig::Kill);
                 }
                 Ok(Some(line)) => {
-                    if let Some(stdin) = &mut stdin {
-                        // A worker that stopped reading is about to exit:
-                        // the `wait` branch reports it.
-                        let _ = stdin.write_all(format!("{line}\n").as_bytes()).await;
+                    if let Some(queue) = &to_child {
+                        let _ = queue.send(format!("{line}\n"));
                     }
                 }
-                Ok(None) | Err(_) => stdin = None,
+                Ok(None) | Err(_) => {
+                    to_child = None;
+                    hung_up = Some(tokio::time::Instant::now());
+                }
             },
         }
     };
-    drop(stdin);
+    drop(to_child);
+    feed.abort();
     let status = match status {
         Ok(status) => status.to_string(),
         Err(e) => format!("unknown exit ({e})"),
@@ -152,5 +188,16 @@ async fn run_child(
         .write_all(format!("!exit {status}\n").as_bytes())
         .await;
     let _ = write.shutdown().await;
+    // Read what the harness still sends until it hangs up too: closing a
+    // socket with unread input makes Linux reset it, and a reset can drop
+    // the output not yet delivered (a dead worker's last flush, `!exit`).
+    let _ = tokio::time::timeout(EXIT_GRACE, async {
+        while let Ok(Some(_)) = lines.next_line().await {}
+    })
+    .await;
     Ok(())
 }
+
+/// How long a child may take to exit after the harness hung up, and how
+/// long the agent waits for the harness to hang up after the child exited.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(90);

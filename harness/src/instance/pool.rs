@@ -226,7 +226,12 @@ impl Instance {
                 // gone (its `!exit` line arrives first).
                 let _ = self.commands.send("!kill\n".to_string());
                 drop(self.commands);
-                let _ = self.writer.await;
+                if tokio::time::timeout(REMOTE_EXIT_WITHIN, &mut self.writer)
+                    .await
+                    .is_err()
+                {
+                    self.writer.abort();
+                }
                 if tokio::time::timeout(REMOTE_EXIT_WITHIN, &mut self.reader)
                     .await
                     .is_err()

@@ -617,13 +617,27 @@ pub struct HostRecord {
 const CLOCK_WARNING_US: u64 = 1_000;
 
 impl HostRecord {
-    /// The most the stamps its instances wrote can be off the harness's
-    /// clock after the correction, µs: the start reading's bound plus how
-    /// far the clock moved by the end (unknown: `None`).
+    /// The most the stamps its processes wrote can be off the harness's
+    /// clock after the correction, µs: at the start the first reading's
+    /// bound; by the end the second's bound plus how far the offset moved
+    /// from the one corrected by (unknown: `None`).
     pub fn stamp_error_us(&self) -> Option<u64> {
-        let end = self.clock_at_end?;
-        let moved = end.offset_us.abs_diff(self.clock_at_start.offset_us);
-        Some(self.clock_at_start.uncertainty_us + moved)
+        let (start, end) = (self.clock_at_start, self.clock_at_end?);
+        let moved = end.offset_us.abs_diff(start.offset_us);
+        Some(start.uncertainty_us.max(end.uncertainty_us + moved))
+    }
+
+    /// How far apart two of `hosts`' corrected clocks, or one and the
+    /// harness's, may be, µs: the two largest stamp errors added (a
+    /// lateness subtracts a deadline one wrote from a stamp another wrote).
+    /// `None` when one is unknown.
+    pub fn clock_tolerance_us(hosts: &[HostRecord]) -> Option<u64> {
+        let mut errors = hosts
+            .iter()
+            .map(HostRecord::stamp_error_us)
+            .collect::<Option<Vec<u64>>>()?;
+        errors.sort_unstable_by(|a, b| b.cmp(a));
+        Some(errors.iter().take(2).sum())
     }
 
     /// When its instances' stamps may be off by more than a millisecond,
@@ -692,4 +706,50 @@ fn ms(us: i64) -> String {
 /// µs as ms with three decimals and its sign.
 fn signed_ms(us: i64) -> String {
     format!("{:+.3}", us as f64 / 1000.0)
+}
+
+#[cfg(test)]
+mod host_tests {
+    use super::{ClockReading, HostRecord};
+
+    fn host(start: (i64, u64), end: Option<(i64, u64)>) -> HostRecord {
+        let reading = |(offset_us, uncertainty_us)| ClockReading {
+            offset_us,
+            uncertainty_us,
+            samples: 32,
+        };
+        HostRecord {
+            agent: "a:1".into(),
+            instances: vec![0],
+            generator_shard: None,
+            clock_at_start: reading(start),
+            clock_at_end: end.map(reading),
+            clock_error: None,
+        }
+    }
+
+    #[test]
+    fn a_hosts_stamp_error_is_the_worse_of_its_start_and_its_end() {
+        // Corrected by the start's offset: off by its bound then, and by
+        // the end's bound plus the drift later.
+        assert_eq!(
+            host((1000, 40), Some((1000, 10))).stamp_error_us(),
+            Some(40)
+        );
+        assert_eq!(
+            host((1000, 40), Some((1300, 10))).stamp_error_us(),
+            Some(310)
+        );
+        assert_eq!(host((1000, 40), None).stamp_error_us(), None);
+        assert!(host((0, 40), Some((2000, 10))).warning().is_some());
+        assert!(host((0, 40), Some((20, 10))).warning().is_none());
+        // Two hosts' clocks are apart by up to both errors.
+        let hosts = [
+            host((0, 40), Some((0, 10))),
+            host((0, 5), Some((100, 5))),
+            host((0, 7), Some((0, 7))),
+        ];
+        assert_eq!(HostRecord::clock_tolerance_us(&hosts), Some(145));
+        assert_eq!(HostRecord::clock_tolerance_us(&[host((0, 1), None)]), None);
+    }
 }

@@ -30,11 +30,19 @@ pub(super) struct Checked {
 }
 
 /// Runs every invariant and reads every order's timing, on `store`.
-pub(super) async fn check(store: &OrderStore, scenario: &Scenario) -> Result<Checked> {
+/// `clock_tolerance_us`: how far apart the run's hosts' corrected clocks
+/// may be (0 on one host), which a payment's view of an early cancel must
+/// beat.
+pub(super) async fn check(
+    store: &OrderStore,
+    scenario: &Scenario,
+    clock_tolerance_us: u64,
+) -> Result<Checked> {
     let drain_us = scenario.drain.as_micros() as i64;
     let checked_at_us = now_us();
     Ok(Checked {
-        verdict: checker::check(store, drain_us, checked_at_us).await?,
+        verdict: checker::check_within(store, drain_us, checked_at_us, clock_tolerance_us as i64)
+            .await?,
         timings: checker::cancel_timings(store).await?,
         paid_late: checker::paid_after_deadline_timings(store).await?,
         pending: checker::pending_timings(store).await?,

@@ -10,7 +10,7 @@ use crate::model::cpu::CpuUse;
 use crate::model::GeneratorHealth;
 use crate::resources;
 use crate::scenario::Scenario;
-use crate::shard::Shards;
+use crate::shard::{Running, Shards};
 use crate::workload::Plan;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -66,10 +66,10 @@ impl Load {
         .await
     }
 
-    /// Starts the generator shards on the agents at `t0` and hands what
-    /// they report to the pool; returns their merged health.
-    pub async fn drive_shards(&self, shards: Shards, pool: &Arc<Pool>) -> Result<GeneratorHealth> {
-        shards.drive(self.t0_us, pool, &self.progress).await
+    /// Starts the generator shards on the agents at `t0` (call it right
+    /// after [`Load::start`]) and hands what they report to the pool.
+    pub async fn start_shards(&self, shards: Shards, pool: &Arc<Pool>) -> Result<Running> {
+        shards.go(self.t0_us, pool, &self.progress).await
     }
 
     /// Says the arrivals are over and the run waits for the last deadlines.

@@ -80,6 +80,10 @@ pub(super) async fn observe(
         false => None,
     };
     let load = Load::start(setup.deployment.variant().name(), plan, scenario, pool);
+    let shards = match shards {
+        Some(shards) => Some(load.start_shards(shards, pool).await?),
+        None => None,
+    };
     let (t0, t0_us) = (load.t0, load.t0_us);
     let storm_watch = match &setup.storm {
         Some(prepared) => Some(storm::watch(
@@ -131,7 +135,7 @@ pub(super) async fn observe(
         .relays_outbox()
         .then(|| tokio::spawn(sample_outbox(store.clone(), t0, stop_sampling.clone())));
     let generator = match shards {
-        Some(shards) => load.drive_shards(shards, pool).await?,
+        Some(shards) => shards.finish().await?,
         None => load.drive(plan, &setup.bench, pool).await,
     };
 

@@ -27,4 +27,4 @@ mod protocol;
 mod remote;
 
 pub use process::generate_main;
-pub use remote::{ShardBase, Shards};
+pub use remote::{Running, ShardBase, Shards};

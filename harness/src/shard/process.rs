@@ -65,6 +65,12 @@ pub async fn generate_main() -> Result<()> {
             None => events.push(serde_json::from_str(&line).context("reading an event")?),
         }
     };
+    // The harness hanging up (it failed, or stopped the run) stops the
+    // shard: nothing keeps loading the database for a run that is over.
+    tokio::spawn(async move {
+        while let Ok(Some(_)) = lines.next_line().await {}
+        std::process::exit(3);
+    });
     let plan = Plan {
         orders: events
             .iter()

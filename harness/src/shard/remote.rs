@@ -14,6 +14,7 @@ use strategies::domain::slot_of;
 use strategies::registry::Variant;
 use strategies::{DbLocation, Micros, StrategyOptions};
 use tokio::io::{AsyncWriteExt, BufWriter};
+use tokio::task::JoinHandle;
 
 /// One shard per agent, each connected, holding its events, and waiting
 /// for `go`.
@@ -80,35 +81,68 @@ impl Shards {
     }
 
     /// Starts every shard at `t0_us` (the harness's clock) and hands what
-    /// they report to `pool` until each has sent its end; returns their
-    /// health merged into one.
-    pub async fn drive(
+    /// they report to `pool` from now on; [`Running::finish`] waits for
+    /// their ends. Called as the clock starts, so the shards start on time.
+    pub async fn go(
         self,
         t0_us: Micros,
         pool: &Arc<Pool>,
         progress: &ProgressBar,
-    ) -> Result<GeneratorHealth> {
-        let mut running = Vec::new();
+    ) -> Result<Running> {
+        let mut relays = Vec::new();
         for mut shard in self.shards {
             shard
                 .input
                 .write_all(format!("go {t0_us}\n").as_bytes())
                 .await?;
             let (pool, progress) = (Arc::clone(pool), progress.clone());
-            running.push(tokio::spawn(async move {
+            relays.push(tokio::spawn(async move {
                 let end = relay(&mut shard, &pool, &progress).await;
                 (shard.agent, end)
             }));
         }
+        Ok(Running {
+            relays,
+            orders_planned: self.orders_planned,
+        })
+    }
+}
+
+/// A shard's end and how many of its orders no instance took.
+type Ended = (End, u64);
+
+/// The shards under way.
+#[derive(Debug)]
+pub struct Running {
+    relays: Vec<JoinHandle<(String, Result<Ended>)>>,
+    orders_planned: u64,
+}
+
+impl Running {
+    /// Waits for every shard's end and returns their health merged into
+    /// one. One that fails fails the lot, and the others are stopped (their
+    /// connections closed, so their agents stop them).
+    pub async fn finish(mut self) -> Result<GeneratorHealth> {
         let mut merged = GeneratorHealth {
             orders_planned: self.orders_planned,
             ..GeneratorHealth::default()
         };
         let mut lag = driver::lag_histogram();
-        for task in running {
-            let (address, end) = task.await.context("a generator shard's relay")?;
-            let (end, unscheduled) =
-                end.with_context(|| format!("the generator shard on the agent at {address}"))?;
+        let mut relays = std::mem::take(&mut self.relays).into_iter();
+        while let Some(task) = relays.next() {
+            let ended = match task.await {
+                Ok((address, end)) => {
+                    end.with_context(|| format!("the generator shard on the agent at {address}"))
+                }
+                Err(e) => Err(anyhow!("a generator shard's relay: {e}")),
+            };
+            let (end, unscheduled) = match ended {
+                Ok(ended) => ended,
+                Err(e) => {
+                    relays.for_each(|rest| rest.abort());
+                    return Err(e);
+                }
+            };
             merge(&mut merged, end.health, unscheduled);
             for (value, count) in end.lags {
                 let _ = lag.record_n(value.max(1), count);
@@ -118,13 +152,17 @@ impl Shards {
     }
 }
 
+impl Drop for Running {
+    /// A run that ends before [`Running::finish`] (an error elsewhere)
+    /// stops the shards: their connections close, their agents stop them.
+    fn drop(&mut self) {
+        self.relays.iter().for_each(JoinHandle::abort);
+    }
+}
+
 /// Passes one shard's orders and payments to `pool` until its [`End`];
 /// returns it with how many orders no instance took.
-async fn relay(
-    shard: &mut agent::Remote,
-    pool: &Pool,
-    progress: &ProgressBar,
-) -> Result<(End, u64)> {
+async fn relay(shard: &mut agent::Remote, pool: &Pool, progress: &ProgressBar) -> Result<Ended> {
     let mut unscheduled = 0;
     loop {
         let line = shard

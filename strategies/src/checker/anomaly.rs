@@ -31,13 +31,21 @@ pub enum Binds {
     /// How long past its deadline an order may still be PENDING, then the
     /// time of the check.
     DrainAndCheckTime,
+    /// How far apart two hosts' corrected clocks may be (0 on one host).
+    ClockTolerance,
 }
 
 impl Binds {
     /// The values to bind, from the checker's arguments.
-    pub fn values(self, drain_us: Micros, check_time_us: Micros) -> Vec<Micros> {
+    pub fn values(
+        self,
+        drain_us: Micros,
+        check_time_us: Micros,
+        clock_tolerance_us: Micros,
+    ) -> Vec<Micros> {
         match self {
             Binds::None => Vec::new(),
+            Binds::ClockTolerance => vec![clock_tolerance_us],
             Binds::DrainAndCheckTime => vec![drain_us, check_time_us],
         }
     }
@@ -94,7 +102,7 @@ anomaly_table! {
         key: "early_cancels",
         column: "early",
         means: "cancelled before its deadline (by its own stamp, or by a payment that found it cancelled)",
-        counted_by: Source::Query { sql: queries::EARLY_CANCELS, binds: Binds::None },
+        counted_by: Source::Query { sql: queries::EARLY_CANCELS, binds: Binds::ClockTolerance },
     },
     PaidThenCancelled {
         key: "paid_then_cancelled",
@@ -215,7 +223,7 @@ mod tests {
         for anomaly in Anomaly::ALL {
             if let Source::Query { sql, binds } = anomaly.source() {
                 let placeholders = sql.matches('?').count();
-                assert_eq!(binds.values(1, 2).len(), placeholders, "{anomaly:?}");
+                assert_eq!(binds.values(1, 2, 3).len(), placeholders, "{anomaly:?}");
             }
         }
     }

@@ -65,13 +65,30 @@ impl Verdict {
 /// `drain_us`: how long after its deadline an order may still be PENDING
 /// before it counts as a missed cancel; `check_time_us`: now.
 pub async fn check(store: &OrderStore, drain_us: Micros, check_time_us: Micros) -> Result<Verdict> {
+    check_within(store, drain_us, check_time_us, 0).await
+}
+
+/// [`check`] for a run whose parts ran on several hosts: a payment counts a
+/// cancel as early only when it saw it cancelled more than
+/// `clock_tolerance_us` before the deadline, the most the payer's and the
+/// canceller's corrected clocks may be apart (so the tool's own clock
+/// error is never reported as an anomaly).
+pub async fn check_within(
+    store: &OrderStore,
+    drain_us: Micros,
+    check_time_us: Micros,
+    clock_tolerance_us: Micros,
+) -> Result<Verdict> {
     let mut v = Verdict::default();
     for anomaly in Anomaly::ALL {
         let Source::Query { sql, binds } = anomaly.source() else {
             continue;
         };
         let ids = store
-            .query_i64s(sql, &binds.values(drain_us, check_time_us))
+            .query_i64s(
+                sql,
+                &binds.values(drain_us, check_time_us, clock_tolerance_us),
+            )
             .await?;
         v.anomalies.set(anomaly, ids.len() as u64);
         v.anomaly_examples

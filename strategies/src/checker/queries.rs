@@ -8,9 +8,11 @@
 /// payer's clock. The second catches a canceller whose clock runs ahead
 /// (another host's, uncorrected): it cancels early but stamps the cancel
 /// on time. It sees only the orders a callback reached in that window.
+/// Bind: how far apart the payer's and the canceller's corrected clocks
+/// may be (µs; 0 on one host), which a seen-cancelled stamp must beat.
 pub const EARLY_CANCELS: &str = "SELECT o.id FROM orders o WHERE o.status = 'CANCELLED' \
      AND (o.cancelled_at_us < o.expire_at_us OR EXISTS (SELECT 1 FROM payments p \
-     WHERE p.order_id = o.id AND p.seen_cancelled_at_us < o.expire_at_us)) ORDER BY o.id";
+     WHERE p.order_id = o.id AND p.seen_cancelled_at_us < o.expire_at_us - ?)) ORDER BY o.id";
 /// A paid order that ended up CANCELLED.
 pub const PAID_THEN_CANCELLED: &str = "SELECT o.id FROM orders o WHERE o.status = 'CANCELLED' \
      AND (o.paid_at_us IS NOT NULL OR EXISTS (SELECT 1 FROM payments p \
