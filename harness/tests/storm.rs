@@ -95,7 +95,12 @@ fn every_strategy_drains_a_tiny_storm_and_the_report_says_how_fast() {
         // The instant fell inside the measured load, with regular orders
         // falling due before it.
         let due = storm["due_ms"].as_u64().unwrap();
-        assert!((500..=2000).contains(&due), "{name}: due at {due} ms");
+        // Printed whole: its insert_s and handoff_s say which part of the
+        // preparation overran its lead (seen once in CI, not diagnosed).
+        assert!(
+            (500..=2000).contains(&due),
+            "{name}: due at {due} ms: {storm:#}"
+        );
         assert!(
             storm["regular_before_us"]["count"].as_u64().unwrap() > 0,
             "{name}"
