@@ -12,6 +12,30 @@ pub const SPEC_ENV: &str = "DELAYBENCH_WORKER_SPEC";
 /// their host's clock is off by this much (µs), as a real host's could be.
 pub const CLOCK_SKEW_ENV: &str = "DELAYBENCH_CLOCK_SKEW_US";
 
+/// The first line a child writes once it runs (a worker after its
+/// wheel's reload, a shard once connected); anything else is its failure.
+pub const READY_LINE: &str = r#"{"ready":true}"#;
+
+/// `delaybench <kind>` (`worker`, `generate`) with `spec` (its JSON) in its
+/// environment, its stdin and stdout piped for the line protocol, its
+/// stderr this process's, and killed if its handle is dropped. `skew_us`:
+/// a test agent's pretended clock skew, 0 otherwise.
+pub fn command(kind: &str, spec: &str, skew_us: i64) -> Result<tokio::process::Command> {
+    let exe = std::env::current_exe().context("locating the delaybench binary")?;
+    let mut command = tokio::process::Command::new(exe);
+    command
+        .arg(kind)
+        .env(SPEC_ENV, spec)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true);
+    if skew_us != 0 {
+        command.env(CLOCK_SKEW_ENV, skew_us.to_string());
+    }
+    Ok(command)
+}
+
 /// Reads the spec; `what` names the command for the error
 /// (`delaybench worker`).
 pub fn spec<T: DeserializeOwned>(what: &str) -> Result<T> {

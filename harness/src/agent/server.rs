@@ -1,14 +1,12 @@
 //! `delaybench agent`: the host side.
 
 use super::protocol::{build, token, HELLO};
-use crate::child::{CLOCK_SKEW_ENV, SPEC_ENV};
+use crate::child;
 use anyhow::{anyhow, bail, Context, Result};
-use std::process::Stdio;
 use strategies::system_now_us;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::process::Command;
 
 /// Serves the harness's requests on `listen` until killed. `skew_us`
 /// (tests only) moves this agent's clock and its workers'.
@@ -100,16 +98,7 @@ async fn run_child(
     mut write: OwnedWriteHalf,
     skew_us: i64,
 ) -> Result<()> {
-    let exe = std::env::current_exe().context("locating the delaybench binary")?;
-    let spawned = Command::new(exe)
-        .arg(kind)
-        .env(SPEC_ENV, spec)
-        .env(CLOCK_SKEW_ENV, skew_us.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn();
+    let spawned = child::command(kind, spec, skew_us)?.spawn();
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {

@@ -3,10 +3,9 @@
 
 use super::protocol::{lock, Flush, WorkerSpec, READY_TIMEOUT};
 use crate::agent;
-use crate::child::SPEC_ENV;
+use crate::child;
 use crate::model::{WorkerEvent, WorkerEventKind, WorkerReport};
 use anyhow::{anyhow, bail, Context, Result};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
@@ -14,7 +13,7 @@ use strategies::domain::slot_of;
 use strategies::registry::Deployment;
 use strategies::{Micros, OrderId, StrategyCounters};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -78,14 +77,7 @@ impl Instance {
         let (process, pid, mut stdin, mut stdout): (Process, u32, Input, Output) = match &spec.agent
         {
             None => {
-                let exe = std::env::current_exe().context("locating the delaybench binary")?;
-                let mut child = Command::new(exe)
-                    .arg("worker")
-                    .env(SPEC_ENV, serde_json::to_string(spec)?)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::inherit())
-                    .kill_on_drop(true)
+                let mut child = child::command("worker", &serde_json::to_string(spec)?, 0)?
                     .spawn()
                     .context("starting a worker process")?;
                 let pid = child.id().unwrap_or(0);
@@ -120,7 +112,7 @@ impl Instance {
             })?
             .context("reading from a worker")?;
         match ready.as_deref() {
-            Some(r#"{"ready":true}"#) => {}
+            Some(line) if line == child::READY_LINE => {}
             other => {
                 let status = match process {
                     Process::Local(mut child) => format!("{:?}", child.wait().await.ok()),

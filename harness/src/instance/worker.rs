@@ -167,7 +167,8 @@ pub async fn worker_main() -> Result<()> {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let mut out = tokio::io::stdout();
-    out.write_all(b"{\"ready\":true}\n").await?;
+    out.write_all(format!("{}\n", crate::child::READY_LINE).as_bytes())
+        .await?;
     out.flush().await?;
 
     let retry_slots = Arc::new(Semaphore::new(spec.retry.buffer as usize));

@@ -51,7 +51,9 @@ pub async fn generate_main() -> Result<()> {
     let store = deployment
         .order_service_store(OrderStore::connect(&spec.location, spec.connections).await?);
     let mut stdout = tokio::io::stdout();
-    stdout.write_all(b"{\"ready\":true}\n").await?;
+    stdout
+        .write_all(format!("{}\n", crate::child::READY_LINE).as_bytes())
+        .await?;
     stdout.flush().await?;
 
     let mut events: Vec<Event> = Vec::new();

@@ -54,7 +54,7 @@ impl Shards {
                 .await
                 .with_context(|| format!("starting generator shard {k} of {n}"))?;
             let ready = remote.next_line().await?;
-            if ready != r#"{"ready":true}"# {
+            if ready != crate::child::READY_LINE {
                 bail!(
                     "generator shard {k} on the agent at {address} failed to start (said \
                      {ready:?}; the agent's log has its error)"
