@@ -16,7 +16,18 @@
 # (rabbitmq-plugin/src) is compiled with erlc into the cluster folder and
 # enabled on every node before it boots.
 #
+# Beside them, on its own (not clustered), a fourth node for the test of
+# the management API over HTTPS (harness/tests/management_tls.rs), which the
+# host broker does not enable as it is measured without it:
+#
+#   dlb9@localhost  AMQP 127.0.0.1:5689, AMQPS 127.0.0.1:5699,
+#                   management API https://localhost:15699 (no plain HTTP),
+#                   distribution 127.0.0.1:25689
+#
+# with the certificates of scripts/tls.sh (run `scripts/tls.sh setup` first).
+#
 # Usage: scripts/rabbitmq-cluster.sh start | stop | status | ctl NODE ARGS...
+#                                  | management-start | management-stop
 #   start   starts the stopped nodes, joins dlb2 and dlb3 to dlb1 and checks
 #           that cluster_status lists three running nodes (idempotent:
 #           running nodes are left alone and reported)
@@ -38,6 +49,8 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 # the scripts behind them take our environment as it is.
 RABBIT_BIN=${RABBITMQ_BIN_DIR:-/usr/lib/rabbitmq/bin}
 NODES=(1 2 3)
+MANAGEMENT_NODE=9
+TLS_DIR=${DELAYBENCH_TLS_DIR:-/var/lib/delaybench/tls}
 PLUGIN=delaybench_delayed_exchange
 
 say() { printf '[rabbitmq-cluster] %s\n' "$*"; }
@@ -46,6 +59,8 @@ die() { printf '[rabbitmq-cluster] error: %s\n' "$*" >&2; exit 1; }
 node_name() { echo "dlb$1@localhost"; }
 amqp_port() { echo $((5680 + $1)); }
 dist_port() { echo $((25680 + $1)); }
+amqps_port() { echo $((5690 + $1)); }
+management_port() { echo $((15690 + $1)); }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -84,7 +99,7 @@ ctl() { # n args...
 running() { [ -s "$BASE/.erlang.cookie" ] && ctl "$1" -q ping >/dev/null 2>&1; }
 app_running() { ctl "$1" -q eval 'rabbit:is_running().' 2>/dev/null | grep -qx true; }
 
-prepare() {
+prepare_base() {
   command -v erlc >/dev/null || die "erlc not found (Debian: apt-get install erlang-base)"
   [ -x "$RABBIT_BIN/rabbitmq-server" ] || die "$RABBIT_BIN/rabbitmq-server not found (Debian: apt-get install rabbitmq-server)"
   mkdir -p "$BASE"
@@ -92,22 +107,64 @@ prepare() {
     head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' | tr a-f A-Z >"$BASE/.erlang.cookie"
   fi
   chmod 400 "$BASE/.erlang.cookie"
+}
+
+# Node n's folders, env file and enabled plugins ($2); its rabbitmq.conf
+# is the common lines and then stdin.
+node_files() { # n plugins
+  local n=$1 dir="$BASE/dlb$1"
+  mkdir -p "$dir/log" "$dir/mnesia"
+  # Our own (empty) env file, so the host's /etc/rabbitmq/rabbitmq-env.conf
+  # (NODENAME=rabbit@localhost) does not apply to these nodes.
+  echo "# delaybench node dlb$n (scripts/rabbitmq-cluster.sh)" >"$dir/rabbitmq-env.conf"
+  {
+    echo "# delaybench node dlb$n (scripts/rabbitmq-cluster.sh)"
+    echo "listeners.tcp.local = 127.0.0.1:$(amqp_port "$n")"
+    echo "# Keep serving when the disk is nearly full on a test machine."
+    echo "disk_free_limit.absolute = 50MB"
+    cat
+  } >"$dir/rabbitmq.conf"
+  echo "[$2]." >"$dir/enabled_plugins"
+}
+
+prepare() {
+  prepare_base
   build_plugin
-  local n dir
-  for n in "${NODES[@]}"; do
-    dir="$BASE/dlb$n"
-    mkdir -p "$dir/log" "$dir/mnesia"
-    # Our own (empty) env file, so the host's /etc/rabbitmq/rabbitmq-env.conf
-    # (NODENAME=rabbit@localhost) does not apply to these nodes.
-    echo "# delaybench cluster node dlb$n (scripts/rabbitmq-cluster.sh)" >"$dir/rabbitmq-env.conf"
-    cat >"$dir/rabbitmq.conf" <<EOF
-# delaybench cluster node dlb$n (scripts/rabbitmq-cluster.sh)
-listeners.tcp.local = 127.0.0.1:$(amqp_port "$n")
-# Keep serving when the disk is nearly full on a test machine.
-disk_free_limit.absolute = 50MB
+  local n
+  for n in "${NODES[@]}"; do node_files "$n" "$PLUGIN" </dev/null; done
+}
+
+# The management node: the management API over HTTPS only, and AMQP over
+# TLS too, with the certificates of scripts/tls.sh (the node runs as root,
+# so it reads their key where it is).
+prepare_management() {
+  prepare_base
+  [ -s "$TLS_DIR/ca.pem" ] && [ -s "$TLS_DIR/server.pem" ] ||
+    die "no certificates in $TLS_DIR: run \`scripts/tls.sh setup\` first (as root)"
+  node_files "$MANAGEMENT_NODE" rabbitmq_management <<EOF
+listeners.ssl.default = 127.0.0.1:$(amqps_port "$MANAGEMENT_NODE")
+ssl_options.cacertfile = $TLS_DIR/ca.pem
+ssl_options.certfile = $TLS_DIR/server.pem
+ssl_options.keyfile = $TLS_DIR/server.key
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = false
+management.ssl.port = $(management_port "$MANAGEMENT_NODE")
+management.ssl.ip = 127.0.0.1
+management.ssl.cacertfile = $TLS_DIR/ca.pem
+management.ssl.certfile = $TLS_DIR/server.pem
+management.ssl.keyfile = $TLS_DIR/server.key
 EOF
-    echo "[$PLUGIN]." >"$dir/enabled_plugins"
-  done
+}
+
+management_start() {
+  local n=$MANAGEMENT_NODE i
+  prepare_management
+  launch_node "$n"
+  await_node "$n"
+  for ((i = 0; i < 60; i++)); do port_open "$(management_port "$n")" && break; sleep 1; done
+  port_open "$(management_port "$n")" ||
+    die "$(node_name "$n") does not serve its management API on 127.0.0.1:$(management_port "$n"); see $BASE/dlb$n/log/"
+  say "$(node_name "$n") up: amqps://guest:guest@localhost:$(amqps_port "$n")/%2f?cacertfile=$TLS_DIR/ca.pem&management=https://localhost:$(management_port "$n")"
 }
 
 # Compiles rabbitmq-plugin/src against the installed broker into
@@ -223,6 +280,15 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) ctl 1 cluster_status ;;
+  management-start) management_start ;;
+  management-stop)
+    if running "$MANAGEMENT_NODE"; then
+      say "stopping $(node_name "$MANAGEMENT_NODE")"
+      ctl "$MANAGEMENT_NODE" -q stop || true
+    else
+      say "$(node_name "$MANAGEMENT_NODE") is not running"
+    fi
+    ;;
   ctl)
     [ $# -ge 3 ] || die "usage: $0 ctl NODE(1|2|3) RABBITMQCTL-ARGS..."
     n=$2
@@ -231,7 +297,7 @@ case "${1:-}" in
     ctl "$n" "$@"
     ;;
   *)
-    echo "usage: $0 start | stop | status | ctl NODE ARGS..." >&2
+    echo "usage: $0 start | stop | status | ctl NODE ARGS... | management-start | management-stop" >&2
     exit 2
     ;;
 esac

@@ -14,7 +14,8 @@
 //! read by sqlx itself; Redis' are `redis-cli`'s flags and RabbitMQ's the
 //! query parameters of its own URI spec, which this module takes out of
 //! the URL before the client sees it. With `amqps://` the management API
-//! is asked over HTTPS on port 15671 with the same files.
+//! is asked over HTTPS on port 15671 with the same files, or at the root
+//! the URL's `management=` names ([`MANAGEMENT_PARAM`]).
 //!
 //! Every client is rustls over `ring`; a refused certificate is an
 //! [`Error::Unreachable`](crate::Error::Unreachable) whose hint
@@ -245,20 +246,56 @@ pub fn amqp_url_without_files(url: &str) -> Result<String, String> {
     take_files(url, AMQP).map(|(plain, _)| plain)
 }
 
-/// The management API's root on `host` for a broker reached at
-/// `amqp_url`: `https://<host>:15671` under `amqps://`, else
-/// `http://<host>:15672` (an IPv6 address in brackets).
-pub fn management_root(amqp_url: &str, host: &str) -> String {
+/// The AMQP URL's query parameter naming the management API's root, for a
+/// broker that does not serve it on the default port of its own host (a
+/// managed broker answers on 443, often at another name):
+/// `amqps://u:p@broker:5671/%2f?management=https://console.example:443`.
+/// Not in RabbitMQ's URI spec; the AMQP client ignores parameters it does
+/// not know, so the URL stays one string that reaches every part.
+pub const MANAGEMENT_PARAM: &str = "management";
+
+/// The `management=` root `amqp_url` names, if it names one.
+pub fn management_given(amqp_url: &str) -> Option<String> {
+    let (_, query) = amqp_url.split_once('?')?;
+    url::form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == MANAGEMENT_PARAM)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// The management API's root for a broker reached at `amqp_url` on
+/// `host`: the URL's `management=` ([`MANAGEMENT_PARAM`]) when it names
+/// one, else `https://<host>:15671` under `amqps://` and
+/// `http://<host>:15672` under `amqp://` (an IPv6 address in brackets).
+/// The error names a `management=` that is not an `http(s)://` root or that
+/// carries credentials (the API is asked with the AMQP URL's).
+pub fn management_root(amqp_url: &str, host: &str) -> Result<String, String> {
+    if let Some(given) = management_given(amqp_url) {
+        let parsed = url::Url::parse(&given)
+            .map_err(|e| format!("`{MANAGEMENT_PARAM}={given}` is not a URL: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+            return Err(format!(
+                "`{MANAGEMENT_PARAM}={given}`: the management API's root is an http:// or \
+                 https:// URL with a host, e.g. `{MANAGEMENT_PARAM}=https://broker.example:443`"
+            ));
+        }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(format!(
+                "`{MANAGEMENT_PARAM}=` carries a user: the API is asked with the AMQP URL's \
+                 user and password, so leave them out of `{MANAGEMENT_PARAM}=`"
+            ));
+        }
+        return Ok(given.trim_end_matches('/').to_string());
+    }
     let host = if host.contains(':') {
         format!("[{host}]")
     } else {
         host.to_string()
     };
-    if amqp_url.starts_with("amqps://") {
+    Ok(if amqp_url.starts_with("amqps://") {
         format!("https://{host}:15671")
     } else {
         format!("http://{host}:15672")
-    }
+    })
 }
 
 /// An HTTP client builder that trusts the CA of `amqp_url` and presents
@@ -428,9 +465,33 @@ mod tests {
         assert!(hint.contains("`sslrootcert=/path/ca.pem`"), "{hint}");
         assert!(refusal_hint("amqp://h/%2f", "Connection refused (os error 111)").is_none());
         assert_eq!(
-            management_root("amqps://h:5671/%2f", "::1"),
+            management_root("amqps://h:5671/%2f", "::1").unwrap(),
             "https://[::1]:15671"
         );
-        assert_eq!(management_root("amqp://h/%2f", "h"), "http://h:15672");
+        assert_eq!(
+            management_root("amqp://h/%2f", "h").unwrap(),
+            "http://h:15672"
+        );
+    }
+
+    #[test]
+    fn a_management_root_given_in_the_url_wins_and_is_checked() {
+        let url =
+            "amqps://u:p@h:5671/%2f?cacertfile=/t/ca.pem&management=https://console.example:443/";
+        assert_eq!(
+            management_root(url, "h").unwrap(),
+            "https://console.example:443"
+        );
+        // The AMQP client never sees the TLS files, and ignores `management=`.
+        let plain = amqp_url_without_files(url).unwrap();
+        let uri: amq_protocol::uri::AMQPUri = plain.parse().unwrap();
+        assert_eq!(
+            (uri.authority.host.as_str(), uri.authority.port),
+            ("h", 5671)
+        );
+        let err = management_root("amqp://h/%2f?management=ftp://h", "h").unwrap_err();
+        assert!(err.contains("http:// or https:// URL"), "{err}");
+        let err = management_root("amqp://h/%2f?management=https://u:p@h", "h").unwrap_err();
+        assert!(err.contains("carries a user"), "{err}");
     }
 }

@@ -50,15 +50,21 @@ pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> 
                 .into(),
         ));
     }
-    let root = crate::tls::management_root(amqp_url, &host);
+    let root = crate::tls::management_root(amqp_url, &host).map_err(config)?;
     let api = format!("{root}/api");
     let client = crate::tls::management_client(amqp_url).map_err(config)?;
     let http_error = match list_over_http(&root, &uri, client).await {
         Ok(objects) => return Ok((objects, format!("management API {api}"))),
         Err(e) => e,
     };
-    let local = matches!(host.as_str(), "127.0.0.1" | "localhost" | "::1");
-    if local {
+    // rabbitmqctl asks this host's default node, which serves 5672 (and
+    // 5671 over TLS): for a broker on another port (a node of the local
+    // cluster, a test node) or one whose API was named, it would list
+    // another broker's queues.
+    let default_node = matches!(host.as_str(), "127.0.0.1" | "localhost" | "::1")
+        && matches!(uri.authority.port, 5672 | 5671)
+        && crate::tls::management_given(amqp_url).is_none();
+    if default_node {
         match list_with_rabbitmqctl(&uri.vhost).await {
             Ok(objects) => return Ok((objects, "rabbitmqctl".into())),
             Err(e) => {
@@ -71,19 +77,28 @@ pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> 
     }
     Err(unlisted(
         amqp_url,
-        format!("management API {api}: {http_error}; rabbitmqctl only works on the broker's host"),
+        format!(
+            "management API {api}: {http_error}; rabbitmqctl answers only for the default \
+             node of the broker's own host"
+        ),
     ))
 }
 
 fn unlisted(amqp_url: &str, reason: String) -> Error {
+    // (A refused certificate gets the hint naming the URL parameter
+    // instead: Error::unreachable.)
+    let hint = format!(
+        "start RabbitMQ (`docker compose up -d --wait rabbitmq`, or on a Debian host \
+             `rabbitmq-server -detached`) and enable its management API \
+             (`rabbitmq-plugins enable rabbitmq_management`), or run on the broker's host; \
+             an API at another address is named in the URL with `{}=https://host:port`",
+        crate::tls::MANAGEMENT_PARAM
+    );
     Error::unreachable(
         "RabbitMQ (listing queues)",
         redact::url(amqp_url),
         reason,
-        "start RabbitMQ (`docker compose up -d --wait rabbitmq`, or on a Debian host \
-               `rabbitmq-server -detached`) and enable its management API \
-               (`rabbitmq-plugins enable rabbitmq_management`), or run on the broker's host"
-            .into(),
+        hint,
     )
 }
 
