@@ -8,6 +8,7 @@ mod child;
 mod clean;
 mod db_stats;
 mod driver;
+mod exit;
 mod faults;
 mod hook;
 mod instance;
@@ -118,8 +119,9 @@ enum Command {
     },
     /// Compare two run folders strategy by strategy (markdown on stdout).
     ///
-    /// Exit status: 0; 1 on an error or when OTHER shows an anomaly BASE had not;
-    /// 3 with --fail-on-regression when a figure got worse beyond the spread.
+    /// Exit status: 0; 1 on an error; 2 on folders of different kinds; 4 when OTHER
+    /// shows an anomaly BASE had not; 3 with --fail-on-regression when a figure got
+    /// worse beyond the spread.
     Compare {
         /// The base run, e.g. a quick run of results/reference/.
         base: PathBuf,
@@ -229,31 +231,15 @@ fn main() -> ExitCode {
                 // For scripts: the last line of stdout.
                 println!("DELAYBENCH_RUN_DIR={}", run_dir.display());
                 let (_, summaries) = report::load(&run_dir)?;
-                let problems = run::problems(&summaries, allow_anomalies);
-                if problems.is_empty() {
-                    Ok(())
-                } else {
-                    Err(anyhow::anyhow!(
-                        "the run is written, but {}; results in {}",
-                        problems.join("; "),
-                        run_dir.display()
-                    ))
-                }
+                run::problems(&summaries, allow_anomalies).into_result("run", &run_dir)
             }
             Command::Sweep { common, repeat } => {
                 let run_dir =
                     interruptible(sweep::sweep(&sweep::SweepArgs { common, repeat })).await?;
                 println!("DELAYBENCH_RUN_DIR={}", run_dir.display());
-                let problems = model::sweep::SweepResult::read(&run_dir)?.problems();
-                if problems.is_empty() {
-                    Ok(())
-                } else {
-                    Err(anyhow::anyhow!(
-                        "the sweep is written, but {}; results in {}",
-                        problems.join("; "),
-                        run_dir.display()
-                    ))
-                }
+                model::sweep::SweepResult::read(&run_dir)?
+                    .problems()
+                    .into_result("sweep", &run_dir)
             }
             Command::Report { dir } => {
                 report::write(&dir)?;
@@ -292,17 +278,18 @@ fn main() -> ExitCode {
                 };
                 let comparison = report::compare(&base, &other, options)?;
                 print!("{}", comparison.text);
-                if fail_on_regression && !comparison.regressions.is_empty() {
-                    return Err(report::Regressed(comparison.regressions).into());
-                }
-                if comparison.new_anomalies.is_empty() {
-                    Ok(())
-                } else {
-                    Err(anyhow::anyhow!(
+                if !comparison.new_anomalies.is_empty() {
+                    return Err(exit::Anomalous(format!(
                         "new anomalies in {}",
                         comparison.new_anomalies.join(", ")
                     ))
+                    .into());
                 }
+                if fail_on_regression && !comparison.regressions.is_empty() {
+                    let listed = report::Regressed(comparison.regressions).to_string();
+                    return Err(exit::Regressed(listed).into());
+                }
+                Ok(())
             }
             Command::Scenario { action } => scenario_command(action),
             Command::List { services } => {
@@ -347,11 +334,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            if e.downcast_ref::<report::Regressed>().is_some() {
-                ExitCode::from(report::REGRESSION_EXIT)
-            } else {
-                ExitCode::FAILURE
-            }
+            exit::code_of(&e)
         }
     }
 }

@@ -357,6 +357,121 @@ fn unknown_strategy_lists_the_known_ones() {
     );
 }
 
+/// `--rate`, `--duration`, `--warmup`, `--seed`, `--instances` and `--set`
+/// change the scenario for one run, and its folder records what ran.
+#[test]
+fn flags_and_set_change_the_scenario_and_the_folder_records_them() {
+    let out = common::Scratch::new();
+    let scenario = out.path().join("tiny.toml");
+    std::fs::write(&scenario, TINY).unwrap();
+    let o = delaybench(&[
+        "run",
+        "-s",
+        scenario.to_str().unwrap(),
+        "-S",
+        "db-scan",
+        "--db",
+        "sqlite://",
+        "-o",
+        out.path().to_str().unwrap(),
+        "--rate",
+        "30",
+        "--duration",
+        "3s",
+        "-w",
+        "0s",
+        "--seed",
+        "9",
+        "-i",
+        "1",
+        "--set",
+        "payments.pay-ratio=0.8",
+        "--set",
+        "timeouts[1].after=700ms",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run = run_dir_of(&o);
+    let recorded = std::fs::read_to_string(run.join("scenario.toml")).unwrap();
+    let toml: toml::Table = recorded.parse().unwrap();
+    assert_eq!(toml["rate"].as_float(), Some(30.0), "{recorded}");
+    assert_eq!(toml["duration"].as_str(), Some("3s"), "{recorded}");
+    assert_eq!(toml["warmup"].as_str(), Some("0s"), "{recorded}");
+    assert_eq!(toml["seed"].as_integer(), Some(9), "{recorded}");
+    assert_eq!(toml["instances"].as_integer(), Some(1), "{recorded}");
+    assert_eq!(toml["payments"]["pay-ratio"].as_float(), Some(0.8));
+    assert_eq!(toml["timeouts"][1]["after"].as_str(), Some("700ms"));
+    // The orders made follow: 30/s for 3 s, no warm-up.
+    let s = summary(&run, "db-scan");
+    let created = count(&s, "/orders/created");
+    assert!((80..=100).contains(&created), "{created} orders: {s:#}");
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    let source = info["scenario_source"].as_str().unwrap_or_default();
+    assert!(
+        source.contains("--set payments.pay-ratio=0.8") && source.contains("--set rate=30"),
+        "run.json names the changes: {source}"
+    );
+}
+
+/// The exit status says what went wrong: 2 for a wrong command line, 1
+/// for a failed run, 4 for a broken invariant (README, "Exit status").
+#[test]
+fn the_exit_status_tells_usage_failure_and_anomaly_apart() {
+    let out = common::Scratch::new();
+    let code = |o: &Output| o.status.code();
+    let o = delaybench(&["run", "--set", "payments.pay-ration=0.8"]);
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--set payments.pay-ration=0.8: unknown field `pay-ration`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = delaybench(&["run", "--set", "rate=0"]);
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("field `rate`"), "{}", stderr(&o));
+    let o = delaybench(&["run", "--strategies", "cron-job"]);
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+    let o = delaybench(&["sweep", "--rate", "100"]);
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("sweep.rates"), "{}", stderr(&o));
+    let o = delaybench(&["run", "--no-such-flag"]);
+    assert_eq!(code(&o), Some(2), "clap's own: {}", stderr(&o));
+
+    let o = delaybench(&[
+        "run",
+        "--db",
+        "postgres://root@127.0.0.1:1/test",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+
+    // A wheel killed without a restart loses its timers: missed cancels.
+    let scenario = out.path().join("kill.toml");
+    std::fs::write(&scenario, with_kill(None)).unwrap();
+    let o = delaybench(&[
+        "run",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--strategies",
+        "timing-wheel",
+        "--db",
+        "sqlite://",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(4), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("timing-wheel has") && stderr(&o).contains("anomalies"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        run_dir_of(&o).join("report.md").exists(),
+        "written all the same"
+    );
+}
+
 /// TINY with a longer drain and instance 0 SIGKILLed 1 s in.
 fn with_kill(restart_after: Option<&str>) -> String {
     let mut text = TINY.replace("drain = \"1s\"", "drain = \"3s\"");

@@ -168,7 +168,7 @@ fn a_run_folder_and_a_sweep_folder_are_refused_by_kind() {
         ),
     ] {
         let o = compare(a, b, &["--fail-on-regression"]);
-        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        assert_eq!(o.status.code(), Some(2), "a usage error: {}", stdout(&o));
         let err = stderr(&o);
         assert!(
             err.contains(&format!("({})", kinds[0])) && err.contains(&format!("({})", kinds[1])),
@@ -176,4 +176,25 @@ fn a_run_folder_and_a_sweep_folder_are_refused_by_kind() {
         );
         assert!(!stdout(&o).contains("did not run"), "{}", stdout(&o));
     }
+}
+
+/// A new anomaly ends `compare` with 4, ahead of a regression's 3: a
+/// script checking for broken invariants never reads it as a slowdown.
+#[test]
+fn a_new_anomaly_exits_4_even_with_a_regression() {
+    let root = tempfile::tempdir().unwrap();
+    let base = run_folder(&root.path().join("a"), false, (0.0, 200e3, 0.0));
+    let other = run_folder(&root.path().join("b"), false, (0.0, 400e3, 0.0));
+    let path = other.join("db-scan/summary.json");
+    let mut summary = read_json(&path);
+    summary["anomalies"]["missed_cancels"] = json!(2);
+    std::fs::write(&path, summary.to_string()).unwrap();
+    let o = compare(&base, &other, &["--fail-on-regression"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("new anomalies in db-scan"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).contains("0 → **2 (new)**"), "{}", stdout(&o));
 }

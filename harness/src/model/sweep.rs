@@ -409,16 +409,16 @@ impl SweepResult {
     /// Why `sweep` exits non-zero: a strategy that failed to run, or a step
     /// with an anomaly other than missed cancels (a strategy past its knee
     /// misses cancels; it must never break the other invariants).
-    pub fn problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
+    pub fn problems(&self) -> crate::exit::Problems {
+        let mut problems = crate::exit::Problems::default();
         for s in &self.strategies {
             if s.status == Status::Failed {
-                problems.push(format!("{} failed", s.strategy));
+                problems.failures.push(format!("{} failed", s.strategy));
             }
             for st in &s.steps {
                 let other = st.anomalies.saturating_sub(st.missed_cancels);
                 if other > 0 {
-                    problems.push(format!(
+                    problems.anomalies.push(format!(
                         "{} at {} orders/s{} has {other} anomalies besides missed cancels (see {}/summary.json)",
                         s.strategy,
                         st.rate,

@@ -2,6 +2,7 @@
 //! strategies (parsed here, once, into [`Variant`]s), the services and
 //! where results go.
 
+use crate::scenario::overrides::Set;
 use crate::scenario::Scenario;
 use crate::service_args::ServiceArgs;
 use anyhow::Result;
@@ -16,13 +17,16 @@ use strategies::Service;
 pub struct CommonArgs {
     /// Scenario: a TOML file, or a bundled preset by name (quick, busy, chaos, ...;
     /// `delaybench scenario list`). Default: quick for `run`, sweep for `sweep`.
-    #[arg(long)]
+    #[arg(short = 's', long)]
     pub scenario: Option<String>,
     /// Comma-separated strategies, variants such as redis-zset+fallback, or `all` (every
     /// strategy, teaching variants left out). Default for `run`: those needing only the
     /// database (the others are listed as skipped); for `sweep`: `all`.
-    #[arg(long)]
+    #[arg(short = 'S', long)]
     pub strategies: Option<String>,
+    /// Scenario fields changed for this run (recorded in its scenario.toml).
+    #[command(flatten)]
+    pub overrides: Overrides,
     #[command(flatten)]
     pub services: ServiceArgs,
     /// Hold a steady round trip between the services and the order service and canceller
@@ -31,15 +35,79 @@ pub struct CommonArgs {
     #[arg(long, value_name = "PRESET")]
     pub network: Option<String>,
     /// Folder that receives <run-id>/.
-    #[arg(long, default_value = "results")]
+    #[arg(short = 'o', long, default_value = "results")]
     pub out: PathBuf,
+}
+
+/// Scenario fields set on the command line, over the scenario's own: each
+/// flag is `--set <field>=<value>` under a short name, and all are read and
+/// checked as the scenario file is ([`crate::scenario::overrides`]).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Overrides {
+    /// Orders per second (the scenario's `rate`).
+    #[arg(short = 'r', long, value_name = "ORDERS_PER_S")]
+    pub rate: Option<String>,
+    /// The measured arrival window, e.g. 30s (`duration`).
+    #[arg(short = 'd', long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Arrivals before the measured window, e.g. 5s (`warmup`).
+    #[arg(short = 'w', long, value_name = "DURATION")]
+    pub warmup: Option<String>,
+    /// The generator's seed (`seed`).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<String>,
+    /// Canceller instances per strategy (`instances`).
+    #[arg(short = 'i', long, value_name = "N")]
+    pub instances: Option<String>,
+    /// Any scenario field, as its path in the file: `payments.pay-ratio=0.8`,
+    /// `timeouts[0].after=5s`, `strategies.db-scan.interval=200ms`; repeatable, applied
+    /// after the flags above, in order.
+    #[arg(long = "set", value_name = "FIELD=VALUE")]
+    pub sets: Vec<Set>,
+}
+
+impl Overrides {
+    /// Every change, the named flags first, as `--set`s.
+    pub fn sets(&self) -> Vec<Set> {
+        let named = [
+            ("rate", &self.rate),
+            ("duration", &self.duration),
+            ("warmup", &self.warmup),
+            ("seed", &self.seed),
+            ("instances", &self.instances),
+        ];
+        named
+            .into_iter()
+            .filter_map(|(key, value)| {
+                value.as_ref().map(|v| Set {
+                    key: key.into(),
+                    value: v.clone(),
+                })
+            })
+            .chain(self.sets.iter().cloned())
+            .collect()
+    }
 }
 
 impl CommonArgs {
     /// The scenario named by `--scenario` (or `default_preset`), with the
     /// service URLs of the flags and environment put in, and where it came from.
+    /// Every error is a [`crate::exit::Usage`] one: what was asked is wrong.
     pub fn scenario(&self, default_preset: &str) -> Result<(Scenario, String)> {
-        let (mut scenario, origin) = Scenario::load(self.scenario.as_deref(), default_preset)?;
+        self.resolve_scenario(default_preset)
+            .map_err(crate::exit::usage)
+    }
+
+    fn resolve_scenario(&self, default_preset: &str) -> Result<(Scenario, String)> {
+        let (scenario, origin) = Scenario::load(self.scenario.as_deref(), default_preset)?;
+        let sets = self.overrides.sets();
+        let mut scenario = scenario.with_sets(&sets)?;
+        let origin = if sets.is_empty() {
+            origin
+        } else {
+            let listed: Vec<String> = sets.iter().map(|s| format!("--set {s}")).collect();
+            format!("{origin} with {}", listed.join(" "))
+        };
         restore_default_broker(&mut scenario);
         self.services.apply(&mut scenario.strategies);
         if let Some(preset) = &self.network {
@@ -68,13 +136,13 @@ impl CommonArgs {
     /// With `skips_unnamed`, `run`'s default, a strategy [`skip_reason`]
     /// skips does not run, so its URL is not asked for.
     pub fn selected_for(&self, scenario: &Scenario, skips_unnamed: bool) -> Result<Vec<Variant>> {
-        let variants = select(self.strategies.as_deref())?;
+        let variants = select(self.strategies.as_deref()).map_err(crate::exit::usage)?;
         let running: Vec<Variant> = variants
             .iter()
             .copied()
             .filter(|v| !skips_unnamed || skip_reason(*v, self.strategies_named()).is_none())
             .collect();
-        refuse_removed_passwords(scenario, &running)?;
+        refuse_removed_passwords(scenario, &running).map_err(crate::exit::usage)?;
         Ok(variants)
     }
 }
@@ -245,6 +313,7 @@ mod tests {
         let unnamed = CommonArgs {
             scenario: None,
             strategies: None,
+            overrides: Overrides::default(),
             services: ServiceArgs::default(),
             network: None,
             out: PathBuf::from("results"),
@@ -258,6 +327,7 @@ mod tests {
         let args = |network: &str| CommonArgs {
             scenario: None,
             strategies: None,
+            overrides: Overrides::default(),
             services: ServiceArgs::default(),
             network: Some(network.into()),
             out: PathBuf::from("results"),

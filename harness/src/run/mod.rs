@@ -176,20 +176,20 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
 
 /// Why `run` exits non-zero: a strategy that failed, or a strategy that is
 /// not a teaching variant with an anomaly (unless `allow_anomalies`).
-pub fn problems(summaries: &[Summary], allow_anomalies: bool) -> Vec<String> {
-    let mut problems = Vec::new();
+pub fn problems(summaries: &[Summary], allow_anomalies: bool) -> crate::exit::Problems {
+    let mut problems = crate::exit::Problems::default();
     for s in summaries {
         if s.status == Status::Failed {
-            problems.push(format!("{} failed", s.strategy));
+            problems.failures.push(format!("{} failed", s.strategy));
         }
         for failed in s.repeats.iter().flat_map(|r| &r.not_measured) {
             if !failed.contains(": skipped: ") {
-                problems.push(format!("{} {failed}", s.strategy));
+                problems.failures.push(format!("{} {failed}", s.strategy));
             }
         }
         let teaching = s.strategy.info.is_teaching();
         if !allow_anomalies && !teaching && s.anomalies.total() > 0 {
-            problems.push(format!(
+            problems.anomalies.push(format!(
                 "{} has {} anomalies (pass --allow-anomalies if the scenario is meant to break it)",
                 s.strategy,
                 s.anomalies.total()

@@ -16,6 +16,7 @@ mod hosts;
 mod measure;
 mod network;
 mod orders;
+pub mod overrides;
 mod storm;
 mod sweep;
 #[cfg(test)]
@@ -189,6 +190,25 @@ impl Scenario {
             scenario,
             format!("{} (the scenario of run {id})", path.display()),
         ))
+    }
+
+    /// This scenario with every `--set` of `sets` made, in order, read back
+    /// and validated exactly as a scenario file is: errors name the `--set`
+    /// and the field ([`overrides`]).
+    pub fn with_sets(&self, sets: &[overrides::Set]) -> Result<Scenario> {
+        if sets.is_empty() {
+            return Ok(self.clone());
+        }
+        let mut root = toml::Value::try_from(self).context("the scenario as TOML, for --set")?;
+        overrides::put_all(&mut root, sets)?;
+        let listed = overrides::listed(sets);
+        let changed: Scenario = root
+            .try_into()
+            .map_err(|e| anyhow::anyhow!("--set {listed}: {}", overrides::field_error(e)))?;
+        changed
+            .validate()
+            .map_err(|e| anyhow::anyhow!("--set {listed}: {e}"))?;
+        Ok(changed)
     }
 
     /// The scenario as a TOML file that loads back to the same scenario:

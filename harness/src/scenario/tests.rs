@@ -433,3 +433,67 @@ fn a_sharded_generator_needs_agents() {
         .hosts
         .sharded_generator());
 }
+
+// `--set` (scenario/overrides.rs)
+fn quick_scenario() -> Scenario {
+    Scenario::load(Some("quick"), "quick").unwrap().0
+}
+
+fn set(text: &str) -> overrides::Set {
+    text.parse().unwrap()
+}
+
+#[test]
+fn fields_at_any_depth_take_typed_values() {
+    let s = quick_scenario()
+        .with_sets(&[
+            set("rate=30"),
+            set("duration=5s"),
+            set("payments.pay-ratio=0.8"),
+            set("timeouts[0].after=3s"),
+            set("seed=7"),
+            set("name=2026"),
+        ])
+        .unwrap();
+    assert_eq!(s.rate, 30.0);
+    assert_eq!(s.duration, std::time::Duration::from_secs(5));
+    assert_eq!(s.payments.pay_ratio, 0.8);
+    assert_eq!(s.timeouts[0].after, std::time::Duration::from_secs(3));
+    assert_eq!(s.seed, 7);
+    assert_eq!(s.name, "2026");
+    // What ran is what scenario.toml records, and it loads back.
+    let back = Scenario::parse(&s.to_toml().unwrap(), "test").unwrap();
+    assert_eq!(back, s);
+}
+
+#[test]
+fn a_bad_set_names_the_field_and_what_is_accepted() {
+    let err = |text: &str| {
+        format!(
+            "{:#}",
+            quick_scenario().with_sets(&[set(text)]).unwrap_err()
+        )
+    };
+    let e = err("payments.pay-ration=0.8");
+    assert!(e.contains("--set payments.pay-ration=0.8"), "{e}");
+    assert!(e.contains("pay-ration") && e.contains("pay-ratio"), "{e}");
+    let e = err("payments.pay-ratio=1.5");
+    assert!(
+        e.contains("`payments.pay-ratio`") && e.contains("0.0 to 1.0"),
+        "{e}"
+    );
+    let e = err("rate=fast");
+    assert!(e.contains("--set rate=fast"), "{e}");
+    let e = err("timeouts[9].after=1s");
+    assert!(e.contains("`timeouts[9]`") && e.contains("element"), "{e}");
+    let e = err("rate.x=1");
+    assert!(e.contains("`rate.x`") && e.contains("not a table"), "{e}");
+    assert!("rate"
+        .parse::<overrides::Set>()
+        .unwrap_err()
+        .contains("key=value"));
+    assert!("=3"
+        .parse::<overrides::Set>()
+        .unwrap_err()
+        .contains("names no field"));
+}

@@ -45,9 +45,15 @@ pub struct SweepArgs {
     pub repeat: u32,
 }
 
-/// Runs the sweep and returns its folder.
-pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
-    let (scenario, source) = args.common.scenario(crate::presets::SWEEP_DEFAULT)?;
+/// What a sweep cannot run with: the errors name the field or flag.
+fn check_sweepable(args: &SweepArgs, scenario: &crate::scenario::Scenario) -> Result<()> {
+    // Each step offers its own rate: one given for the whole run would be
+    // overwritten without a word.
+    anyhow::ensure!(
+        args.common.overrides.rate.is_none(),
+        "--rate is for `delaybench run`: a sweep offers the rates of [sweep] \
+         (--set sweep.rates=[500,1000] or --set sweep.start-rate=200)"
+    );
     // A step is judged by its lateness at commit and its schedule path:
     // without them it would be judged on less and could hold wrongly.
     anyhow::ensure!(
@@ -65,6 +71,13 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
         !scenario.measure.unmeasured_twin,
         "field `measure.unmeasured-twin` is for `delaybench run`; a sweep does not run twins"
     );
+    Ok(())
+}
+
+/// Runs the sweep and returns its folder.
+pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
+    let (scenario, source) = args.common.scenario(crate::presets::SWEEP_DEFAULT)?;
+    check_sweepable(args, &scenario).map_err(crate::exit::usage)?;
     let mut variants = args.common.selected_for(&scenario, false)?;
     // The yardstick first, whatever was asked, in a rate sweep. A sweep
     // over sizes leaves it out: it holds its schedule in memory and reloads

@@ -16,7 +16,7 @@ mod setup;
 #[cfg(test)]
 mod tests;
 
-pub use regression::{CompareOptions, Regressed, Regression, REGRESSION_EXIT};
+pub use regression::{CompareOptions, Regressed, Regression};
 
 use super::folder::load;
 use super::table::{shown, Shown};
@@ -104,7 +104,8 @@ fn check_kinds(base_dir: &Path, other_dir: &Path) -> Result<()> {
 
 /// The comparison as markdown (readable on a terminal too).
 pub fn compare(base_dir: &Path, other_dir: &Path, options: CompareOptions) -> Result<Comparison> {
-    check_kinds(base_dir, other_dir)?;
+    // Folders of the wrong kind are a wrong command line, not a failure.
+    check_kinds(base_dir, other_dir).map_err(crate::exit::usage)?;
     let mut new_anomalies = Vec::new();
     let mut regressions = Vec::new();
     let (base_info, base) = load(base_dir)?;

@@ -1,7 +1,7 @@
 //! What counts as worse: a figure that is worse when it goes up
 //! ([`WORSE_WHEN_UP`]) regresses when the repetitions' min–max ranges part
 //! upwards, or, with no spread to judge by, when it grew by more than a
-//! threshold; `--fail-on-regression` ends with [`REGRESSION_EXIT`].
+//! threshold; `--fail-on-regression` ends with [`crate::exit::REGRESSION`].
 
 use super::super::table::{shown, Shown};
 use crate::model::summary::Summary;
@@ -33,13 +33,8 @@ pub struct Regression {
     pub detail: String,
 }
 
-/// The exit status of `compare --fail-on-regression` when a figure got
-/// worse beyond the spread: apart from 1 (an error, or a new anomaly) and
-/// clap's 2 (bad usage), so a script can tell a regression from a failure.
-pub const REGRESSION_EXIT: u8 = 3;
-
 /// How `compare --fail-on-regression` ends when a figure got worse;
-/// `main` exits with [`REGRESSION_EXIT`] on it.
+/// `main` exits with [`crate::exit::REGRESSION`] on it.
 #[derive(Debug)]
 pub struct Regressed(pub Vec<Regression>);
 
