@@ -15,6 +15,7 @@ mod instance;
 mod model;
 mod presets;
 mod probe;
+mod progress;
 mod proxy;
 mod redis_stats;
 mod reference;

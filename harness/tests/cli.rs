@@ -413,6 +413,49 @@ fn flags_and_set_change_the_scenario_and_the_folder_records_them() {
     );
 }
 
+/// Outside a terminal (a CI log, a file) the run says which strategy of
+/// how many is under way, with the time left, and shows the load moving.
+#[test]
+fn a_log_shows_progress_without_a_terminal() {
+    let out = common::Scratch::new();
+    let scenario = out.path().join("tiny.toml");
+    std::fs::write(&scenario, TINY).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_delaybench"))
+        .args([
+            "run",
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "--strategies",
+            "db-scan,timing-wheel",
+            "--db",
+            "sqlite://",
+            "--out",
+            out.path().to_str().unwrap(),
+        ])
+        .env("CI", "true")
+        .env("DELAYBENCH_PROGRESS_EVERY", "500ms")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    for expected in [
+        "delaybench: [1/2] db-scan: started; ",
+        "left (by the scenario's times)",
+        "delaybench: [2/2] timing-wheel: started; ",
+        "delaybench: db-scan: ",
+        "delaybench: timing-wheel: ",
+        " events, ",
+    ] {
+        assert!(err.contains(expected), "no `{expected}` in:\n{err}");
+    }
+    // The second estimate comes from the first strategy's time.
+    let second = err
+        .lines()
+        .find(|l| l.contains("[2/2]"))
+        .unwrap_or_default();
+    assert!(!second.contains("scenario's times"), "{second}");
+}
+
 /// The exit status says what went wrong: 2 for a wrong command line, 1
 /// for a failed run, 4 for a broken invariant (README, "Exit status").
 #[test]

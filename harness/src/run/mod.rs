@@ -103,6 +103,15 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
     // Interleaved (A B C A B C), so a drift of the machine spreads over
     // every strategy instead of favouring the one that ran first.
     let items: Vec<Vec<(String, Variant, &Scenario)>> = (1..=repeat).map(items_of).collect();
+    let skipped = |v: &Variant| args::skip_reason(*v, args.common.strategies_named()).is_some();
+    let mut stages = crate::progress::Stages::new(
+        items
+            .iter()
+            .flatten()
+            .filter(|(_, v, _)| !skipped(v))
+            .count(),
+        Some(scenario.nominal_run_time()),
+    );
     for rep in 1..=repeat {
         summaries.clear();
         for (folder_name, variant, scenario) in &items[rep as usize - 1] {
@@ -126,6 +135,11 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
                     summary::DatabaseInfo::server(&server),
                 ),
                 None => {
+                    stages.begin(&if repeat == 1 {
+                        folder_name.clone()
+                    } else {
+                        format!("{folder_name}, repetition {rep} of {repeat}")
+                    });
                     session::measure(*variant, scenario, &plan, &server, &namespace, &dir).await?
                 }
             };

@@ -211,6 +211,20 @@ impl Scenario {
         Ok(changed)
     }
 
+    /// What one strategy's run should take by the scenario's times: the
+    /// arrivals, the longest timeout and the drain (set-up, a backlog or
+    /// storm preload and the checks come on top). An estimate for progress
+    /// lines, until a strategy has finished.
+    pub fn nominal_run_time(&self) -> Duration {
+        let longest = self
+            .timeouts
+            .iter()
+            .map(|t| t.after)
+            .max()
+            .unwrap_or_default();
+        self.warmup + self.duration + longest + self.drain
+    }
+
     /// The scenario as a TOML file that loads back to the same scenario:
     /// what a run folder keeps so the run can be repeated exactly.
     pub fn to_toml(&self) -> Result<String> {

@@ -29,6 +29,8 @@ pub struct Load {
     /// The same instant on the wall clock the database rows are stamped with.
     pub t0_us: Micros,
     progress: ProgressBar,
+    /// Without a terminal, a line every few seconds instead of the bar.
+    log_lines: Option<JoinHandle<()>>,
     cpu: JoinHandle<Option<CpuUse>>,
 }
 
@@ -37,7 +39,8 @@ impl Load {
     /// progress bar labelled `label`, and the CPU reading, which covers the
     /// measured arrivals: from the warm-up's end to the last arrival.
     pub fn start(label: &str, plan: &Plan, scenario: &Scenario, pool: &Pool) -> Load {
-        let progress = progress_bar(label, plan.events.len() as u64);
+        let (progress, drawn) = progress_bar(label, plan.events.len() as u64);
+        let log_lines = (!drawn).then(|| crate::progress::ticker(progress.clone(), label.into()));
         let (t0, t0_us) = (Instant::now(), now_us());
         pool.set_t0(t0);
         let cpu = resources::measure_window(
@@ -48,6 +51,7 @@ impl Load {
             t0,
             t0_us,
             progress,
+            log_lines,
             cpu,
         }
     }
@@ -81,13 +85,17 @@ impl Load {
     /// progress bar cleared.
     pub async fn finish(self) -> Result<Option<CpuUse>> {
         let cpu = self.cpu.await.context("reading CPU use");
+        if let Some(lines) = &self.log_lines {
+            lines.abort();
+        }
         self.progress.finish_and_clear();
         cpu
     }
 }
 
-/// A progress bar on a terminal; hidden in CI and in logs.
-fn progress_bar(name: &str, len: u64) -> ProgressBar {
+/// A progress bar, and whether it is drawn: on a terminal; hidden in CI
+/// and in logs (which get [`crate::progress::ticker`]'s lines instead).
+fn progress_bar(name: &str, len: u64) -> (ProgressBar, bool) {
     let quiet = std::env::var_os("CI").is_some() || !std::io::stderr().is_terminal();
     let bar = ProgressBar::with_draw_target(
         Some(len),
@@ -98,10 +106,12 @@ fn progress_bar(name: &str, len: u64) -> ProgressBar {
         },
     );
     bar.set_style(
-        ProgressStyle::with_template("{prefix:>14} [{bar:30}] {pos}/{len} events {elapsed} {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{prefix:>14} [{bar:30}] {pos}/{len} events {elapsed}, arrivals end in {eta} {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
     );
     bar.set_prefix(name.to_string());
-    bar
+    (bar, !quiet)
 }

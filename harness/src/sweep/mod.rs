@@ -155,7 +155,10 @@ pub async fn sweep(args: &SweepArgs) -> Result<PathBuf> {
         repeat: args.repeat.max(1),
         again: "",
     };
+    // A sweep's steps are found as it goes, so the estimate is per strategy.
+    let mut stages = crate::progress::Stages::new(variants.len(), None);
     for (variant, name) in variants.iter().zip(&names) {
+        stages.begin(name);
         result.strategies.push(StrategySweep {
             strategy: *variant,
             status: Status::Ok,
