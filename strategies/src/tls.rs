@@ -21,6 +21,7 @@
 //! [`Error::Unreachable`](crate::Error::Unreachable) whose hint
 //! ([`refusal_hint`]) names the URL parameter that fixes it.
 
+use rustls::pki_types::pem::PemObject;
 use std::path::{Path, PathBuf};
 
 /// The TLS files a URL names: the CA that signed the server's
@@ -316,6 +317,60 @@ pub fn management_client(amqp_url: &str) -> Result<reqwest::ClientBuilder, Strin
         builder = builder.identity(identity);
     }
     Ok(builder)
+}
+
+/// A TCP or TLS stream, as one type.
+pub trait ByteStream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> ByteStream for T {}
+
+/// A byte stream to the broker of `url`: TCP, and under `amqps://` TLS on
+/// it with the URL's CA (else the system's roots) and client certificate,
+/// for reading the handshake's first frame ([`crate::rabbit::broker_facts`]).
+pub async fn amqp_stream(url: &str) -> Result<Box<dyn ByteStream>, String> {
+    let (plain, files) = take_files(url, AMQP)?;
+    let uri: amq_protocol::uri::AMQPUri = plain.parse()?;
+    let host = uri.authority.host.clone();
+    let tcp = tokio::net::TcpStream::connect((host.as_str(), uri.authority.port))
+        .await
+        .map_err(|e| e.to_string())?;
+    if uri.scheme != amq_protocol::uri::AMQPScheme::AMQPS {
+        return Ok(Box::new(tcp));
+    }
+    install_ring();
+    let mut roots = rustls::RootCertStore::empty();
+    match files.ca_pem(AMQP)? {
+        Some(pem) => {
+            for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+                let cert = cert.map_err(|e| format!("cacertfile=: {e}"))?;
+                roots.add(cert).map_err(|e| format!("cacertfile=: {e}"))?;
+            }
+        }
+        None => {
+            roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+        }
+    }
+    let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
+    let config = match files.identity_pem(AMQP)? {
+        Some(IdentityPem { cert, key }) => {
+            let chain = rustls::pki_types::CertificateDer::pem_slice_iter(&cert)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("certfile=: {e}"))?;
+            let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(&key)
+                .map_err(|e| format!("keyfile=: {e}"))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| format!("certfile=/keyfile=: {e}"))?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let name = rustls::pki_types::ServerName::try_from(host.clone())
+        .map_err(|e| format!("`{host}` as a TLS server name: {e}"))?;
+    let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| crate::causes::with_causes(&e))?;
+    Ok(Box::new(tls))
 }
 
 /// Makes ring the process's rustls provider, which reqwest (built without

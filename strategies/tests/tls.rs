@@ -108,6 +108,16 @@ async fn rabbitmq_over_tls() {
     options.rabbit.url = amqp.clone();
     conforms(&pg, "rabbit-ttl", options.clone()).await;
     conforms(&pg, "rabbit-delayed", options).await;
+    // The broker's version (run.json's) is read over TLS too.
+    let facts = strategies::rabbit::broker_facts(&amqp)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        facts.version.starts_with("RabbitMQ "),
+        "{}",
+        facts.version
+    );
+    assert!(facts.delayed_exchange);
 }
 
 /// Asserts that `error` is a refusal whose hint names `fix` (for a CA:

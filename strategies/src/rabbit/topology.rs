@@ -310,14 +310,10 @@ async fn server_properties(url: &str) -> std::result::Result<FieldTable, String>
     use amq_protocol::frame::{parsing::parse_frame, AMQPFrame};
     use amq_protocol::protocol::{connection, AMQPClass};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let uri: amq_protocol::uri::AMQPUri = url.parse()?;
-    if uri.scheme != amq_protocol::uri::AMQPScheme::AMQP {
-        return Err("TLS connections are not probed".into());
-    }
     let read = async {
-        let mut stream =
-            tokio::net::TcpStream::connect((uri.authority.host.as_str(), uri.authority.port))
-                .await?;
+        let mut stream = crate::tls::amqp_stream(url)
+            .await
+            .map_err(std::io::Error::other)?;
         stream.write_all(b"AMQP\x00\x00\x09\x01").await?;
         // type (1), channel (2), payload size (4); then payload and 0xCE.
         let mut frame = vec![0u8; 7];
