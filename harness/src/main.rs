@@ -7,6 +7,7 @@ mod backlog;
 mod child;
 mod clean;
 mod db_stats;
+mod doctor;
 mod driver;
 mod exit;
 mod faults;
@@ -145,6 +146,14 @@ enum Command {
         #[command(flatten)]
         services: service_args::ServiceArgs,
     },
+    /// Check that the services the selected strategies need answer, with the right
+    /// version, plugin, privileges and TLS: one line per check, each failure with its fix.
+    ///
+    /// Exit status: 0 when every selected strategy can run, 1 when one cannot.
+    Doctor {
+        #[command(flatten)]
+        args: doctor::DoctorArgs,
+    },
     /// List what earlier runs and tests left on the services (database namespaces,
     /// dlb.* queues and exchanges, dlb:* Redis keys); remove them with --yes.
     Clean {
@@ -208,7 +217,9 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                // lapin logs every refused login or lost connection at ERROR
+                // on its own; the commands say it once, with the fix.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,lapin=off")),
         )
         .with_writer(std::io::stderr)
         // Colour codes only for a terminal: a redirected log stays plain text.
@@ -295,6 +306,17 @@ fn main() -> ExitCode {
             Command::Scenario { action } => scenario_command(action),
             Command::List { services } => {
                 print!("{}", probe::list(&services).await?);
+                Ok(())
+            }
+            Command::Doctor { args } => {
+                let diagnosis = doctor::diagnose(&args).await?;
+                print!("{}", diagnosis.text);
+                anyhow::ensure!(
+                    diagnosis.blocked.is_empty(),
+                    "{} selected strategies cannot run here: {} (fixes above)",
+                    diagnosis.blocked.len(),
+                    diagnosis.blocked.join(", ")
+                );
                 Ok(())
             }
             Command::Clean { args } => {

@@ -1,7 +1,9 @@
 //! The RabbitMQ management API over HTTPS, against a live broker (issue
 //! 23): `delaybench clean --amqp amqps://…` lists a run's queue and
 //! exchange through the API, removes them over AMQPS, and a URL without
-//! the CA is refused with a hint naming `cacertfile=`.
+//! the CA is refused with a hint naming `cacertfile=`. `delaybench doctor`
+//! says rabbit-delayed cannot run on it (it has no delayed-message plugin)
+//! and names the fix.
 //!
 //! The broker is a node of the project's own
 //! (`scripts/rabbitmq-cluster.sh management-start`: AMQPS on 5699, the API
@@ -151,6 +153,23 @@ async fn clean_lists_and_removes_through_the_management_api_over_https() {
         .filter(|o| o.name.starts_with(&prefix))
         .collect();
     assert!(ours.is_empty(), "left after --yes: {ours:?}");
+
+    // `doctor` on this broker, which lacks the delayed-message plugin:
+    // rabbit-delayed cannot run, and the fix names the plugin's install.
+    let o = delaybench(&["doctor", "-S", "rabbit-delayed", "--amqp", &amqp]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}{}", stderr(&o));
+    for expected in [
+        "ok    rabbitmq reachable",
+        "RabbitMQ ",
+        "(TLS)",
+        "FAIL  rabbitmq x-delayed-message",
+        "bash rabbitmq-plugin/install.sh",
+        "blocks: rabbit-delayed",
+        "`clean` lists queues with management API https://localhost:15699/api",
+    ] {
+        assert!(text.contains(expected), "no `{expected}` in:\n{text}");
+    }
 
     // Without the CA the API's certificate is refused, and the error says
     // which parameter fixes it (and does not fall back to rabbitmqctl,

@@ -80,15 +80,18 @@ impl Error {
     /// [`Error::Unreachable`]: `service` at `url` (already redacted) failed
     /// with `reason`; `start_hint` says how to start it. When `reason` is a
     /// refused TLS connection the hint says instead what fixes that, naming
-    /// the URL parameter ([`crate::tls::refusal_hint`]): starting a server
-    /// that answered would not help.
+    /// the URL parameter ([`crate::tls::refusal_hint`]), and when it is a
+    /// refused login it says that ([`login_refused_hint`]): starting a
+    /// server that answered would not help.
     pub fn unreachable(
         service: &'static str,
         url: String,
         reason: String,
         start_hint: String,
     ) -> Error {
-        let hint = crate::tls::refusal_hint(&url, &reason).unwrap_or(start_hint);
+        let hint = crate::tls::refusal_hint(&url, &reason)
+            .or_else(|| login_refused_hint(&reason))
+            .unwrap_or(start_hint);
         Error::Unreachable {
             service,
             url,
@@ -106,5 +109,54 @@ impl Error {
                 ..
             }
         )
+    }
+}
+
+/// What fixes a login the server refused, when `reason` (the client's
+/// error) is one: PostgreSQL, MariaDB/MySQL, RabbitMQ and Redis each word
+/// it their own way. `None` for other failures.
+pub fn login_refused_hint(reason: &str) -> Option<String> {
+    const REFUSALS: [&str; 7] = [
+        "password authentication failed", // PostgreSQL
+        "no pg_hba.conf entry",           // PostgreSQL, a host or user not let in
+        "Access denied for user",         // MariaDB / MySQL
+        "ACCESS_REFUSED",                 // RabbitMQ
+        "WRONGPASS",                      // Redis 6+ with ACLs
+        "NOAUTH",                         // Redis asking for a password
+        "invalid username-password",      // Redis before 6
+    ];
+    REFUSALS.iter().any(|r| reason.contains(r)).then(|| {
+        "the server answered and refused the login: put the right user and password in the \
+         URL (user:password@host; its --db / --amqp / --redis flag or DELAYBENCH_* variable), \
+         and check that the user exists and may connect from this host"
+            .to_string()
+    })
+}
+
+#[cfg(test)]
+mod login_tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_login_is_told_from_a_server_that_is_down() {
+        for reason in [
+            "error returned from database: 1045 (28000): Access denied for user 'root'@'127.0.0.1' (using password: YES)",
+            "protocol error: AMQP soft error: ACCESS-REFUSED: ACCESS_REFUSED - Login was refused",
+            "WRONGPASS invalid username-password pair or user is disabled.",
+            "error returned from database: password authentication failed for user \"x\"",
+        ] {
+            let e = Error::unreachable("S", "u".into(), reason.into(), "start it".into());
+            let Error::Unreachable { hint, .. } = e else {
+                unreachable!()
+            };
+            assert!(hint.contains("refused the login"), "{reason}: {hint}");
+        }
+        let e = Error::unreachable(
+            "S",
+            "u".into(),
+            "Connection refused (os error 111)".into(),
+            "start it".into(),
+        );
+        assert!(e.to_string().ends_with("hint: start it"), "{e}");
     }
 }
