@@ -32,13 +32,15 @@ pub async fn list(services: &ServiceArgs) -> Result<String> {
         within(async { Ok(server.server_version().await?) }),
         within(async {
             let facts = strategies::rabbit::broker_facts(amqp).await?;
-            anyhow::ensure!(
-                facts.delayed_exchange,
-                "{} answers, but has no x-delayed-message exchange type \
-                 (rabbit-delayed needs it: `bash rabbitmq-plugin/install.sh`)",
+            Ok(if facts.delayed_exchange {
                 facts.version
-            );
-            Ok(facts.version)
+            } else {
+                format!(
+                    "{}, without the x-delayed-message exchange type (rabbit-delayed needs \
+                     it: `bash rabbitmq-plugin/install.sh`)",
+                    facts.version
+                )
+            })
         }),
         within(crate::redis_stats::version(redis)),
     );
@@ -66,10 +68,10 @@ pub async fn list(services: &ServiceArgs) -> Result<String> {
     }
     // rabbit-ttl needs only the broker; only rabbit-delayed needs the
     // delayed exchange type.
-    let broker_up = match &rabbit {
-        Ok(_) => true,
-        Err(why) => why.contains("answers, but"),
-    };
+    let broker_up = rabbit.is_ok();
+    let delayed_up = rabbit
+        .as_ref()
+        .is_ok_and(|v| !v.contains("without the x-delayed-message"));
     writeln!(
         out,
         "\nStrategies (run with --strategies NAME[,NAME...] or all):"
@@ -81,13 +83,15 @@ pub async fn list(services: &ServiceArgs) -> Result<String> {
             missing.push("database");
         }
         for service in s.requires {
-            let up = match service {
-                Service::RabbitMq if s.name.starts_with("rabbit-delayed") => rabbit.is_ok(),
-                Service::RabbitMq => broker_up,
-                Service::Redis => redis_probe.is_ok(),
+            let (up, name) = match service {
+                Service::RabbitMq if s.name.starts_with("rabbit-delayed") && broker_up => {
+                    (delayed_up, "x-delayed-message")
+                }
+                Service::RabbitMq => (broker_up, service.name()),
+                Service::Redis => (redis_probe.is_ok(), service.name()),
             };
             if !up {
-                missing.push(service.name());
+                missing.push(name);
             }
         }
         let needs: Vec<&str> = std::iter::once("database")
@@ -114,7 +118,8 @@ pub async fn list(services: &ServiceArgs) -> Result<String> {
     }
     writeln!(
         out,
-        "\nVariants: NAME+outbox (rabbit-ttl, rabbit-delayed, redis-zset), NAME+fallback \
+        "\n`delaybench doctor` checks each service in detail and says what fixes it.\n\
+         Variants: NAME+outbox (rabbit-ttl, rabbit-delayed, redis-zset), NAME+fallback \
          (any but db-scan and db-timer), NAME+outbox+fallback."
     )?;
     Ok(out)
