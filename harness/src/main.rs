@@ -77,6 +77,11 @@ enum Command {
         /// every repetition's samples, and reports show each figure's min–max over them.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
         repeat: u32,
+        /// Every column in the terminal table (the report files always have them all).
+        #[arg(long)]
+        wide: bool,
+        #[command(flatten)]
+        export: report::export::ExportArgs,
     },
     /// Find each strategy's highest sustainable order rate, and the ceiling's, in one run
     /// (or, with a [backlog] scenario, what each costs holding a big backlog).
@@ -87,6 +92,8 @@ enum Command {
         /// the report shows the spread of p99.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
         repeat: u32,
+        #[command(flatten)]
+        export: report::export::ExportArgs,
     },
     /// The bundled scenarios: list them, print one, or write a commented starting file.
     Scenario {
@@ -97,6 +104,11 @@ enum Command {
     Report {
         /// A run folder, e.g. results/20261129-201500-quick.
         dir: PathBuf,
+        /// Every column in the terminal table.
+        #[arg(long)]
+        wide: bool,
+        #[command(flatten)]
+        export: report::export::ExportArgs,
     },
     /// Draft an architecture decision record from run folders and a service-level objective.
     Adr {
@@ -238,31 +250,50 @@ fn main() -> ExitCode {
                 common,
                 allow_anomalies,
                 repeat,
+                wide,
+                export,
             } => {
-                let run_dir = interruptible(run::run(&run::RunArgs { common, repeat })).await?;
+                let run_dir = interruptible(run::run(&run::RunArgs {
+                    common,
+                    repeat,
+                    wide,
+                }))
+                .await?;
                 // For scripts: the last line of stdout.
                 println!("DELAYBENCH_RUN_DIR={}", run_dir.display());
-                let (_, summaries) = report::load(&run_dir)?;
+                let (info, summaries) = report::load(&run_dir)?;
+                export_table(
+                    &export,
+                    &report::export::run_table(&info.run_id, &summaries),
+                )?;
                 run::problems(&summaries, allow_anomalies).into_result("run", &run_dir)
             }
-            Command::Sweep { common, repeat } => {
+            Command::Sweep {
+                common,
+                repeat,
+                export,
+            } => {
                 let run_dir =
                     interruptible(sweep::sweep(&sweep::SweepArgs { common, repeat })).await?;
                 println!("DELAYBENCH_RUN_DIR={}", run_dir.display());
-                model::sweep::SweepResult::read(&run_dir)?
-                    .problems()
-                    .into_result("sweep", &run_dir)
+                let result = model::sweep::SweepResult::read(&run_dir)?;
+                export_table(&export, &report::export::sweep_table(&result))?;
+                result.problems().into_result("sweep", &run_dir)
             }
-            Command::Report { dir } => {
+            Command::Report { dir, wide, export } => {
                 report::write(&dir)?;
                 if dir.join("sweep.json").exists() {
                     let result = model::sweep::SweepResult::read(&dir)?;
                     println!("{}", report::sweep::terminal_table(&result));
                     println!("{}", report::written_to(&dir));
-                    return Ok(());
+                    return export_table(&export, &report::export::sweep_table(&result));
                 }
-                let (_, summaries) = report::load(&dir)?;
-                println!("{}", report::terminal_table(&summaries));
+                let (info, summaries) = report::load(&dir)?;
+                export_table(
+                    &export,
+                    &report::export::run_table(&info.run_id, &summaries),
+                )?;
+                println!("{}", report::terminal_table(&summaries, wide));
                 println!("{}", report::written_to(&dir));
                 Ok(())
             }
@@ -360,6 +391,18 @@ fn main() -> ExitCode {
             exit::code_of(&e)
         }
     }
+}
+
+/// Writes the `--export-*` files asked for, and says where (stderr: stdout
+/// ends with the run folder's line for scripts).
+fn export_table(
+    args: &report::export::ExportArgs,
+    table: &report::export::ExportTable,
+) -> anyhow::Result<()> {
+    for path in report::export::write(args, table)? {
+        eprintln!("delaybench: exported {}", path.display());
+    }
+    Ok(())
 }
 
 /// A percentage for `--single-run-threshold`: `25` or `25%`, not negative.

@@ -388,9 +388,17 @@ fn flags_and_set_change_the_scenario_and_the_folder_records_them() {
         "payments.pay-ratio=0.8",
         "--set",
         "timeouts[1].after=700ms",
+        "--export-csv",
+        out.path().join("table.csv").to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let run = run_dir_of(&o);
+    let csv = std::fs::read_to_string(out.path().join("table.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(
+        csv.lines().nth(1).unwrap().starts_with("db-scan,ok,"),
+        "{csv}"
+    );
     let recorded = std::fs::read_to_string(run.join("scenario.toml")).unwrap();
     let toml: toml::Table = recorded.parse().unwrap();
     assert_eq!(toml["rate"].as_float(), Some(30.0), "{recorded}");

@@ -5,6 +5,7 @@
 //! both reports share are built once, in `table`.
 
 mod compare;
+pub mod export;
 mod fault_table;
 mod figures;
 mod folder;
@@ -62,10 +63,51 @@ pub fn written_to(run_dir: &Path) -> String {
     )
 }
 
-/// The table for the terminal: figures right-aligned, text left.
-pub fn terminal_table(summaries: &[Summary]) -> String {
-    let table = rows(summaries);
+/// The columns of the narrow terminal table (the default): what fits an
+/// 80-column terminal and answers "how late, and did anything break".
+/// `--wide` shows every column of [`rows`], warnings included.
+const NARROW: [&str; 9] = [
+    "strategy",
+    "status",
+    "created",
+    "cancelled",
+    "n",
+    "p50 ms",
+    "p99 ms",
+    "max ms",
+    "anomalies",
+];
+
+/// The table for the terminal: figures right-aligned, text left; the
+/// narrow columns unless `wide`, then a strategy's warnings (a wide
+/// table's last column) as lines under it.
+pub fn terminal_table(summaries: &[Summary], wide: bool) -> String {
+    let mut table = rows(summaries);
+    if !wide {
+        let keep: Vec<usize> = table[0]
+            .iter()
+            .enumerate()
+            .filter(|(_, name)| NARROW.contains(&name.as_str()))
+            .map(|(i, _)| i)
+            .collect();
+        table = table
+            .into_iter()
+            .map(|row| keep.iter().map(|&i| row[i].clone()).collect())
+            .collect();
+    }
     let mut out = text_table::render(&table[0], &table[1..]);
+    if !wide {
+        for s in summaries.iter().filter(|s| !s.warnings.is_empty()) {
+            for warning in &s.warnings {
+                let _ = writeln!(out, "{} warning: {warning}", s.strategy);
+            }
+        }
+        let _ = writeln!(
+            out,
+            "(--wide for every column: paid, pending, paid late, p90, p99.9, p99 at commit, \
+             statements and attempts per cancel)"
+        );
+    }
     for s in summaries.iter().filter(|s| s.status != Status::Ok) {
         let _ = writeln!(
             out,

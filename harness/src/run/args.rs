@@ -202,6 +202,8 @@ pub struct RunArgs {
     pub common: CommonArgs,
     /// Run each strategy this many times, interleaved (A B C A B C).
     pub repeat: u32,
+    /// Every column in the terminal table.
+    pub wide: bool,
 }
 
 /// Parses a `--strategies` list; every strategy (teaching variants and the

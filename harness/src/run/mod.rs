@@ -183,7 +183,7 @@ pub async fn run(args: &RunArgs) -> Result<PathBuf> {
             }
         }
     }
-    println!("\n{}", report::terminal_table(&summaries));
+    println!("\n{}", report::terminal_table(&summaries, args.wide));
     println!("{}", report::written_to(&run_dir));
     Ok(run_dir)
 }
