@@ -14,6 +14,18 @@ if [ "$(id -u)" = 0 ]; then
 else
   echo "test.sh: not root, so TLS is not set up; the TLS tests need: sudo bash scripts/tls.sh setup" >&2
 fi
+# Headless Chromium, in which harness/tests/index.rs renders the results
+# index (and CI screenshots a report).
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test-prepare: installing Chromium (apt-get install chromium)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      --no-install-recommends chromium) >/dev/null ||
+      echo "test-prepare: could not install Chromium; the index test will say so" >&2
+  else
+    echo "test-prepare: Chromium is missing; the index test needs it: sudo apt-get install -y chromium" >&2
+  fi
+fi
 if command -v rabbitmqctl >/dev/null 2>&1; then
   bash rabbitmq-plugin/install.sh
   # Durable queues and exchanges that earlier, interrupted test runs left

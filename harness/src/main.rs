@@ -110,6 +110,13 @@ enum Command {
         #[command(flatten)]
         export: report::export::ExportArgs,
     },
+    /// Write DIR/index.html over the run folders in DIR: a row per run with links to its
+    /// reports and each strategy's headline, and the headlines across the runs as plots.
+    Index {
+        /// A folder of run folders, e.g. results or results/reference.
+        #[arg(default_value = "results")]
+        dir: PathBuf,
+    },
     /// Draft an architecture decision record from run folders and a service-level objective.
     Adr {
         /// Run folders: runs without faults, fault runs (chaos), cluster runs, rate sweeps,
@@ -295,6 +302,10 @@ fn main() -> ExitCode {
                 )?;
                 println!("{}", report::terminal_table(&summaries, wide));
                 println!("{}", report::written_to(&dir));
+                Ok(())
+            }
+            Command::Index { dir } => {
+                println!("{}", report::index::write(&dir)?.display());
                 Ok(())
             }
             Command::Adr { dirs, sla, out } => {

@@ -58,7 +58,9 @@ fn copy_text(from: &Path, to: &Path) {
             }
         } else if path
             .extension()
-            .is_some_and(|e| e == "json" || e == "md" || e == "hgrm" || e == "toml")
+            // html: the index page is generated too, and links the reports
+            // each folder has.
+            .is_some_and(|e| matches!(e.to_str(), Some("json" | "md" | "hgrm" | "toml" | "html")))
         {
             std::fs::copy(&path, &target).unwrap();
         }

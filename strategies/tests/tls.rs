@@ -112,11 +112,7 @@ async fn rabbitmq_over_tls() {
     let facts = strategies::rabbit::broker_facts(&amqp)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        facts.version.starts_with("RabbitMQ "),
-        "{}",
-        facts.version
-    );
+    assert!(facts.version.starts_with("RabbitMQ "), "{}", facts.version);
     assert!(facts.delayed_exchange);
 }
 

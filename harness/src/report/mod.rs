@@ -10,6 +10,7 @@ mod fault_table;
 mod figures;
 mod folder;
 mod html;
+pub mod index;
 mod markdown;
 mod palette;
 mod plots;

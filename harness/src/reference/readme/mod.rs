@@ -117,6 +117,11 @@ fn render_all(dir: &Path, readme: &Path) -> Result<Vec<(PathBuf, String)>> {
         crate::adr::evidence_path(&out),
         evidence.replace(&as_read, &as_run),
     ));
+    // The set's index page (`delaybench index`), named as the README names it.
+    files.push((
+        dir.join("index.html"),
+        crate::report::index::render(dir, &relative)?,
+    ));
     let mut text =
         std::fs::read_to_string(readme).with_context(|| format!("reading {}", readme.display()))?;
     for (name, render) in SECTIONS {
