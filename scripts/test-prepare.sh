@@ -1,30 +1,23 @@
 #!/usr/bin/env bash
 # What both test commands need first (scripts/test.sh, scripts/test-long.sh):
-# starts the services the tests talk to if they are down, turns TLS on for
+# installs and configures what is missing (scripts/setup.sh), starts the services the tests talk to if they are down, turns TLS on for
 # them (scripts/tls.sh), builds and
 # enables the project's x-delayed-message plugin, and deletes the queues
 # that interrupted test runs left on the broker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# What a fresh Debian/Ubuntu machine lacks (scripts/setup.sh): as root it is
+# installed and configured, otherwise the commands are printed. Packages
+# first; roles and databases once the servers run.
+bash scripts/setup.sh packages
 bash scripts/services.sh postgres mariadb redis rabbitmq
+bash scripts/setup.sh postgres mariadb
 # TLS on the same services, for strategies/tests/tls.rs (idempotent: once
 # set up, nothing is restarted).
 if [ "$(id -u)" = 0 ]; then
   bash scripts/tls.sh setup
 else
   echo "test.sh: not root, so TLS is not set up; the TLS tests need: sudo bash scripts/tls.sh setup" >&2
-fi
-# Headless Chromium, in which harness/tests/index.rs renders the results
-# index (and CI screenshots a report).
-if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "test-prepare: installing Chromium (apt-get install chromium)"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-      --no-install-recommends chromium) >/dev/null ||
-      echo "test-prepare: could not install Chromium; the index test will say so" >&2
-  else
-    echo "test-prepare: Chromium is missing; the index test needs it: sudo apt-get install -y chromium" >&2
-  fi
 fi
 if command -v rabbitmqctl >/dev/null 2>&1; then
   bash rabbitmq-plugin/install.sh
