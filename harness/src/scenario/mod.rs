@@ -216,13 +216,16 @@ impl Scenario {
     /// storm preload and the checks come on top). An estimate for progress
     /// lines, until a strategy has finished.
     pub fn nominal_run_time(&self) -> Duration {
-        let longest = self
-            .timeouts
+        self.warmup + self.duration + self.longest_timeout() + self.drain
+    }
+
+    /// The longest timeout of the mix.
+    fn longest_timeout(&self) -> Duration {
+        self.timeouts
             .iter()
             .map(|t| t.after)
             .max()
-            .unwrap_or_default();
-        self.warmup + self.duration + longest + self.drain
+            .unwrap_or_default()
     }
 
     /// The scenario as a TOML file that loads back to the same scenario:
@@ -401,12 +404,7 @@ impl Scenario {
                 bail!("field `backlog.pending` = {:?} is out of range; accepted values: a list of 1 to many sizes, each 0 to 100000000 orders", b.pending);
             }
             let arrivals = self.warmup + self.duration + self.drain;
-            let longest = self
-                .timeouts
-                .iter()
-                .map(|t| t.after)
-                .max()
-                .unwrap_or_default();
+            let longest = self.longest_timeout();
             if b.after <= arrivals + longest || b.after > day * 365 {
                 bail!(
                     "field `backlog.after` = {:?} is out of range; accepted values: longer than \
