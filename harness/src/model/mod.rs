@@ -15,34 +15,15 @@
 //!   reports and worker events (a fault's record is beside the fault
 //!   kinds, in `faults/record.rs`);
 //! - [`sweep`]: `sweep.json`, the steps of a `delaybench sweep`, and what
-//!   makes a step hold.
+//!   makes a step hold;
+//! - [`schema`]: the version of `schema/*.schema.json` the files follow.
 
 pub mod cpu;
 pub mod lateness;
 pub mod records;
 pub mod run_info;
+pub mod schema;
 pub mod summary;
 pub mod sweep;
 
 pub use records::{GeneratorHealth, HookRecord, WorkerEvent, WorkerEventKind, WorkerReport};
-
-/// The version of `schema/*.schema.json` that the `run.json`,
-/// `summary.json` and `sweep.json` this build writes follow; each file
-/// says it first, as `schema_version`. Raise it (and copy the schemas) when
-/// a key outside checkers read changes meaning or goes away; adding keys
-/// keeps it.
-pub const SCHEMA_VERSION: u32 = 1;
-
-/// `value` as pretty JSON with `"schema_version": SCHEMA_VERSION` first.
-pub fn versioned_json<T: serde::Serialize>(value: &T) -> serde_json::Result<String> {
-    #[derive(serde::Serialize)]
-    struct Versioned<'a, T: serde::Serialize> {
-        schema_version: u32,
-        #[serde(flatten)]
-        inner: &'a T,
-    }
-    serde_json::to_string_pretty(&Versioned {
-        schema_version: SCHEMA_VERSION,
-        inner: value,
-    })
-}

@@ -61,7 +61,7 @@ impl RunInfo {
             hook.command = super::records::redact_command(&hook.command);
         }
         let path = dir.join("run.json");
-        std::fs::write(&path, super::versioned_json(&info)? + "\n")
+        std::fs::write(&path, super::schema::versioned_json(&info)? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
         info.write_scenario(dir)
     }

@@ -437,7 +437,7 @@ impl SweepResult {
     /// Writes `sweep.json` into `dir`.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let path = dir.join("sweep.json");
-        std::fs::write(&path, super::versioned_json(self)? + "\n")
+        std::fs::write(&path, super::schema::versioned_json(self)? + "\n")
             .with_context(|| format!("writing {}", path.display()))
     }
 

@@ -229,7 +229,7 @@ impl Summary {
     pub fn write(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("summary.json");
-        std::fs::write(&path, crate::model::versioned_json(self)? + "\n")
+        std::fs::write(&path, crate::model::schema::versioned_json(self)? + "\n")
             .with_context(|| format!("writing {}", path.display()))
     }
 
