@@ -104,6 +104,11 @@ enum Command {
     Report {
         /// A run folder, e.g. results/20261129-201500-quick.
         dir: PathBuf,
+        /// Write the reports into this folder instead, leaving DIR as it is: it gets a
+        /// copy of DIR's JSON, histograms and scenario (not its SQLite files), then the
+        /// reports, so every link in them works.
+        #[arg(short = 'o', long, value_name = "FOLDER")]
+        out: Option<PathBuf>,
         /// Every column in the terminal table.
         #[arg(long)]
         wide: bool,
@@ -133,9 +138,10 @@ enum Command {
             default_value = "p99<=2s,missed=0,paid-after-deadline<=1%,max-rate>=500,recovery<=30s; faults: p99<=10s,missed=0; cluster: p99<=10s,missed=0"
         )]
         sla: String,
-        /// The Markdown file to write, MADR-shaped; its evidence goes beside it
-        /// (`<name>-evidence.md`). Links to the figures are relative to it.
-        #[arg(long, default_value = "adr-draft.md")]
+        /// The Markdown file to write, MADR-shaped, or a folder to write adr-draft.md in
+        /// (as `run -o` takes one); its evidence goes beside it (`<name>-evidence.md`).
+        /// Links to the figures are relative to it.
+        #[arg(short = 'o', long, default_value = "adr-draft.md")]
         out: PathBuf,
     },
     /// Compare two run folders strategy by strategy (markdown on stdout).
@@ -159,6 +165,9 @@ enum Command {
         /// which a figure counts as worse.
         #[arg(long, default_value = "25", value_name = "PERCENT", value_parser = percent)]
         single_run_threshold: f64,
+        /// Each strategy's figures side by side with their ratios (other / base).
+        #[command(flatten)]
+        export: report::export::ExportArgs,
     },
     /// List the strategies, probe the services they need, and say which can run now.
     List {
@@ -287,7 +296,19 @@ fn main() -> ExitCode {
                 export_table(&export, &report::export::sweep_table(&result))?;
                 result.problems().into_result("sweep", &run_dir)
             }
-            Command::Report { dir, wide, export } => {
+            Command::Report {
+                dir,
+                out,
+                wide,
+                export,
+            } => {
+                let dir = match out {
+                    Some(out) => {
+                        report::copy_folder(&dir, &out)?;
+                        out
+                    }
+                    None => dir,
+                };
                 report::write(&dir)?;
                 if dir.join("sweep.json").exists() {
                     let result = model::sweep::SweepResult::read(&dir)?;
@@ -309,6 +330,14 @@ fn main() -> ExitCode {
                 Ok(())
             }
             Command::Adr { dirs, sla, out } => {
+                // A folder (existing, or written with a trailing slash) gets
+                // the default file name, as `run -o FOLDER` does.
+                let out = if out.is_dir() || out.to_string_lossy().ends_with('/') {
+                    std::fs::create_dir_all(&out)?;
+                    out.join("adr-draft.md")
+                } else {
+                    out
+                };
                 adr::write(&adr::AdrArgs {
                     dirs,
                     sla,
@@ -326,12 +355,22 @@ fn main() -> ExitCode {
                 other,
                 fail_on_regression,
                 single_run_threshold,
+                export,
             } => {
                 let options = report::CompareOptions {
                     single_run_threshold: single_run_threshold / 100.0,
                 };
                 let comparison = report::compare(&base, &other, options)?;
                 print!("{}", comparison.text);
+                let ((base_info, base_runs), (other_info, other_runs)) =
+                    (report::load(&base)?, report::load(&other)?);
+                export_table(
+                    &export,
+                    &report::export::compare_table(
+                        (&base_info.run_id, &base_runs),
+                        (&other_info.run_id, &other_runs),
+                    ),
+                )?;
                 if !comparison.new_anomalies.is_empty() {
                     return Err(exit::Anomalous(format!(
                         "new anomalies in {}",

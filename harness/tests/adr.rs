@@ -703,3 +703,20 @@ fn a_backlog_restart_that_lost_a_probe_order_is_no_recovery() {
     assert!(!draft.contains("interleaved"), "{draft}");
     assert!(check_figures(&file.with_file_name("adr-evidence.md")) >= 4);
 }
+
+/// `--out` takes a folder too, as `run -o` does: the draft is
+/// `adr-draft.md` in it, its evidence beside it.
+#[test]
+fn out_may_be_a_folder() {
+    let scratch = tempfile::tempdir().unwrap();
+    let folder = scratch.path().join("decisions/");
+    let dirs = reference_folders();
+    let mut args = vec!["adr".to_string()];
+    args.extend(dirs.iter().map(|d| d.display().to_string()));
+    args.extend(["-o".into(), format!("{}/", folder.display())]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = delaybench(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(folder.join("adr-draft.md").exists());
+    assert!(folder.join("adr-draft-evidence.md").exists());
+}

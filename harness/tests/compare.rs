@@ -198,3 +198,39 @@ fn a_new_anomaly_exits_4_even_with_a_regression() {
     );
     assert!(stdout(&o).contains("0 → **2 (new)**"), "{}", stdout(&o));
 }
+
+/// `--export-csv` and `--export-json` set each figure of both runs side by
+/// side with its ratio.
+#[test]
+fn the_comparison_exports_both_runs_figures_and_their_ratio() {
+    let root = tempfile::tempdir().unwrap();
+    let base = run_folder(&root.path().join("a"), false, (0.0, 200e3, 0.0));
+    let other = run_folder(&root.path().join("b"), false, (0.0, 260e3, 0.0));
+    let (csv, json) = (root.path().join("c.csv"), root.path().join("c.json"));
+    let o = compare(
+        &base,
+        &other,
+        &[
+            "--export-csv",
+            csv.to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(csv).unwrap();
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(
+        csv.starts_with("strategy,base_created,other_created,ratio_created,"),
+        "{csv}"
+    );
+    let doc = read_json(&json);
+    let row = &doc["rows"][0];
+    assert_eq!(row["strategy"], "db-scan");
+    assert_eq!(row["base_p90_us"], 200e3);
+    assert_eq!(row["other_p90_us"], 260e3);
+    assert!(
+        (row["ratio_p90_us"].as_f64().unwrap() - 1.3).abs() < 1e-9,
+        "{row}"
+    );
+}

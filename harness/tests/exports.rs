@@ -146,3 +146,50 @@ fn a_sweeps_table_exports_a_row_per_step() {
         .iter()
         .all(|r| r["rate"].as_f64().is_some_and(|v| v > 0.0)));
 }
+
+/// `report DIR --out OUT` writes the reports into OUT, with a copy of what
+/// they link, and leaves DIR (here a committed reference folder) as it was.
+#[test]
+fn report_out_leaves_the_run_folder_as_it_was() {
+    let scratch = tempfile::tempdir().unwrap();
+    let committed = reference("-quick");
+    let before = std::fs::metadata(committed.join("report.md"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let out = scratch.path().join("rendered");
+    let o = delaybench(&[
+        "report",
+        committed.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for file in [
+        "report.md",
+        "report.html",
+        "run.json",
+        "db-scan/summary.json",
+    ] {
+        assert!(out.join(file).exists(), "{file}");
+    }
+    assert!(out.join("plots").read_dir().unwrap().count() > 0);
+    let after = std::fs::metadata(committed.join("report.md"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert_eq!(before, after, "the committed report was rewritten");
+    // Its own folder as --out is refused (leave --out out for that).
+    let o = delaybench(&[
+        "report",
+        committed.to_str().unwrap(),
+        "--out",
+        committed.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("the run folder itself"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The export flags of `run` and `sweep`.
+/// The export flags of `run`, `sweep`, `report` and `compare`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ExportArgs {
     /// Write the results table as CSV to FILE (a row per strategy, or per sweep step).
@@ -182,6 +182,55 @@ pub fn run_table(run_id: &str, summaries: &[Summary]) -> ExportTable {
         .collect();
     ExportTable {
         source: format!("run {run_id}"),
+        columns,
+        rows,
+    }
+}
+
+/// Two runs side by side (`compare`): a row per strategy in both, and for
+/// each figure the base's value, the other's and their ratio (other / base;
+/// empty where either has none or the base is 0).
+pub fn compare_table(
+    (base_id, base): (&str, &[Summary]),
+    (other_id, other): (&str, &[Summary]),
+) -> ExportTable {
+    let keys: Vec<&'static str> = base
+        .first()
+        .map(|s| figures(s).into_iter().map(|(k, _)| k).collect())
+        .unwrap_or_default();
+    let mut columns = vec!["strategy".to_string()];
+    for key in &keys {
+        let c = column(key);
+        columns.extend([
+            format!("base_{c}"),
+            format!("other_{c}"),
+            format!("ratio_{c}"),
+        ]);
+    }
+    let value = |s: &Summary, key: &str| {
+        (s.status == Status::Ok)
+            .then(|| shown(s, key).map(|f| f.value))
+            .flatten()
+    };
+    let number = |v: Option<f64>| v.map_or(Value::Null, |v| json!(v));
+    let rows = base
+        .iter()
+        .filter_map(|b| {
+            let o = other.iter().find(|o| o.strategy == b.strategy)?;
+            let mut row = vec![json!(b.strategy.name())];
+            for key in &keys {
+                let (x, y) = (value(b, key), value(o, key));
+                let ratio = match (x, y) {
+                    (Some(x), Some(y)) if x != 0.0 => Some(y / x),
+                    _ => None,
+                };
+                row.extend([number(x), number(y), number(ratio)]);
+            }
+            Some(row)
+        })
+        .collect();
+    ExportTable {
+        source: format!("compare {base_id} (base) with {other_id}"),
         columns,
         rows,
     }

@@ -28,7 +28,7 @@ use table::rows;
 
 pub use compare::{compare, CompareOptions, Regressed};
 pub(crate) use fault_table::fault_rows;
-pub use folder::{load, load_twins};
+pub use folder::{copy_folder, load, load_twins};
 pub(crate) use storm_table::{storm_drain_text, STORM_NOTES};
 pub(crate) use table::{as_count, as_ms, fig, rows_read_text, shown, RunTables, Shown};
 
