@@ -92,11 +92,22 @@ pub fn short(d: Duration) -> String {
     }
 }
 
+/// The task printing a load's log lines, stopped when dropped: when the
+/// load finishes, and when it ends in an error and is dropped unfinished
+/// (a task left running would go on printing through the next strategy).
+#[derive(Debug)]
+pub struct Ticker(tokio::task::JoinHandle<()>);
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Prints `label: pos/len events, elapsed, message` every [`every`] while
-/// `bar` (hidden: no terminal) advances; the caller aborts the task when
-/// the load ends.
-pub fn ticker(bar: indicatif::ProgressBar, label: String) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+/// `bar` (hidden: no terminal) advances, until the [`Ticker`] is dropped.
+pub fn ticker(bar: indicatif::ProgressBar, label: String) -> Ticker {
+    Ticker(tokio::spawn(async move {
         let period = every();
         let mut tick = tokio::time::interval_at(Instant::now() + period, period);
         loop {
@@ -114,7 +125,7 @@ pub fn ticker(bar: indicatif::ProgressBar, label: String) -> tokio::task::JoinHa
                 }
             );
         }
-    })
+    }))
 }
 
 #[cfg(test)]

@@ -29,8 +29,9 @@ pub struct Load {
     /// The same instant on the wall clock the database rows are stamped with.
     pub t0_us: Micros,
     progress: ProgressBar,
-    /// Without a terminal, a line every few seconds instead of the bar.
-    log_lines: Option<JoinHandle<()>>,
+    /// Without a terminal, a line every few seconds instead of the bar
+    /// (stopped when dropped, finished or not).
+    log_lines: Option<crate::progress::Ticker>,
     cpu: JoinHandle<Option<CpuUse>>,
 }
 
@@ -85,9 +86,7 @@ impl Load {
     /// progress bar cleared.
     pub async fn finish(self) -> Result<Option<CpuUse>> {
         let cpu = self.cpu.await.context("reading CPU use");
-        if let Some(lines) = &self.log_lines {
-            lines.abort();
-        }
+        drop(self.log_lines);
         self.progress.finish_and_clear();
         cpu
     }
