@@ -6,6 +6,14 @@
 # that interrupted test runs left on the broker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+cat >&2 <<'WARN'
+test: these tests use the services on this machine and disturb them: they restart
+  RabbitMQ's app (rabbitmqctl stop_app/start_app) and, in the long suites, Redis on 6379
+  (SHUTDOWN NOSAVE: it comes back empty), and create and drop schemas, databases and
+  dlb.* queues of their own. Run them on a machine or containers you can spare; the
+  database URLs can point elsewhere with DELAYBENCH_PG_URL, DELAYBENCH_MYSQL_URL,
+  DELAYBENCH_REDIS_URL and DELAYBENCH_AMQP_URL (the restarts always act on this host).
+WARN
 # What a fresh Debian/Ubuntu machine lacks (scripts/setup.sh): as root it is
 # installed and configured, otherwise the commands are printed. Packages
 # first; roles and databases once the servers run.
