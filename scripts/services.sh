@@ -134,9 +134,12 @@ for service in "${wanted[@]}"; do
         'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start'
       ;;
     mariadb)
+      # As the mysql user: Debian's configuration leaves that to systemd's
+      # unit (its `user = mysql` is commented out), and mariadbd refuses
+      # to run as root; its socket directory is made by the unit too.
       ensure mariadb 3306 \
-        'test -x /usr/sbin/mariadbd && start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd' \
-        'start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd'
+        'test -x /usr/sbin/mariadbd && install -d -o mysql -g mysql /run/mysqld && start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql' \
+        'start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql'
       ;;
     redis)
       ensure redis 6379 \

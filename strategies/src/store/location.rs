@@ -48,7 +48,7 @@ impl DbKind {
             }
             DbKind::Mysql => {
                 "start MariaDB: `docker compose up -d --wait mariadb`, or on a Debian host \
-                 `start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd`; \
+                 `scripts/services.sh mariadb` (it runs mariadbd as the mysql user); \
                  if it is running, check the user, password and database in the URL"
             }
             DbKind::Sqlite => "check that the results folder exists and is writable",
