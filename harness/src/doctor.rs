@@ -234,18 +234,18 @@ pub async fn diagnose(args: &DoctorArgs) -> Result<Diagnosis> {
             what: "reachable",
             outcome: match version {
                 Ok(v) => Outcome::Ok(format!("{display}: {v}{}", over_tls(&redis))),
-                Err(e) => {
-                    // The probe's own client: its errors carry no hint yet.
-                    let fix = strategies::tls::refusal_hint(&redis, &e)
-                        .or_else(|| strategies::error::login_refused_hint(&e))
-                        .unwrap_or_else(|| {
-                            "start Redis: `docker compose up -d --wait redis`, or on a Debian \
-                             host `redis-server --daemonize yes`; or pass --redis / \
-                             DELAYBENCH_REDIS"
-                                .into()
-                        });
-                    Outcome::Fail { why: e, fix }
-                }
+                // The probe's own client: its error gets the strategies'
+                // hint (a refused TLS or login, else how to start Redis).
+                Err(e) => fail(
+                    strategies::Error::unreachable(
+                        "Redis",
+                        display.clone(),
+                        e,
+                        strategies::redis_zset::START_HINT.into(),
+                    )
+                    .to_string(),
+                    "",
+                ),
             },
             needed_by: redis_users,
         });

@@ -9,7 +9,7 @@
 //! Numbers are numbers (no unit, no rounding, empty where there is none),
 //! so a spreadsheet or a script reads them as they are.
 
-use super::table::shown;
+use super::table::{shown, Shown};
 use crate::model::summary::{figures, Status, Summary};
 use crate::model::sweep::SweepResult;
 use anyhow::{Context, Result};
@@ -140,12 +140,27 @@ fn column(key: &str) -> String {
     }
 }
 
-/// A run's table: a row per strategy, its status, and every figure.
-pub fn run_table(run_id: &str, summaries: &[Summary]) -> ExportTable {
-    let keys: Vec<&'static str> = summaries
+/// The figures' names, in [`figures`]' order (the same for every summary).
+fn figure_keys(summaries: &[Summary]) -> Vec<&'static str> {
+    summaries
         .first()
         .map(|s| figures(s).into_iter().map(|(k, _)| k).collect())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// A figure as shown, of a strategy that ran (a skipped or failed one has
+/// none, whatever its summary holds).
+fn measured(s: &Summary, key: &str) -> Option<Shown> {
+    (s.status == Status::Ok).then(|| shown(s, key)).flatten()
+}
+
+fn number(v: Option<f64>) -> Value {
+    v.map_or(Value::Null, |v| json!(v))
+}
+
+/// A run's table: a row per strategy, its status, and every figure.
+pub fn run_table(run_id: &str, summaries: &[Summary]) -> ExportTable {
+    let keys = figure_keys(summaries);
     let repeated = summaries.iter().any(|s| s.repeats.is_some());
     let mut columns: Vec<String> = vec!["strategy".into(), "status".into(), "reason".into()];
     for key in &keys {
@@ -155,7 +170,6 @@ pub fn run_table(run_id: &str, summaries: &[Summary]) -> ExportTable {
             columns.push(format!("{}_max", column(key)));
         }
     }
-    let number = |v: Option<f64>| v.map_or(Value::Null, |v| json!(v));
     let rows = summaries
         .iter()
         .map(|s| {
@@ -165,11 +179,7 @@ pub fn run_table(run_id: &str, summaries: &[Summary]) -> ExportTable {
                 s.reason.as_ref().map_or(Value::Null, |r| json!(r)),
             ];
             for key in &keys {
-                let figure = if s.status == Status::Ok {
-                    shown(s, key)
-                } else {
-                    None
-                };
+                let figure = measured(s, key);
                 row.push(number(figure.as_ref().map(|f| f.value)));
                 if repeated {
                     let spread = figure.and_then(|f| f.spread);
@@ -194,10 +204,7 @@ pub fn compare_table(
     (base_id, base): (&str, &[Summary]),
     (other_id, other): (&str, &[Summary]),
 ) -> ExportTable {
-    let keys: Vec<&'static str> = base
-        .first()
-        .map(|s| figures(s).into_iter().map(|(k, _)| k).collect())
-        .unwrap_or_default();
+    let keys = figure_keys(base);
     let mut columns = vec!["strategy".to_string()];
     for key in &keys {
         let c = column(key);
@@ -207,12 +214,7 @@ pub fn compare_table(
             format!("ratio_{c}"),
         ]);
     }
-    let value = |s: &Summary, key: &str| {
-        (s.status == Status::Ok)
-            .then(|| shown(s, key).map(|f| f.value))
-            .flatten()
-    };
-    let number = |v: Option<f64>| v.map_or(Value::Null, |v| json!(v));
+    let value = |s: &Summary, key: &str| measured(s, key).map(|f| f.value);
     let rows = base
         .iter()
         .filter_map(|b| {

@@ -22,7 +22,7 @@ use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 /// How to get a Redis running, for [`Error::Unreachable`].
-pub(crate) const START_HINT: &str = "start Redis: `docker compose up -d --wait redis`, or \
+pub const START_HINT: &str = "start Redis: `docker compose up -d --wait redis`, or \
      `redis-server --daemonize yes --port 6379 --save \"\" --appendonly no`";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Generous: a 2-core machine under test load can stall a reply.

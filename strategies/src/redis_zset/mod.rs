@@ -42,6 +42,7 @@ pub mod teaching;
 mod worker;
 
 pub use config::RedisZsetConfig;
+pub use conn::START_HINT;
 pub use info::{REDIS_KEYSPACE_EXPIRY, REDIS_ZSET, REDIS_ZSET_NONATOMIC, REDIS_ZSET_PUBLISH_FIRST};
 
 use crate::canceller::{Canceller, Capabilities, Service, StrategyCounters};
