@@ -89,6 +89,33 @@ async fn a_lapsed_lease_gives_the_row_to_the_next_relay() {
     }
 }
 
+/// What is left at a run's end is told apart: a row under a relay's lease
+/// (maybe scheduled already), and a row whose order is still pending.
+#[tokio::test]
+async fn the_rows_left_tell_leased_ones_and_pending_orders_apart() {
+    for url in all_databases() {
+        let f = Fixture::new(&url, "db-scan", test_options()).await;
+        let store = f.orders.clone().with_outbox();
+        for id in 1..=3 {
+            store.create_order(&order(id, 60_000)).await.unwrap();
+        }
+        // Order 1 claimed (and leased); order 2 paid; order 3 untouched.
+        let claimed = store
+            .claim_outbox(1, Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 1, "{url}");
+        store.pay(2, "cb-2", now_us()).await.unwrap();
+        let left = store.outbox_left().await.unwrap();
+        assert_eq!(
+            (left.rows, left.leased, left.of_pending_orders),
+            (3, 1, 2),
+            "{url}"
+        );
+        f.cleanup().await;
+    }
+}
+
 /// Orders whose creating transactions wrote outbox rows are cancelled at
 /// their deadline once a relay hands the rows to redis-zset; the rows go.
 #[tokio::test]

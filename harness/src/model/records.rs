@@ -447,13 +447,26 @@ pub struct OutboxRecord {
     pub max_rows: u64,
     /// When it was longest, ms after the first order.
     pub max_at_ms: u64,
-    /// Rows left when the run stopped (schedules never made); `None` if the
-    /// count failed.
+    /// Rows left when the run stopped; `None` if the count failed. Not all
+    /// of them are schedules never made: see the next two.
     pub left_at_end: Option<u64>,
+    /// Of those, rows still under a relay's lease: claimed, and maybe
+    /// scheduled, by a relay that crashed or failed to delete them (a
+    /// killed connection); another relay takes them when the lease ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_leased: Option<u64>,
+    /// Of those, rows whose order was still pending: the ones a lost
+    /// schedule would leave uncancelled (the checker counts any such order
+    /// past its deadline as missed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_of_pending_orders: Option<u64>,
 }
 
 impl OutboxRecord {
-    pub fn of(samples: Vec<(u64, u64)>, left_at_end: Option<u64>) -> OutboxRecord {
+    pub fn of(
+        samples: Vec<(u64, u64)>,
+        left: Option<strategies::store::OutboxLeft>,
+    ) -> OutboxRecord {
         let (max_at_ms, max_rows) = samples
             .iter()
             .copied()
@@ -463,7 +476,9 @@ impl OutboxRecord {
             samples,
             max_rows,
             max_at_ms,
-            left_at_end,
+            left_at_end: left.map(|l| l.rows),
+            left_leased: left.map(|l| l.leased),
+            left_of_pending_orders: left.map(|l| l.of_pending_orders),
         }
     }
 }

@@ -311,7 +311,7 @@ pub fn markdown(
                 sum(|i| i.outbox_failed),
                 o.max_rows,
                 o.max_at_ms as f64 / 1000.0,
-                o.left_at_end.map_or("unknown".into(), |n| n.to_string())
+                outbox_left(o)
             );
             // Its length over time, one figure per second (the largest of
             // the second's samples), so a growing outbox reads at a glance.
@@ -514,5 +514,20 @@ mod tests {
                 .unwrap_or_else(|| panic!("GLOSSARY lacks, after the anomaly before it: {entry}"));
             from += at + entry.len();
         }
+    }
+}
+
+/// The outbox's rows left at the end, with what they are: a row under a
+/// relay's lease may have been scheduled already (its relay crashed or its
+/// delete failed), and only a pending order's row can be a lost schedule.
+fn outbox_left(o: &crate::model::records::OutboxRecord) -> String {
+    match (o.left_at_end, o.left_leased, o.left_of_pending_orders) {
+        (None, ..) => "unknown".into(),
+        (Some(0), ..) => "0".into(),
+        (Some(rows), Some(leased), Some(pending)) => format!(
+            "**{rows}** ({leased} under a relay's lease: claimed, maybe scheduled, by a relay \
+             that crashed or failed to delete them; {pending} belonging to orders still pending)"
+        ),
+        (Some(rows), ..) => format!("**{rows}**"),
     }
 }

@@ -155,7 +155,7 @@ pub(super) async fn observe(
         Some(task) => {
             stop_sampling.cancel();
             let samples = task.await.unwrap_or_default();
-            Some(OutboxRecord::of(samples, store.outbox_len().await.ok()))
+            Some(OutboxRecord::of(samples, store.outbox_left().await.ok()))
         }
         None => None,
     };

@@ -24,7 +24,7 @@ pub use anti_patterns::AntiPattern;
 pub use cancel::ScanBatch;
 pub use handle::{OrderStore, ScanIndex};
 pub use location::{identifier, DbKind, DbLocation, DbServer};
-pub use outbox::OutboxRow;
+pub use outbox::{OutboxLeft, OutboxRow};
 pub use probe::{RowsEstimate, ServerReads};
 pub use reads::OrderRow;
 pub use stats::StoreStats;

@@ -28,6 +28,22 @@ pub struct OutboxRow {
     pub created_at_us: Micros,
 }
 
+/// The rows left in the outbox when a run stops. A row leaves only once a
+/// relay deleted it after its schedule went through, so a row can be left
+/// with its schedule made: its relay crashed, or its delete failed (a
+/// connection killed), between the two; it is then under that relay's
+/// lease until another relay schedules it again (a duplicate the strategy
+/// absorbs) and deletes it. The rows that matter are those whose order is
+/// still pending: nothing may cancel them but such a schedule.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutboxLeft {
+    pub rows: u64,
+    /// Rows still under a relay's lease (claimed, not deleted).
+    pub leased: u64,
+    /// Rows whose order is still pending.
+    pub of_pending_orders: u64,
+}
+
 impl OrderStore {
     /// From now on, [`OrderStore::create_order`] on this handle (and its
     /// clones made after this call) also writes the order's schedule request
@@ -130,6 +146,41 @@ impl OrderStore {
             .await
             .ctx("deleting sent outbox rows")?;
         Ok(())
+    }
+
+    /// What is left in the outbox, for a run's end (see [`OutboxLeft`]).
+    pub async fn outbox_left(&self) -> Result<OutboxLeft> {
+        let count = |sql: String, bind: Option<Micros>| async move {
+            let sql = AssertSqlSafe(render(self.location.kind, &sql)).into_sql_str();
+            let mut query = sqlx::query(sql);
+            if let Some(value) = bind {
+                query = query.bind(value);
+            }
+            let n: i64 = query
+                .fetch_one(&self.pool)
+                .await
+                .ctx("counting outbox rows")?
+                .try_get(0)
+                .ctx("counting outbox rows")?;
+            Ok::<u64, crate::Error>(n.max(0) as u64)
+        };
+        Ok(OutboxLeft {
+            rows: count("SELECT COUNT(*) FROM outbox".into(), None).await?,
+            leased: count(
+                "SELECT COUNT(*) FROM outbox WHERE leased_until_us > ?".into(),
+                Some(crate::now_us()),
+            )
+            .await?,
+            of_pending_orders: count(
+                format!(
+                    "SELECT COUNT(*) FROM outbox b JOIN orders o ON o.id = b.order_id \
+                     WHERE o.status = '{}'",
+                    crate::domain::OrderStatus::Pending.as_str()
+                ),
+                None,
+            )
+            .await?,
+        })
     }
 
     /// Schedule requests still in the outbox (sent or not yet).
