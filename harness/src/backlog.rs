@@ -68,19 +68,28 @@ pub async fn hand_off(pool: &Pool, first: OrderId, n: u64, expire_at_us: Micros)
 #[derive(Debug, Clone)]
 pub struct Backends {
     pub redis_url: Option<String>,
-    pub rabbitmq: bool,
+    /// The strategy's broker (its AMQP URL, or a cluster's list).
+    pub amqp_url: Option<String>,
     /// The namespace's resource prefix (keys, queue names).
     pub prefix: String,
 }
 
 impl Backends {
-    pub fn of(capabilities: &Capabilities, redis_url: &str, prefix: String) -> Backends {
+    pub fn of(
+        capabilities: &Capabilities,
+        redis_url: &str,
+        amqp_url: &str,
+        prefix: String,
+    ) -> Backends {
         Backends {
             redis_url: capabilities
                 .requires
                 .contains(&Service::Redis)
                 .then(|| redis_url.to_string()),
-            rabbitmq: capabilities.requires.contains(&Service::RabbitMq),
+            amqp_url: capabilities
+                .requires
+                .contains(&Service::RabbitMq)
+                .then(|| amqp_url.to_string()),
             prefix,
         }
     }
@@ -105,12 +114,18 @@ pub async fn holdings(backends: &Backends, pool: &Pool, store: &OrderStore) -> H
             Err(e) => held.notes.push(format!("Redis not read: {e:#}")),
         }
     }
-    if backends.rabbitmq {
-        match rabbitmq_holdings(&backends.prefix).await {
-            Ok((queued, delayed, memory)) => {
-                held.queued_messages = Some(queued);
-                held.delayed_stored = delayed;
-                held.broker_memory = Some(memory);
+    if let Some(url) = &backends.amqp_url {
+        match strategies::leftovers::broker_holdings(url, &backends.prefix).await {
+            Ok(broker) => {
+                held.queued_messages = Some(broker.queued);
+                held.delayed_stored = broker.delayed;
+                held.broker_memory = Some(broker.memory);
+                held.notes.extend(
+                    broker
+                        .notes
+                        .into_iter()
+                        .map(|n| format!("RabbitMQ ({}): {n}", broker.source)),
+                );
             }
             Err(e) => held.notes.push(format!("RabbitMQ not read: {e:#}")),
         }
@@ -218,48 +233,6 @@ async fn node_holdings(url: &str, prefix: &str) -> Result<(u64, u64)> {
     Ok((memory, members))
 }
 
-/// Messages in the strategy's queues, in the delayed store (`None` when
-/// the plugin's store is not running), and the node's memory, in one
-/// `rabbitmqctl eval` (the broker on this host).
-async fn rabbitmq_holdings(prefix: &str) -> Result<(u64, Option<u64>, u64)> {
-    let expr = format!(
-        "Qs = [Q || Q <- rabbit_amqqueue:list(), \
-               binary:match(element(4, amqqueue:get_name(Q)), <<\"dlb.{prefix}.\">>) =/= nomatch], \
-         Msgs = lists:sum([N || Q <- Qs, {{messages, N}} <- rabbit_amqqueue:info(Q, [messages])]), \
-         Delayed = try delaybench_delayed_store:count() catch _:_ -> -1 end, \
-         {{Msgs, Delayed, erlang:memory(total)}}."
-    );
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new("rabbitmqctl")
-            .args(["-q", "eval", &expr])
-            .output(),
-    )
-    .await
-    .context("rabbitmqctl eval took over 60 s")?
-    .context("running rabbitmqctl (the broker's holdings are read on this host)")?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let numbers: Vec<i64> = text
-        .trim()
-        .trim_start_matches('{')
-        .trim_end_matches('}')
-        .split(',')
-        .filter_map(|v| v.trim().parse().ok())
-        .collect();
-    match numbers[..] {
-        [queued, delayed, memory] => Ok((
-            queued.max(0) as u64,
-            (delayed >= 0).then_some(delayed as u64),
-            memory.max(0) as u64,
-        )),
-        _ => anyhow::bail!(
-            "unexpected rabbitmqctl reply {:?} {}",
-            text.trim(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ),
-    }
-}
-
 /// Resident memory in KiB of each of `pids` still running, in order (on
 /// Linux the same figure as `VmRSS`), read through `sysinfo`; none where it
 /// does not support the system.
@@ -338,7 +311,7 @@ pub async fn recover(input: RecoveryInput<'_>) -> Result<Vec<Recovery>> {
         ),
         (
             "rabbitmq",
-            input.backends.rabbitmq,
+            input.backends.amqp_url.is_some(),
             &input.backlog.restart_rabbitmq,
         ),
     ];

@@ -3,7 +3,8 @@
 //! exchange through the API, removes them over AMQPS, and a URL without
 //! the CA is refused with a hint naming `cacertfile=`. `delaybench doctor`
 //! says rabbit-delayed cannot run on it (it has no delayed-message plugin)
-//! and names the fix.
+//! and names the fix. A backlog's holdings are read through the API and
+//! AMQPS, not with `rabbitmqctl` (which would read the host broker).
 //!
 //! The broker is a node of the project's own
 //! (`scripts/rabbitmq-cluster.sh management-start`: AMQPS on 5699, the API
@@ -17,7 +18,7 @@ mod common;
 
 use common::{delaybench, stderr};
 use std::process::{Command, Output};
-use strategies::leftovers::{broker_prefix, list_broker};
+use strategies::leftovers::{broker_holdings, broker_prefix, list_broker};
 use strategies::now_us;
 
 const SCRIPT: &str = concat!(
@@ -129,6 +130,23 @@ async fn clean_lists_and_removes_through_the_management_api_over_https() {
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
     assert_eq!(counted, Some(1), "the API's message count of {queue}");
+
+    // A backlog's holdings on this broker, which is not this host's
+    // default node: the run's queues named by the API and counted by a
+    // passive declare over AMQPS, the nodes' memory from the API, and no
+    // reading of the delayed store (rabbitmqctl would read the host
+    // broker's, so it is not asked).
+    let held = broker_holdings(&amqp, &ns)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(held.queued, 1, "{held:?}");
+    assert!(held.memory > 0, "{held:?}");
+    assert_eq!(held.delayed, None, "{held:?}");
+    assert!(
+        held.source
+            .contains("management API https://localhost:15699/api"),
+        "{held:?}"
+    );
     let listed = clean(&amqp, &ns, false);
     let text = stdout(&listed);
     assert!(listed.status.success(), "{text}{}", stderr(&listed));

@@ -7,7 +7,9 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use strategies::conformance::Fixture;
-use strategies::leftovers::{broker_prefix, list_broker, redis_keys, redis_patterns};
+use strategies::leftovers::{
+    broker_holdings, broker_prefix, list_broker, redis_keys, redis_patterns,
+};
 use strategies::now_us;
 
 /// What is on the services under `prefix`: broker object names, Redis keys.
@@ -107,4 +109,37 @@ fn a_run_dropped_after_setup_still_tears_down() {
     let (queues, _) = rt.block_on(left(&options, &prefix));
     assert!(queues.is_empty(), "queues left: {queues:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A backlog's holdings on this host's default node, read in one
+/// `rabbitmqctl eval`: the messages in the run's queues (rabbit-ttl holds
+/// each schedule as a message in a TTL queue) and the delayed store's
+/// count (rabbit-delayed's, node-wide). The API path is in the harness's
+/// `tests/management_tls.rs`, on a node of its own.
+#[test]
+fn holdings_count_the_runs_messages_on_the_default_node() {
+    let options = common::test_options();
+    runtime().block_on(async {
+        for (strategy, scheduled) in [("rabbit-ttl", 2), ("rabbit-delayed", 3)] {
+            let f = Fixture::new(&common::sqlite_url(), strategy, options.clone()).await;
+            let instance = f.instance().await;
+            let due = now_us() + Duration::from_secs(120).as_micros() as i64;
+            for order in 1..=scheduled {
+                instance.schedule(order, due).await.expect("schedule");
+            }
+            let held = broker_holdings(&options.rabbit.url, &f.resource_prefix())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(held.source, "rabbitmqctl", "{held:?}");
+            assert!(held.memory > 0, "{held:?}");
+            match strategy {
+                "rabbit-ttl" => assert_eq!(held.queued, scheduled as u64, "{held:?}"),
+                _ => assert!(
+                    held.delayed.is_some_and(|d| d >= scheduled as u64),
+                    "{held:?}"
+                ),
+            }
+            f.cleanup().await;
+        }
+    });
 }

@@ -490,9 +490,52 @@ pub(crate) fn table(out: &mut String, rows: &[Vec<String>]) {
     let _ = writeln!(out);
 }
 
+/// The outbox's rows left at the end, with what they are: a row under a
+/// relay's lease may have been scheduled already (its relay crashed or its
+/// delete failed), and only a pending order's row can be a lost schedule.
+fn outbox_left(o: &crate::model::records::OutboxRecord) -> String {
+    match (o.left_at_end, o.left_leased, o.left_of_pending_orders) {
+        (None, ..) => "unknown".into(),
+        (Some(0), ..) => "0".into(),
+        (Some(rows), Some(leased), Some(pending)) => format!(
+            "**{rows}** ({leased} under a relay's lease: claimed, maybe scheduled, by a relay \
+             that crashed or failed to delete them; {pending} belonging to orders still pending)"
+        ),
+        (Some(rows), ..) => format!("**{rows}**"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::GLOSSARY;
+    use super::{outbox_left, GLOSSARY};
+    use crate::model::records::OutboxRecord;
+    use strategies::store::OutboxLeft;
+
+    #[test]
+    fn the_outbox_rows_left_say_what_they_are() {
+        let left = |rows, leased, of_pending_orders| {
+            OutboxRecord::of(
+                Vec::new(),
+                Some(OutboxLeft {
+                    rows,
+                    leased,
+                    of_pending_orders,
+                }),
+            )
+        };
+        assert_eq!(outbox_left(&OutboxRecord::of(Vec::new(), None)), "unknown");
+        assert_eq!(outbox_left(&left(0, 0, 0)), "0");
+        let text = outbox_left(&left(3, 2, 1));
+        assert!(text.starts_with("**3** (2 under a relay's lease"), "{text}");
+        assert!(
+            text.contains("1 belonging to orders still pending"),
+            "{text}"
+        );
+        // A file from before the breakdown: the count alone, in bold.
+        let mut old = left(4, 0, 0);
+        (old.left_leased, old.left_of_pending_orders) = (None, None);
+        assert_eq!(outbox_left(&old), "**4**");
+    }
     use strategies::checker::{Anomaly, Source};
 
     /// The glossary is hand-wrapped prose, not rendered from the table
@@ -514,20 +557,5 @@ mod tests {
                 .unwrap_or_else(|| panic!("GLOSSARY lacks, after the anomaly before it: {entry}"));
             from += at + entry.len();
         }
-    }
-}
-
-/// The outbox's rows left at the end, with what they are: a row under a
-/// relay's lease may have been scheduled already (its relay crashed or its
-/// delete failed), and only a pending order's row can be a lost schedule.
-fn outbox_left(o: &crate::model::records::OutboxRecord) -> String {
-    match (o.left_at_end, o.left_leased, o.left_of_pending_orders) {
-        (None, ..) => "unknown".into(),
-        (Some(0), ..) => "0".into(),
-        (Some(rows), Some(leased), Some(pending)) => format!(
-            "**{rows}** ({leased} under a relay's lease: claimed, maybe scheduled, by a relay \
-             that crashed or failed to delete them; {pending} belonging to orders still pending)"
-        ),
-        (Some(rows), ..) => format!("**{rows}**"),
     }
 }

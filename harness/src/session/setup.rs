@@ -125,6 +125,7 @@ impl SetUp {
         let backends = Backends::of(
             &capabilities,
             &options.redis_zset.url,
+            &options.rabbit.url,
             location.resource_prefix(),
         );
         // The backlog, like the storm below, goes in once the instances run

@@ -26,45 +26,14 @@ pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> 
                 .into(),
         ));
     }
-    let config = |e: String| Error::Config(format!("AMQP URL `{}`: {e}", redact::url(amqp_url)));
-    let uri: amq_protocol::uri::AMQPUri = crate::tls::amqp_url_without_files(amqp_url)
-        .map_err(config)?
-        .parse()
-        .map_err(config)?;
-    let host = uri.authority.host.clone();
-    let reachable = tokio::time::timeout(
-        Duration::from_secs(5),
-        tokio::net::TcpStream::connect((host.as_str(), uri.authority.port)),
-    )
-    .await;
-    if let Err(reason) = reachable
-        .map_err(|_| "no connection within 5s".to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()))
-    {
-        return Err(Error::unreachable(
-            "RabbitMQ",
-            redact::url(amqp_url),
-            reason,
-            "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
-                   `rabbitmq-server -detached`; or pass --amqp / DELAYBENCH_AMQP"
-                .into(),
-        ));
-    }
-    let root = crate::tls::management_root(amqp_url, &host).map_err(config)?;
+    let address = BrokerAddress::of(amqp_url).await?;
+    let (root, uri, client) = (&address.api_root, &address.uri, address.api_client()?);
     let api = format!("{root}/api");
-    let client = crate::tls::management_client(amqp_url).map_err(config)?;
-    let http_error = match list_over_http(&root, &uri, client).await {
+    let http_error = match list_over_http(root, uri, client).await {
         Ok(objects) => return Ok((objects, format!("management API {api}"))),
         Err(e) => e,
     };
-    // rabbitmqctl asks this host's default node, which serves 5672 (and
-    // 5671 over TLS): for a broker on another port (a node of the local
-    // cluster, a test node) or one whose API was named, it would list
-    // another broker's queues.
-    let default_node = matches!(host.as_str(), "127.0.0.1" | "localhost" | "::1")
-        && matches!(uri.authority.port, 5672 | 5671)
-        && crate::tls::management_given(amqp_url).is_none();
-    if default_node {
+    if address.default_node {
         match list_with_rabbitmqctl(&uri.vhost).await {
             Ok(objects) => return Ok((objects, "rabbitmqctl".into())),
             Err(e) => {
@@ -82,6 +51,69 @@ pub async fn list_broker(amqp_url: &str) -> Result<(Vec<BrokerObject>, String)> 
              node of the broker's own host"
         ),
     ))
+}
+
+/// Where a broker given by one AMQP URL is, for the ways of reading it
+/// that AMQP lacks: its management API, and `rabbitmqctl` when it is this
+/// host's default node.
+pub(super) struct BrokerAddress {
+    pub uri: amq_protocol::uri::AMQPUri,
+    /// The management API's root (`https://host:15671`, or the URL's
+    /// `management=`).
+    pub api_root: String,
+    /// Whether `rabbitmqctl` reaches it: this host's default node serves
+    /// 5672 (and 5671 over TLS); for a broker on another port (a node of
+    /// the local cluster, a test node) or one whose API was named, it would
+    /// read another broker.
+    pub default_node: bool,
+    url: String,
+}
+
+impl BrokerAddress {
+    /// Parses `amqp_url` and checks the broker answers on its port.
+    pub async fn of(amqp_url: &str) -> Result<BrokerAddress> {
+        let config =
+            |e: String| Error::Config(format!("AMQP URL `{}`: {e}", redact::url(amqp_url)));
+        let uri: amq_protocol::uri::AMQPUri = crate::tls::amqp_url_without_files(amqp_url)
+            .map_err(config)?
+            .parse()
+            .map_err(config)?;
+        let host = uri.authority.host.clone();
+        let reachable = tokio::time::timeout(
+            Duration::from_secs(5),
+            tokio::net::TcpStream::connect((host.as_str(), uri.authority.port)),
+        )
+        .await;
+        if let Err(reason) = reachable
+            .map_err(|_| "no connection within 5s".to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+        {
+            return Err(Error::unreachable(
+                "RabbitMQ",
+                redact::url(amqp_url),
+                reason,
+                "start RabbitMQ: `docker compose up -d --wait rabbitmq`, or on a Debian host \
+                       `rabbitmq-server -detached`; or pass --amqp / DELAYBENCH_AMQP"
+                    .into(),
+            ));
+        }
+        let api_root = crate::tls::management_root(amqp_url, &host).map_err(config)?;
+        let default_node = matches!(host.as_str(), "127.0.0.1" | "localhost" | "::1")
+            && matches!(uri.authority.port, 5672 | 5671)
+            && crate::tls::management_given(amqp_url).is_none();
+        Ok(BrokerAddress {
+            uri,
+            api_root,
+            default_node,
+            url: amqp_url.to_string(),
+        })
+    }
+
+    /// A client for the management API, with the URL's TLS files.
+    pub fn api_client(&self) -> Result<reqwest::ClientBuilder> {
+        crate::tls::management_client(&self.url)
+            .map_err(|e| Error::Config(format!("AMQP URL `{}`: {e}", redact::url(&self.url))))
+    }
 }
 
 fn unlisted(amqp_url: &str, reason: String) -> Error {

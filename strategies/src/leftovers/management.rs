@@ -59,7 +59,7 @@ pub(super) async fn list_over_http(
 }
 
 /// GET `root` + `path`: the JSON list the API answers with `200 OK`.
-async fn get_list(
+pub(super) async fn get_list(
     client: &reqwest::Client,
     root: &str,
     path: &str,

@@ -20,12 +20,14 @@
 //! exit path).
 
 mod broker;
+mod holdings;
 mod keys;
 mod management;
 mod objects;
 mod teardown;
 
 pub use broker::{delete_broker, delete_broker_prefix, list_broker};
+pub use holdings::{broker_holdings, BrokerHoldings};
 pub use keys::{delete_redis_keys, delete_redis_prefix, redis_keys};
 pub use objects::{broker_prefix, redis_patterns, BrokerKind, BrokerObject};
 pub use teardown::{block_on_fresh_thread, TeardownGuard, TestNamespace};
