@@ -49,6 +49,8 @@ impl RunInfo {
             .map(|a| strategies::redact::url(a))
             .collect();
         info.database_url = strategies::redact::url(&info.database_url);
+        // Its `--set`s were redacted when it was made; this is the backstop.
+        info.scenario_source = strategies::redact::text(&info.scenario_source);
         let options = &mut info.scenario.strategies;
         // RabbitMQ's factory default too: its redacted form reads back as
         // the default (`CommonArgs::scenario`), so the folder still runs.

@@ -105,7 +105,11 @@ impl CommonArgs {
         let origin = if sets.is_empty() {
             origin
         } else {
-            let listed: Vec<String> = sets.iter().map(|s| format!("--set {s}")).collect();
+            // A value may be a URL with its password (a broker's).
+            let listed: Vec<String> = sets
+                .iter()
+                .map(|s| strategies::redact::text(&format!("--set {s}")))
+                .collect();
             format!("{origin} with {}", listed.join(" "))
         };
         restore_default_broker(&mut scenario);

@@ -201,7 +201,7 @@ impl Scenario {
         }
         let mut root = toml::Value::try_from(self).context("the scenario as TOML, for --set")?;
         overrides::put_all(&mut root, sets)?;
-        let listed = overrides::listed(sets);
+        let listed = strategies::redact::text(&overrides::listed(sets));
         let changed: Scenario = root
             .try_into()
             .map_err(|e| anyhow::anyhow!("--set {listed}: {}", overrides::field_error(e)))?;
