@@ -278,11 +278,14 @@ fn main() -> ExitCode {
                 // For scripts: the last line of stdout.
                 println!("DELAYBENCH_RUN_DIR={}", run_dir.display());
                 let (info, summaries) = report::load(&run_dir)?;
-                export_table(
-                    &export,
-                    &report::export::run_table(&info.run_id, &summaries),
-                )?;
-                run::problems(&summaries, allow_anomalies).into_result("run", &run_dir)
+                let mut problems = run::problems(&summaries, allow_anomalies);
+                // A failed export joins the problems: it must not hide an
+                // anomaly's exit code.
+                let table = report::export::run_table(&info.run_id, &summaries);
+                if let Err(e) = export_table(&export, &table) {
+                    problems.failures.push(format!("{e:#}"));
+                }
+                problems.into_result("run", &run_dir)
             }
             Command::Sweep {
                 common,
@@ -293,8 +296,11 @@ fn main() -> ExitCode {
                     interruptible(sweep::sweep(&sweep::SweepArgs { common, repeat })).await?;
                 println!("DELAYBENCH_RUN_DIR={}", run_dir.display());
                 let result = model::sweep::SweepResult::read(&run_dir)?;
-                export_table(&export, &report::export::sweep_table(&result))?;
-                result.problems().into_result("sweep", &run_dir)
+                let mut problems = result.problems();
+                if let Err(e) = export_table(&export, &report::export::sweep_table(&result)) {
+                    problems.failures.push(format!("{e:#}"));
+                }
+                problems.into_result("sweep", &run_dir)
             }
             Command::Report {
                 dir,
@@ -364,20 +370,26 @@ fn main() -> ExitCode {
                 print!("{}", comparison.text);
                 let ((base_info, base_runs), (other_info, other_runs)) =
                     (report::load(&base)?, report::load(&other)?);
-                export_table(
+                let exported = export_table(
                     &export,
                     &report::export::compare_table(
                         (&base_info.run_id, &base_runs),
                         (&other_info.run_id, &other_runs),
                     ),
-                )?;
+                );
+                // New anomalies first: a failed export must not hide them.
                 if !comparison.new_anomalies.is_empty() {
+                    let also = exported
+                        .err()
+                        .map(|e| format!("; also {e:#}"))
+                        .unwrap_or_default();
                     return Err(exit::Anomalous(format!(
-                        "new anomalies in {}",
+                        "new anomalies in {}{also}",
                         comparison.new_anomalies.join(", ")
                     ))
                     .into());
                 }
+                exported?;
                 if fail_on_regression && !comparison.regressions.is_empty() {
                     let listed = report::Regressed(comparison.regressions).to_string();
                     return Err(exit::Regressed(listed).into());

@@ -510,10 +510,18 @@ fn the_exit_status_tells_usage_failure_and_anomaly_apart() {
         "sqlite://",
         "--out",
         out.path().to_str().unwrap(),
+        // An export that cannot be written does not hide the anomaly.
+        "--export-csv",
+        "/nonexistent-delaybench-dir/t.csv",
     ]);
     assert_eq!(code(&o), Some(4), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("timing-wheel has") && stderr(&o).contains("anomalies"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("writing the export /nonexistent-delaybench-dir/t.csv"),
         "{}",
         stderr(&o)
     );
@@ -1016,6 +1024,9 @@ fn passwords_never_reach_the_results() {
         out.path().to_str().unwrap(),
         "--strategies",
         "db-scan",
+        // Recorded in run.json's scenario_source with the other --sets.
+        "--set",
+        &format!("strategies.rabbit.url=amqp://guest:{secret}@127.0.0.1:5672/%2f"),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let printed = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));

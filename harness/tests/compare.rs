@@ -189,10 +189,24 @@ fn a_new_anomaly_exits_4_even_with_a_regression() {
     let mut summary = read_json(&path);
     summary["anomalies"]["missed_cancels"] = json!(2);
     std::fs::write(&path, summary.to_string()).unwrap();
-    let o = compare(&base, &other, &["--fail-on-regression"]);
+    let o = compare(
+        &base,
+        &other,
+        &[
+            "--fail-on-regression",
+            // An export that cannot be written does not hide them either.
+            "--export-json",
+            "/nonexistent-delaybench-dir/c.json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("new anomalies in db-scan"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("also writing the export /nonexistent-delaybench-dir/c.json"),
         "{}",
         stderr(&o)
     );
