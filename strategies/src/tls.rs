@@ -264,12 +264,17 @@ pub fn management_given(amqp_url: &str) -> Option<String> {
 }
 
 /// The management API's root for a broker reached at `amqp_url` on
-/// `host`: the URL's `management=` ([`MANAGEMENT_PARAM`]) when it names
-/// one, else `https://<host>:15671` under `amqps://` and
+/// `host:port`: the URL's `management=` ([`MANAGEMENT_PARAM`]) when it
+/// names one, else, for a broker on AMQP's own port (5672, 5671 under
+/// `amqps://`), `https://<host>:15671` under `amqps://` and
 /// `http://<host>:15672` under `amqp://` (an IPv6 address in brackets).
-/// The error names a `management=` that is not an `http(s)://` root or that
-/// carries credentials (the API is asked with the AMQP URL's).
-pub fn management_root(amqp_url: &str, host: &str) -> Result<String, String> {
+/// The error names a `management=` that is not an `http(s)://` root, that
+/// carries credentials (the API is asked with the AMQP URL's), or that is
+/// plain `http://` under `amqps://` (the credentials would cross in clear
+/// text); and a broker on another port without one: the API on its host's
+/// default port would be another broker's (a node of a local cluster, a
+/// test node beside the host's broker).
+pub fn management_root(amqp_url: &str, host: &str, port: u16) -> Result<String, String> {
     if let Some(given) = management_given(amqp_url) {
         let parsed = url::Url::parse(&given)
             .map_err(|e| format!("`{MANAGEMENT_PARAM}={given}` is not a URL: {e}"))?;
@@ -285,7 +290,21 @@ pub fn management_root(amqp_url: &str, host: &str) -> Result<String, String> {
                  user and password, so leave them out of `{MANAGEMENT_PARAM}=`"
             ));
         }
+        if parsed.scheme() == "http" && amqp_url.starts_with("amqps://") {
+            return Err(format!(
+                "`{MANAGEMENT_PARAM}={given}` is plain http:// under amqps://: the API is asked \
+                 with the AMQP URL's user and password, which would cross in clear text; give \
+                 its https:// root"
+            ));
+        }
         return Ok(given.trim_end_matches('/').to_string());
+    }
+    if !matches!(port, 5672 | 5671) {
+        return Err(format!(
+            "the broker listens on port {port}, not AMQP's 5672/5671, so its management API \
+             is not assumed to be on {host}'s default port (that one would be another \
+             broker's); name it in the URL with `{MANAGEMENT_PARAM}=http(s)://host:port`"
+        ));
     }
     let host = if host.contains(':') {
         format!("[{host}]")
@@ -520,12 +539,18 @@ mod tests {
         assert!(hint.contains("`sslrootcert=/path/ca.pem`"), "{hint}");
         assert!(refusal_hint("amqp://h/%2f", "Connection refused (os error 111)").is_none());
         assert_eq!(
-            management_root("amqps://h:5671/%2f", "::1").unwrap(),
+            management_root("amqps://h:5671/%2f", "::1", 5671).unwrap(),
             "https://[::1]:15671"
         );
         assert_eq!(
-            management_root("amqp://h/%2f", "h").unwrap(),
+            management_root("amqp://h/%2f", "h", 5672).unwrap(),
             "http://h:15672"
+        );
+        // Another port: another broker may own the host's API port.
+        let err = management_root("amqp://h:5681/%2f", "h", 5681).unwrap_err();
+        assert!(
+            err.contains("port 5681") && err.contains("management="),
+            "{err}"
         );
     }
 
@@ -534,7 +559,7 @@ mod tests {
         let url =
             "amqps://u:p@h:5671/%2f?cacertfile=/t/ca.pem&management=https://console.example:443/";
         assert_eq!(
-            management_root(url, "h").unwrap(),
+            management_root(url, "h", 5671).unwrap(),
             "https://console.example:443"
         );
         // The AMQP client never sees the TLS files, and ignores `management=`.
@@ -544,9 +569,17 @@ mod tests {
             (uri.authority.host.as_str(), uri.authority.port),
             ("h", 5671)
         );
-        let err = management_root("amqp://h/%2f?management=ftp://h", "h").unwrap_err();
+        let err = management_root("amqp://h/%2f?management=ftp://h", "h", 5672).unwrap_err();
         assert!(err.contains("http:// or https:// URL"), "{err}");
-        let err = management_root("amqp://h/%2f?management=https://u:p@h", "h").unwrap_err();
+        let err = management_root("amqp://h/%2f?management=https://u:p@h", "h", 5672).unwrap_err();
         assert!(err.contains("carries a user"), "{err}");
+        let err =
+            management_root("amqps://h/%2f?management=http://h:15672", "h", 5671).unwrap_err();
+        assert!(err.contains("clear text"), "{err}");
+        // Named, it is used whatever the AMQP port.
+        assert_eq!(
+            management_root("amqp://h:5681/%2f?management=http://h:15681", "h", 5681).unwrap(),
+            "http://h:15681"
+        );
     }
 }

@@ -97,7 +97,8 @@ impl BrokerAddress {
                     .into(),
             ));
         }
-        let api_root = crate::tls::management_root(amqp_url, &host).map_err(config)?;
+        let api_root =
+            crate::tls::management_root(amqp_url, &host, uri.authority.port).map_err(config)?;
         let default_node = matches!(host.as_str(), "127.0.0.1" | "localhost" | "::1")
             && matches!(uri.authority.port, 5672 | 5671)
             && crate::tls::management_given(amqp_url).is_none();
