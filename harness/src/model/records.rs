@@ -450,9 +450,10 @@ pub struct OutboxRecord {
     /// Rows left when the run stopped; `None` if the count failed. Not all
     /// of them are schedules never made: see the next two.
     pub left_at_end: Option<u64>,
-    /// Of those, rows still under a relay's lease: claimed, and maybe
-    /// scheduled, by a relay that crashed or failed to delete them (a
-    /// killed connection); another relay takes them when the lease ends.
+    /// Of those, rows held back from the relays: under a relay's lease
+    /// (claimed, and maybe scheduled, by a relay that crashed or failed to
+    /// delete them: a killed connection; another relay takes them when the
+    /// lease ends), or handed back for a retry after a failed schedule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_leased: Option<u64>,
     /// Of those, rows whose order was still pending: the ones a lost

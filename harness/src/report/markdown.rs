@@ -498,8 +498,9 @@ fn outbox_left(o: &crate::model::records::OutboxRecord) -> String {
         (None, ..) => "unknown".into(),
         (Some(0), ..) => "0".into(),
         (Some(rows), Some(leased), Some(pending)) => format!(
-            "**{rows}** ({leased} under a relay's lease: claimed, maybe scheduled, by a relay \
-             that crashed or failed to delete them; {pending} belonging to orders still pending)"
+            "**{rows}** ({leased} held back from the relays: under the lease of a relay that \
+             crashed or failed to delete them, maybe scheduled already, or handed back for a \
+             retry; {pending} belonging to orders still pending)"
         ),
         (Some(rows), ..) => format!("**{rows}**"),
     }
@@ -526,7 +527,10 @@ mod tests {
         assert_eq!(outbox_left(&OutboxRecord::of(Vec::new(), None)), "unknown");
         assert_eq!(outbox_left(&left(0, 0, 0)), "0");
         let text = outbox_left(&left(3, 2, 1));
-        assert!(text.starts_with("**3** (2 under a relay's lease"), "{text}");
+        assert!(
+            text.starts_with("**3** (2 held back from the relays"),
+            "{text}"
+        );
         assert!(
             text.contains("1 belonging to orders still pending"),
             "{text}"

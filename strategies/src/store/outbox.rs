@@ -38,7 +38,9 @@ pub struct OutboxRow {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OutboxLeft {
     pub rows: u64,
-    /// Rows still under a relay's lease (claimed, not deleted).
+    /// Rows held back from the relays: under a relay's lease (claimed, not
+    /// deleted), or handed back after a failed schedule for a retry in
+    /// [`crate::outbox::RELAY_RETRY`].
     pub leased: u64,
     /// Rows whose order is still pending.
     pub of_pending_orders: u64,
@@ -148,38 +150,33 @@ impl OrderStore {
         Ok(())
     }
 
-    /// What is left in the outbox, for a run's end (see [`OutboxLeft`]).
+    /// What is left in the outbox, for a run's end (see [`OutboxLeft`]): one
+    /// statement, so the three counts are of the same rows even while
+    /// relays still work.
     pub async fn outbox_left(&self) -> Result<OutboxLeft> {
-        let count = |sql: String, bind: Option<Micros>| async move {
-            let sql = AssertSqlSafe(render(self.location.kind, &sql)).into_sql_str();
-            let mut query = sqlx::query(sql);
-            if let Some(value) = bind {
-                query = query.bind(value);
-            }
-            let n: i64 = query
-                .fetch_one(&self.pool)
-                .await
-                .ctx("counting outbox rows")?
-                .try_get(0)
-                .ctx("counting outbox rows")?;
-            Ok::<u64, crate::Error>(n.max(0) as u64)
+        let sql = AssertSqlSafe(render(
+            self.location.kind,
+            &format!(
+                "SELECT COUNT(*), COUNT(CASE WHEN b.leased_until_us > ? THEN 1 END), \
+                 COUNT(CASE WHEN o.status = '{}' THEN 1 END) \
+                 FROM outbox b LEFT JOIN orders o ON o.id = b.order_id",
+                crate::domain::OrderStatus::Pending.as_str()
+            ),
+        ))
+        .into_sql_str();
+        let row = sqlx::query(sql)
+            .bind(crate::now_us())
+            .fetch_one(&self.pool)
+            .await
+            .ctx("counting outbox rows")?;
+        let count = |i: usize| -> Result<u64> {
+            let n: i64 = row.try_get(i).ctx("counting outbox rows")?;
+            Ok(n.max(0) as u64)
         };
         Ok(OutboxLeft {
-            rows: count("SELECT COUNT(*) FROM outbox".into(), None).await?,
-            leased: count(
-                "SELECT COUNT(*) FROM outbox WHERE leased_until_us > ?".into(),
-                Some(crate::now_us()),
-            )
-            .await?,
-            of_pending_orders: count(
-                format!(
-                    "SELECT COUNT(*) FROM outbox b JOIN orders o ON o.id = b.order_id \
-                     WHERE o.status = '{}'",
-                    crate::domain::OrderStatus::Pending.as_str()
-                ),
-                None,
-            )
-            .await?,
+            rows: count(0)?,
+            leased: count(1)?,
+            of_pending_orders: count(2)?,
         })
     }
 
