@@ -35,12 +35,24 @@ pub struct BrokerHoldings {
 }
 
 /// The holdings of the run whose resource prefix is `prefix` on the broker
-/// of `amqp_url`. A cluster's list of URLs is read through its first node,
-/// whose API answers for the whole cluster (every node's memory, every
-/// queue).
+/// of `amqp_url`. A cluster's list of URLs is read through the first node
+/// that answers (one node's API answers for the whole cluster: every
+/// node's memory, every queue); the error is the first node's.
 pub async fn broker_holdings(amqp_url: &str, prefix: &str) -> Result<BrokerHoldings> {
-    let nodes = crate::rabbit::nodes::split(amqp_url);
-    let amqp_url = nodes.first().copied().unwrap_or(amqp_url);
+    let mut first_error = None;
+    for node in crate::rabbit::nodes::split(amqp_url) {
+        match node_holdings(node, prefix).await {
+            Ok(held) => return Ok(held),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error
+        .unwrap_or_else(|| Error::Config(format!("no AMQP URL in `{}`", redact::url(amqp_url)))))
+}
+
+async fn node_holdings(amqp_url: &str, prefix: &str) -> Result<BrokerHoldings> {
     let address = BrokerAddress::of(amqp_url).await?;
     let mut ctl_error = None;
     if address.default_node {
@@ -110,6 +122,10 @@ async fn over_api(
         notes: vec![
             "the delayed-message store's count is read with rabbitmqctl on the broker's \
              host only: not read"
+                .into(),
+            "the broker's memory is its nodes' `mem_used` as the API reports it (by default \
+             the resident size the OS gives), where rabbitmqctl reads `erlang:memory(total)`: \
+             the two are not the same measure"
                 .into(),
         ],
     })
