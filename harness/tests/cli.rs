@@ -482,9 +482,11 @@ fn the_exit_status_tells_usage_failure_and_anomaly_apart() {
     assert!(stderr(&o).contains("field `rate`"), "{}", stderr(&o));
     let o = delaybench(&["run", "--strategies", "cron-job"]);
     assert_eq!(code(&o), Some(2), "{}", stderr(&o));
-    let o = delaybench(&["sweep", "--rate", "100"]);
-    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("sweep.rates"), "{}", stderr(&o));
+    for given in [&["--rate", "100"], &["--set", "rate=100"]] {
+        let o = delaybench(&[&["sweep"][..], given].concat());
+        assert_eq!(code(&o), Some(2), "{given:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("sweep.rates"), "{}", stderr(&o));
+    }
     let o = delaybench(&["run", "--no-such-flag"]);
     assert_eq!(code(&o), Some(2), "clap's own: {}", stderr(&o));
 

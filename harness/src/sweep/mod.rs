@@ -49,9 +49,11 @@ pub struct SweepArgs {
 fn check_sweepable(args: &SweepArgs, scenario: &crate::scenario::Scenario) -> Result<()> {
     // Each step offers its own rate: one given for the whole run would be
     // overwritten without a word.
+    let rate_given = args.common.overrides.rate.is_some()
+        || args.common.overrides.sets().iter().any(|s| s.key == "rate");
     anyhow::ensure!(
-        args.common.overrides.rate.is_none(),
-        "--rate is for `delaybench run`: a sweep offers the rates of [sweep] \
+        !rate_given,
+        "--rate (or --set rate=) is for `delaybench run`: a sweep offers the rates of [sweep] \
          (--set sweep.rates=[500,1000] or --set sweep.start-rate=200)"
     );
     // A step is judged by its lateness at commit and its schedule path:
