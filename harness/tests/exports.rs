@@ -192,4 +192,20 @@ fn report_out_leaves_the_run_folder_as_it_was() {
         "{}",
         stderr(&o)
     );
+    // And so is a folder inside it (the copy would copy itself), given by a
+    // relative path through `..`; nothing is made there.
+    let inside = out.join("db-scan/../rendered-again");
+    let o = delaybench(&[
+        "report",
+        out.to_str().unwrap(),
+        "--out",
+        inside.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("inside the run folder"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.join("rendered-again").exists());
 }

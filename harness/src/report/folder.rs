@@ -40,9 +40,17 @@ pub fn copy_folder(from: &Path, to: &Path) -> Result<()> {
         "{} is not a run folder (no run.json)",
         from.display()
     );
+    let from_real = from.canonicalize()?;
     ensure!(
-        from.canonicalize()? != to.canonicalize().unwrap_or_else(|_| to.to_path_buf()),
+        from_real != absolute(to),
         "--out is the run folder itself; leave it out to rewrite the folder's reports"
+    );
+    // Inside it, the copy would copy itself, deeper each time.
+    ensure!(
+        !absolute(to).starts_with(&from_real),
+        "--out {} is inside the run folder {}; give a folder outside it",
+        to.display(),
+        from.display()
     );
     std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
     for entry in std::fs::read_dir(from)?.flatten() {
@@ -59,6 +67,29 @@ pub fn copy_folder(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `path` made absolute with its symbolic links resolved, for the part that
+/// exists (a folder not made yet keeps the rest of its path as given).
+fn absolute(path: &Path) -> std::path::PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_os_string());
+                existing = if parent.as_os_str().is_empty() {
+                    std::path::PathBuf::from(".")
+                } else {
+                    parent.to_path_buf()
+                };
+            }
+            _ => break,
+        }
+    }
+    let mut full = existing.canonicalize().unwrap_or(existing);
+    full.extend(rest.iter().rev());
+    full
 }
 
 /// A strategy's (or a step's) folder, without its SQLite files.
