@@ -139,7 +139,7 @@ for service in "${wanted[@]}"; do
       # to run as root; its socket directory is made by the unit too.
       ensure mariadb 3306 \
         'test -x /usr/sbin/mariadbd && install -d -o mysql -g mysql /run/mysqld && start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql' \
-        'start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql'
+        'install -d -o mysql -g mysql /run/mysqld && start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql'
       ;;
     redis)
       ensure redis 6379 \

@@ -72,12 +72,23 @@ pub struct Diagnosis {
 async fn within<T>(
     what: impl std::future::Future<Output = strategies::Result<T>>,
 ) -> Result<T, String> {
-    match tokio::time::timeout(CHECK_TIMEOUT, what).await {
+    within_for(CHECK_TIMEOUT, what).await
+}
+
+/// [`within`] with a limit of its own.
+async fn within_for<T>(
+    limit: Duration,
+    what: impl std::future::Future<Output = strategies::Result<T>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(limit, what).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {}s", CHECK_TIMEOUT.as_secs())),
+        Err(_) => Err(format!("no answer within {}s", limit.as_secs())),
     }
 }
+
+/// The queue listing may fall back to `rabbitmqctl`, which takes seconds.
+const LISTING_TIMEOUT: Duration = Duration::from_secs(40);
 
 /// A failure's reason and fix: the error's own `hint:` line when it has
 /// one, else `default_fix`.
@@ -201,12 +212,17 @@ pub async fn diagnose(args: &DoctorArgs) -> Result<Diagnosis> {
                 checks.push(Check {
                     service: "rabbitmq",
                     what: "queue listing",
-                    outcome: match strategies::leftovers::list_broker(&amqp).await {
+                    outcome: match within_for(
+                        LISTING_TIMEOUT,
+                        strategies::leftovers::list_broker(&amqp),
+                    )
+                    .await
+                    {
                         Ok((_, source)) => {
                             Outcome::Ok(format!("`clean` lists queues with {source}"))
                         }
                         Err(e) => {
-                            let (why, fix) = failed(e.to_string(), "");
+                            let (why, fix) = failed(e, "");
                             Outcome::Warn {
                                 why: format!(
                                     "`delaybench clean` cannot list the broker's queues: {why}"
@@ -257,12 +273,14 @@ pub async fn diagnose(args: &DoctorArgs) -> Result<Diagnosis> {
 /// ` (TLS)` when the URL asks for TLS, which then was used: the clients
 /// refuse to fall back to a plain connection.
 fn over_tls(url: &str) -> &'static str {
+    // sqlx reads the modes whatever their case.
+    let url = url.to_ascii_lowercase();
     let asks = url.starts_with("amqps://")
         || url.starts_with("rediss://")
         || url.contains("sslmode=require")
         || url.contains("sslmode=verify")
-        || url.contains("ssl-mode=REQUIRED")
-        || url.contains("ssl-mode=VERIFY");
+        || url.contains("ssl-mode=required")
+        || url.contains("ssl-mode=verify");
     if asks {
         " (TLS)"
     } else {
@@ -279,7 +297,19 @@ async fn namespace_round_trip(server: &DbServer) -> Outcome {
         strategies::now_us() % 1_000_000
     );
     let scratch = std::env::temp_dir();
-    match within(server.create_namespace(&name, &scratch)).await {
+    let created = tokio::time::timeout(CHECK_TIMEOUT, server.create_namespace(&name, &scratch));
+    let Ok(created) = created.await else {
+        // Not refused: slow. The namespace may be made yet.
+        return fail(
+            format!(
+                "creating namespace {name}: no answer within {}s",
+                CHECK_TIMEOUT.as_secs()
+            ),
+            "the server is slow or a lock holds the statement; when it answers, \
+             `delaybench clean` lists the namespace if it was made",
+        );
+    };
+    match created.map_err(|e| e.to_string()) {
         Ok(location) => match within(server.drop_namespace(&location)).await {
             Ok(()) => Outcome::Ok("may create and drop a namespace (schema / database)".into()),
             Err(e) => fail(

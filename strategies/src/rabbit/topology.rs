@@ -305,7 +305,8 @@ pub async fn broker_facts(url: &str) -> crate::error::Result<BrokerFacts> {
 /// The `server-properties` of the broker's `connection.start`, which lapin
 /// reads but does not keep: open a TCP connection, send the protocol
 /// header, parse the first frame with lapin's own protocol crate, hang up.
-/// (`amqps://` is not read this way; the version then shows as unknown.)
+/// Under `amqps://` the stream is TLS with the URL's CA and client
+/// certificate ([`crate::tls::amqp_stream`]).
 async fn server_properties(url: &str) -> std::result::Result<FieldTable, String> {
     use amq_protocol::frame::{parsing::parse_frame, AMQPFrame};
     use amq_protocol::protocol::{connection, AMQPClass};
