@@ -12,12 +12,13 @@ use strategies::{DbServer, Service};
 /// How long one probe may take before the service counts as down.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// One service's answer: its version, or why it cannot be used.
-type Probe = std::result::Result<String, String>;
-
-async fn within(what: impl std::future::Future<Output = Result<String>>) -> Probe {
+/// One service's answer (its version, the broker's facts), or why it
+/// cannot be used.
+async fn within<T>(
+    what: impl std::future::Future<Output = Result<T>>,
+) -> std::result::Result<T, String> {
     match tokio::time::timeout(PROBE_TIMEOUT, what).await {
-        Ok(Ok(version)) => Ok(version),
+        Ok(Ok(answer)) => Ok(answer),
         Ok(Err(e)) => Err(format!("{e:#}")),
         Err(_) => Err(format!("no answer within {}s", PROBE_TIMEOUT.as_secs())),
     }
@@ -28,22 +29,22 @@ pub async fn list(services: &ServiceArgs) -> Result<String> {
     let (amqp, redis) = services.urls_or_defaults();
     let (amqp, redis) = (amqp.as_str(), redis.as_str());
     let server = DbServer::parse(services.database(crate::service_args::SQLITE)?)?;
-    let (database, rabbit, redis_probe) = tokio::join!(
+    let (database, broker, redis_probe) = tokio::join!(
         within(async { Ok(server.server_version().await?) }),
-        within(async {
-            let facts = strategies::rabbit::broker_facts(amqp).await?;
-            Ok(if facts.delayed_exchange {
-                facts.version
-            } else {
-                format!(
-                    "{}, without the x-delayed-message exchange type (rabbit-delayed needs \
-                     it: `bash rabbitmq-plugin/install.sh`)",
-                    facts.version
-                )
-            })
-        }),
+        within(async { Ok(strategies::rabbit::broker_facts(amqp).await?) }),
         within(crate::redis_stats::version(redis)),
     );
+    let rabbit = broker.as_ref().map_err(Clone::clone).map(|facts| {
+        if facts.delayed_exchange {
+            facts.version.clone()
+        } else {
+            format!(
+                "{}, without the x-delayed-message exchange type (rabbit-delayed needs it: \
+                 `bash rabbitmq-plugin/install.sh`)",
+                facts.version
+            )
+        }
+    });
     let mut out = String::new();
     writeln!(out, "Services:")?;
     let services = [
@@ -68,10 +69,8 @@ pub async fn list(services: &ServiceArgs) -> Result<String> {
     }
     // rabbit-ttl needs only the broker; only rabbit-delayed needs the
     // delayed exchange type.
-    let broker_up = rabbit.is_ok();
-    let delayed_up = rabbit
-        .as_ref()
-        .is_ok_and(|v| !v.contains("without the x-delayed-message"));
+    let broker_up = broker.is_ok();
+    let delayed_up = broker.as_ref().is_ok_and(|f| f.delayed_exchange);
     writeln!(
         out,
         "\nStrategies (run with --strategies NAME[,NAME...] or all):"
