@@ -23,8 +23,8 @@ use std::time::Duration;
 use strategies::registry::Variant;
 use strategies::{DbServer, Service};
 
-/// How long one check may take before it counts as failed.
-const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one check may take before it counts as failed: `list`'s.
+const CHECK_TIMEOUT: Duration = crate::probe::PROBE_TIMEOUT;
 
 /// What `delaybench doctor` was asked.
 #[derive(Debug, Clone, clap::Args)]

@@ -9,8 +9,9 @@ use std::time::Duration;
 use strategies::registry::{self, STRATEGIES};
 use strategies::{DbServer, Service};
 
-/// How long one probe may take before the service counts as down.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long one probe may take before the service counts as down, for
+/// `list` and `doctor` alike (they would otherwise disagree on a slow one).
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One service's answer (its version, the broker's facts), or why it
 /// cannot be used.
