@@ -117,6 +117,32 @@ impl BrokerAddress {
     }
 }
 
+/// `rabbitmqctl ARGS` on this host's default node: its output, or why it
+/// gave none (no answer within `limit`, not runnable, a failed status with
+/// what it printed on stderr).
+pub(super) async fn rabbitmqctl(
+    args: &[&str],
+    limit: Duration,
+) -> std::result::Result<String, String> {
+    let output = tokio::time::timeout(
+        limit,
+        tokio::process::Command::new("rabbitmqctl")
+            .args(args)
+            .output(),
+    )
+    .await
+    .map_err(|_| format!("no answer within {}s", limit.as_secs()))?
+    .map_err(|e| format!("cannot run it: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{}: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
 fn unlisted(amqp_url: &str, reason: String) -> Error {
     // (A refused certificate gets the hint naming the URL parameter
     // instead: Error::unreachable.)
@@ -136,29 +162,10 @@ fn unlisted(amqp_url: &str, reason: String) -> Error {
 }
 
 async fn list_with_rabbitmqctl(vhost: &str) -> std::result::Result<Vec<BrokerObject>, String> {
-    let run = |args: Vec<&str>| {
-        let vhost = vhost.to_string();
-        let args: Vec<String> = args.into_iter().map(String::from).collect();
-        async move {
-            let output = tokio::time::timeout(
-                Duration::from_secs(30),
-                tokio::process::Command::new("rabbitmqctl")
-                    .args(["-q", "--no-table-headers", "-p", &vhost])
-                    .args(&args)
-                    .output(),
-            )
-            .await
-            .map_err(|_| "no answer within 30s".to_string())?
-            .map_err(|e| format!("cannot run it: {e}"))?;
-            if !output.status.success() {
-                return Err(format!(
-                    "{}: {}",
-                    output.status,
-                    String::from_utf8_lossy(&output.stderr).trim()
-                ));
-            }
-            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-        }
+    let run = |args: Vec<&'static str>| {
+        let mut all = vec!["-q", "--no-table-headers", "-p", vhost];
+        all.extend(args);
+        async move { rabbitmqctl(&all, Duration::from_secs(30)).await }
     };
     let mut objects = Vec::new();
     for line in run(vec!["list_queues", "name", "messages"]).await?.lines() {

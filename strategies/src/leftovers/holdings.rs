@@ -10,8 +10,8 @@
 //! last statistics collection, 5 s old by default). The plugin's store
 //! has no reading there.
 
-use super::broker::BrokerAddress;
-use super::management::{get_list, list_over_http};
+use super::broker::{rabbitmqctl, BrokerAddress};
+use super::management::{build_client, get_list, list_with};
 use super::objects::{broker_prefix, BrokerKind};
 use crate::error::{Error, Result};
 use crate::redact;
@@ -92,19 +92,14 @@ async fn over_api(
     prefix: &str,
 ) -> std::result::Result<BrokerHoldings, String> {
     let root = &address.api_root;
-    let client = || address.api_client().map_err(|e| e.to_string());
+    let client = build_client(address.api_client().map_err(|e| e.to_string())?)?;
     let start = broker_prefix(prefix);
-    let queues: Vec<String> = list_over_http(root, &address.uri, client()?)
+    let queues: Vec<String> = list_with(&client, root, &address.uri)
         .await?
         .into_iter()
         .filter(|o| o.kind == BrokerKind::Queue && o.name.starts_with(&start))
         .map(|o| o.name)
         .collect();
-    let client = client()?
-        .timeout(Duration::from_secs(5))
-        .no_proxy()
-        .build()
-        .map_err(|e| format!("no HTTP client: {e}"))?;
     let nodes = get_list(
         &client,
         root,
@@ -168,16 +163,9 @@ async fn with_rabbitmqctl(prefix: &str) -> std::result::Result<BrokerHoldings, S
          {{Msgs, Delayed, erlang:memory(total)}}.",
         broker_prefix(prefix)
     );
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new("rabbitmqctl")
-            .args(["-q", "eval", &expr])
-            .output(),
-    )
-    .await
-    .map_err(|_| "rabbitmqctl eval took over 60 s".to_string())?
-    .map_err(|e| format!("cannot run rabbitmqctl: {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = rabbitmqctl(&["-q", "eval", &expr], Duration::from_secs(60))
+        .await
+        .map_err(|e| format!("rabbitmqctl eval: {e}"))?;
     let numbers: Vec<i64> = text
         .trim()
         .trim_start_matches('{')
@@ -193,10 +181,6 @@ async fn with_rabbitmqctl(prefix: &str) -> std::result::Result<BrokerHoldings, S
             source: "rabbitmqctl".into(),
             notes: Vec::new(),
         }),
-        _ => Err(format!(
-            "unexpected rabbitmqctl reply {:?} {}",
-            text.trim(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
+        _ => Err(format!("unexpected rabbitmqctl reply {:?}", text.trim())),
     }
 }

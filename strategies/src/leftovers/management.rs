@@ -25,15 +25,32 @@ pub(super) async fn list_over_http(
     uri: &amq_protocol::uri::AMQPUri,
     client: reqwest::ClientBuilder,
 ) -> std::result::Result<Vec<BrokerObject>, String> {
-    let vhost = url::form_urlencoded::byte_serialize(uri.vhost.as_bytes())
-        .collect::<String>()
-        .replace('/', "%2F");
-    let client = client
+    list_with(&build_client(client)?, root, uri).await
+}
+
+/// The API's client from `builder` (the broker URL's TLS files): each
+/// answer within [`ANSWER_LIMIT`], the broker's host asked directly (no
+/// proxy from the environment, no redirect).
+pub(super) fn build_client(
+    builder: reqwest::ClientBuilder,
+) -> std::result::Result<reqwest::Client, String> {
+    builder
         .timeout(ANSWER_LIMIT)
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| format!("no HTTP client: {}", with_causes(e)))?;
+        .map_err(|e| format!("no HTTP client: {}", with_causes(e)))
+}
+
+/// [`list_over_http`] with a client already built ([`build_client`]).
+pub(super) async fn list_with(
+    client: &reqwest::Client,
+    root: &str,
+    uri: &amq_protocol::uri::AMQPUri,
+) -> std::result::Result<Vec<BrokerObject>, String> {
+    let vhost = url::form_urlencoded::byte_serialize(uri.vhost.as_bytes())
+        .collect::<String>()
+        .replace('/', "%2F");
     let mut objects = Vec::new();
     for (kind, path) in [
         (
@@ -45,7 +62,7 @@ pub(super) async fn list_over_http(
             format!("/api/exchanges/{vhost}?columns=name"),
         ),
     ] {
-        let items = get_list(&client, root, &path, uri).await?;
+        let items = get_list(client, root, &path, uri).await?;
         objects.extend(items.iter().filter_map(|item| {
             let name = item["name"].as_str()?;
             name.starts_with("dlb.").then(|| BrokerObject {
