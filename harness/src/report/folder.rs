@@ -40,14 +40,14 @@ pub fn copy_folder(from: &Path, to: &Path) -> Result<()> {
         "{} is not a run folder (no run.json)",
         from.display()
     );
-    let from_real = from.canonicalize()?;
+    let (from_real, to_real) = (from.canonicalize()?, absolute(to));
     ensure!(
-        from_real != absolute(to),
+        from_real != to_real,
         "--out is the run folder itself; leave it out to rewrite the folder's reports"
     );
     // Inside it, the copy would copy itself, deeper each time.
     ensure!(
-        !absolute(to).starts_with(&from_real),
+        !to_real.starts_with(&from_real),
         "--out {} is inside the run folder {}; give a folder outside it",
         to.display(),
         from.display()

@@ -510,6 +510,7 @@ fn outbox_left(o: &crate::model::records::OutboxRecord) -> String {
 mod tests {
     use super::{outbox_left, GLOSSARY};
     use crate::model::records::OutboxRecord;
+    use strategies::checker::{Anomaly, Source};
     use strategies::store::OutboxLeft;
 
     #[test]
@@ -540,7 +541,6 @@ mod tests {
         (old.left_leased, old.left_of_pending_orders) = (None, None);
         assert_eq!(outbox_left(&old), "**4**");
     }
-    use strategies::checker::{Anomaly, Source};
 
     /// The glossary is hand-wrapped prose, not rendered from the table
     /// (committed reports must regenerate byte for byte), so it is checked
