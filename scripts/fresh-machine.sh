@@ -96,14 +96,9 @@ fi
 trap cleanup EXIT
 
 # The network: a veth pair to this machine, NAT out of it.
-ip netns add "$ns"
-ip link add "$host_if" type veth peer name "$ns_if" netns "$ns"
-ip addr add "$net.1/24" dev "$host_if"
-ip link set "$host_if" up
-ip -n "$ns" addr add "$net.2/24" dev "$ns_if"
-ip -n "$ns" link set "$ns_if" up
-ip -n "$ns" link set lo up
-ip -n "$ns" route add default via "$net.1"
+# shellcheck source=scripts/netns.sh
+. scripts/netns.sh
+netns_link "$ns" "$host_if" "$ns_if" "$net"
 sysctl -qw net.ipv4.ip_forward=1
 iptables -t nat -A POSTROUTING -s "$net.0/24" ! -o "$host_if" -j MASQUERADE
 iptables -A FORWARD -i "$host_if" -j ACCEPT

@@ -25,6 +25,9 @@ GW=10.231.1.1
 TOKEN=${DELAYBENCH_AGENT_TOKEN:-dlb-hosts-local}
 FORWARDS=("15432 127.0.0.1:5432" "13306 127.0.0.1:3306" "16379 127.0.0.1:6379" "15672 127.0.0.1:5672")
 
+# shellcheck source=scripts/netns.sh
+. scripts/netns.sh
+
 die() { echo "error: $*" >&2; exit 1; }
 
 down() {
@@ -42,15 +45,7 @@ up() {
   down
   mkdir -p "$LOGS"
   for n in 1 2; do
-    ns=dlb-host-$n
-    ip netns add "$ns"
-    ip link add "dlbh$n" type veth peer name "dlbn$n" netns "$ns"
-    ip addr add "10.231.$n.1/24" dev "dlbh$n"
-    ip link set "dlbh$n" up
-    ip -n "$ns" addr add "10.231.$n.2/24" dev "dlbn$n"
-    ip -n "$ns" link set "dlbn$n" up
-    ip -n "$ns" link set lo up
-    ip -n "$ns" route add default via "10.231.$n.1"
+    netns_link "dlb-host-$n" "dlbh$n" "dlbn$n" "10.231.$n"
   done
   for f in "${FORWARDS[@]}"; do
     set -- $f
