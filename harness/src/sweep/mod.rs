@@ -271,7 +271,8 @@ async fn remeasure_ceiling(
 /// the ceiling failed. A bound that reads low flatters every share that
 /// divides by it, and one slow moment of a shared machine is enough: in
 /// two list-mode sweeps 5 minutes apart the ceiling held 1 600 and 1 800
-/// (results/batch-wait/*-sweep-batch-wait-*), where the reference sweep an
+/// (results/batch-wait/*-sweep-batch-wait-*, at 0edad13, the second from a
+/// dirty tree there), where the reference sweep an
 /// hour before held 2 200, so the RabbitMQ strategies' 1 400 read 88 %.
 fn ceiling_to_remeasure(result: &SweepResult) -> Option<Remeasure> {
     if result.axis != SweepAxis::Rate {

@@ -76,7 +76,8 @@ pub struct RabbitConfig {
     /// rabbit-delayed 6 259 against 6 656 and 7 169. No gain beyond the
     /// machine's drift, so not the default. In a rate sweep (the `sweep`
     /// preset at 800-1 800 orders/s, 0 then 20 ms; results/batch-wait/
-    /// *-sweep-batch-wait-*) 20 ms cut the statements per cancel at 800
+    /// *-sweep-batch-wait-*, at 0edad13, the 20 ms one from a dirty tree
+    /// there) 20 ms cut the statements per cancel at 800
     /// orders/s from 8.5 to 6.3 and the workers' CPU per cancel from 760 to
     /// 590 µs, but lifted no maximum: rabbit-ttl held 1 400 with 0 and 800
     /// with 20 ms (its 1 400 step failed on the schedule path, the
