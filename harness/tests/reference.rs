@@ -104,6 +104,43 @@ fn a_hand_edit_of_a_number_fails() {
     }
 }
 
+/// `reference readme --check` fails, naming the folder, when a folder the
+/// generated text cites comes from a dirty tree, whatever the text says.
+#[test]
+fn a_cited_folder_from_a_dirty_tree_fails_the_check() {
+    let (_scratch, reference, readme) = scratch_copy();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reference.join("reference.json")).unwrap())
+            .unwrap();
+    let folder = manifest["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|e| e["folder"].as_str())
+        .unwrap();
+    let run = reference.join(folder).join("run.json");
+    let text = std::fs::read_to_string(&run).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let commit = doc["git_commit"].as_str().unwrap();
+    assert!(!commit.ends_with("-dirty"), "{commit}");
+    std::fs::write(
+        &run,
+        text.replacen(
+            &format!("\"git_commit\": \"{commit}\""),
+            &format!("\"git_commit\": \"{commit}-dirty\""),
+            1,
+        ),
+    )
+    .unwrap();
+    let o = check(&reference, &readme);
+    assert!(!o.status.success(), "a dirty folder passed");
+    assert!(
+        stderr(&o).contains("dirty tree") && stderr(&o).contains(folder),
+        "the error names the folder and why: {}",
+        stderr(&o)
+    );
+}
+
 /// Every `results/...` path the READMEs cite exists, is not ignored by git
 /// and, in a git checkout, is committed: a folder under an ignored path is
 /// silently left out of a commit (results/paid-timers was, cited by
@@ -152,6 +189,331 @@ fn every_results_path_the_readmes_cite_is_committed() {
         "cited but not committed:\n{}",
         missing.into_iter().collect::<Vec<_>>().join("\n")
     );
+}
+
+/// Every run folder under results/ (a folder with a `run.json`), relative
+/// to the repository, with the commit its `run.json` records.
+fn run_folders(root: &Path) -> Vec<(String, String)> {
+    fn walk(root: &Path, rel: &str, found: &mut Vec<(String, String)>) {
+        let Ok(entries) = std::fs::read_dir(root.join(rel)) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if !entry.path().is_dir() {
+                continue;
+            }
+            let rel = format!("{rel}/{}", entry.file_name().to_string_lossy());
+            let run = root.join(&rel).join("run.json");
+            if run.exists() {
+                let doc: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&run).unwrap())
+                        .unwrap_or_else(|e| panic!("{}: {e}", run.display()));
+                let commit = doc["git_commit"].as_str().unwrap_or_default().to_string();
+                found.push((rel, commit));
+            } else {
+                walk(root, &rel, found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(root, "results", &mut found);
+    found.sort();
+    found
+}
+
+/// The run folders whose `run.json` records a `-dirty` commit.
+fn dirty_folders(root: &Path) -> Vec<(String, String)> {
+    run_folders(root)
+        .into_iter()
+        .filter(|(_, commit)| commit.ends_with("-dirty"))
+        .collect()
+}
+
+/// The dirty folders (of `dirty`) that `text`, read from a file in the
+/// folder `base` (relative to the repository), cites, each with the byte
+/// offset of the citation: a path naming the folder, something in it, or
+/// a folder holding it (`results/batch-wait` cites every run in it);
+/// `results/...` is read from the repository's root, any other path from
+/// `base`; and the folder's own name anywhere. Not a citation: `--out DIR`
+/// (where a command writes), and `base` itself (a folder's README naming
+/// its folder).
+fn cited_dirty<'a>(
+    root: &Path,
+    base: &str,
+    text: &str,
+    dirty: &'a [(String, String)],
+) -> Vec<(usize, &'a (String, String))> {
+    let mut cited = Vec::new();
+    for d in dirty {
+        let name = d.0.rsplit('/').next().unwrap();
+        cited.extend(text.match_indices(name).map(|(at, _)| (at, d)));
+    }
+    let is_path = |c: char| c.is_ascii_alphanumeric() || "_./*-".contains(c);
+    let mut at = 0;
+    while at < text.len() {
+        let Some(start) = text[at..].find(is_path).map(|i| at + i) else {
+            break;
+        };
+        let end = text[start..]
+            .find(|c: char| !is_path(c))
+            .map_or(text.len(), |i| start + i);
+        at = end;
+        let token = text[start..end].trim_end_matches('.');
+        // `--out DIR` names where a command writes, not what it cites.
+        if !token.contains('/') || text[..start].ends_with("--out ") {
+            continue;
+        }
+        let token = token.trim_end_matches('/');
+        let joined = if token.starts_with("results/") || base.is_empty() {
+            token.to_string()
+        } else {
+            format!("{base}/{token}")
+        };
+        let mut segments: Vec<&str> = Vec::new();
+        for segment in joined.split('/') {
+            match segment {
+                "" | "." => {}
+                ".." => {
+                    segments.pop();
+                }
+                s => segments.push(s),
+            }
+        }
+        let path = segments.join("/");
+        // A folder's README naming its own folder: each run in it is
+        // cited by name where it is described; `results/` holds them all.
+        if path == base || path == "results" {
+            continue;
+        }
+        for path in glob(root, &path) {
+            for d in dirty {
+                let within = |a: &str, b: &str| a.starts_with(b) && a[b.len()..].starts_with('/');
+                if path == d.0 || within(&path, &d.0) || within(&d.0, &path) {
+                    cited.push((start, d));
+                }
+            }
+        }
+    }
+    cited.sort_by_key(|(at, d)| (*at, &d.0));
+    cited.dedup();
+    cited
+}
+
+/// The sentence of `text` around byte `at`: it ends at `.`, `!` or `?`
+/// before whitespace and a capital letter (or a link, code or bold),
+/// at a blank line, and where a list item, table row, heading or code
+/// fence begins; a table row is one line.
+fn sentence_at(text: &str, at: usize) -> &str {
+    let opens = |line: &str| {
+        let t = line.trim_start();
+        ["- ", "* ", "|", "#", "```", "<!--"]
+            .iter()
+            .any(|p| t.starts_with(p))
+            || t.split_once(". ")
+                .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let line_start = |i: usize| text[..i].rfind('\n').map_or(0, |n| n + 1);
+    let line_end = |i: usize| text[i..].find('\n').map_or(text.len(), |n| i + n);
+    let blank = |i: usize| text[i..line_end(i)].trim().is_empty();
+    // The block of lines: back to the line that opens it (or follows a
+    // blank line), on to the line before the next such one.
+    let mut from = line_start(at);
+    while from > 0 && !opens(&text[from..line_end(from)]) {
+        let previous = line_start(from - 1);
+        if blank(previous) {
+            break;
+        }
+        from = previous;
+    }
+    let mut to = line_end(at);
+    while to < text.len() && !blank(to + 1) && !opens(&text[to + 1..line_end(to + 1)]) {
+        to = line_end(to + 1);
+    }
+    let block = &text[from..to];
+    let at = at - from;
+    // Within the block, the sentence.
+    let ends = |i: usize| {
+        let rest = &block[i + 1..];
+        let after = rest.trim_start();
+        rest.starts_with(char::is_whitespace)
+            && (after.starts_with(|c: char| c.is_ascii_uppercase())
+                || ["[", "`", "**", "("].iter().any(|p| after.starts_with(p)))
+    };
+    let boundaries: Vec<usize> = block
+        .char_indices()
+        .filter(|&(i, c)| ".!?".contains(c) && ends(i))
+        .map(|(i, _)| i + 1)
+        .collect();
+    let start = boundaries
+        .iter()
+        .rev()
+        .find(|&&b| b <= at)
+        .copied()
+        .unwrap_or(0);
+    let end = boundaries
+        .iter()
+        .find(|&&b| b > at)
+        .copied()
+        .unwrap_or(block.len());
+    &block[start..end]
+}
+
+/// README.md's generated sections, each as `(first line, text)`.
+fn generated_sections(readme: &str) -> Vec<(usize, &str)> {
+    let mut sections = Vec::new();
+    let mut rest = 0;
+    while let Some(begin) = readme[rest..].find("<!-- BEGIN GENERATED ") {
+        let begin = rest + begin;
+        let end = readme[begin..]
+            .find("<!-- END GENERATED ")
+            .map_or(readme.len(), |e| begin + e);
+        sections.push((readme[..begin].lines().count() + 1, &readme[begin..end]));
+        rest = end;
+    }
+    sections
+}
+
+/// README.md with its generated sections blanked out, line for line (so
+/// no sentence runs across one, and line numbers stay).
+fn hand_written(readme: &str) -> String {
+    let mut out = String::new();
+    let mut rest = 0;
+    while let Some(begin) = readme[rest..].find("<!-- BEGIN GENERATED ") {
+        let begin = rest + begin;
+        out.push_str(&readme[rest..begin]);
+        let end = readme[begin..]
+            .find("<!-- END GENERATED ")
+            .map_or(readme.len(), |e| begin + e);
+        rest = readme[end..].find('\n').map_or(readme.len(), |n| end + n);
+        out.extend(readme[begin..rest].chars().filter(|&c| c == '\n'));
+    }
+    out.push_str(&readme[rest..]);
+    out
+}
+
+/// No folder the generated text cites (README.md's generated sections,
+/// results/reference/README.md, the decision-record draft and its
+/// evidence) comes from a dirty tree: a published figure comes from one
+/// clean commit.
+#[test]
+fn no_generated_text_cites_a_folder_from_a_dirty_tree() {
+    let root = root();
+    let dirty = dirty_folders(&root);
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut texts: Vec<(String, String, String)> = generated_sections(&readme)
+        .into_iter()
+        .map(|(line, text)| {
+            (
+                format!("README.md's section at line {line}"),
+                String::new(),
+                text.to_string(),
+            )
+        })
+        .collect();
+    let reference = root.join("results/reference");
+    for entry in std::fs::read_dir(&reference).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "README.md" || (name.starts_with("adr-draft") && name.ends_with(".md")) {
+            texts.push((
+                format!("results/reference/{name}"),
+                "results/reference".into(),
+                std::fs::read_to_string(entry.path()).unwrap(),
+            ));
+        }
+    }
+    assert!(
+        texts.len() >= 4,
+        "the generated texts: {:?}",
+        texts.iter().map(|t| &t.0).collect::<Vec<_>>()
+    );
+    let mut found = std::collections::BTreeSet::new();
+    for (what, base, text) in &texts {
+        for (_, (folder, commit)) in cited_dirty(&root, base, text, &dirty) {
+            found.insert(format!("{what}: {folder} (commit {commit})"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "generated text cites folders from a dirty tree:\n{}",
+        found.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// Hand-written prose (README.md outside its generated sections, the
+/// READMEs of results/ and its folders, rabbitmq-plugin/README.md) that
+/// cites a folder from a dirty tree says so in the same sentence: the word
+/// "dirty" and the commit (its first seven characters) the folder's
+/// run.json records.
+#[test]
+fn prose_that_cites_a_folder_from_a_dirty_tree_says_so() {
+    let root = root();
+    let dirty = dirty_folders(&root);
+    let mut files = vec![
+        ("README.md".to_string(), String::new()),
+        ("results/README.md".into(), "results".into()),
+        ("rabbitmq-plugin/README.md".into(), "rabbitmq-plugin".into()),
+        ("bench/README.md".into(), "bench".into()),
+    ];
+    for entry in std::fs::read_dir(root.join("results")).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != "reference" && entry.path().join("README.md").exists() {
+            files.push((
+                format!("results/{name}/README.md"),
+                format!("results/{name}"),
+            ));
+        }
+    }
+    let mut unsaid = std::collections::BTreeSet::new();
+    for (file, base) in &files {
+        let Ok(text) = std::fs::read_to_string(root.join(file)) else {
+            continue;
+        };
+        let text = if file == "README.md" {
+            hand_written(&text)
+        } else {
+            text
+        };
+        for (at, (folder, commit)) in cited_dirty(&root, base, &text, &dirty) {
+            let sentence = sentence_at(&text, at);
+            let short = &commit[..7];
+            if !(sentence.to_lowercase().contains("dirty") && sentence.contains(short)) {
+                let line = text[..at].lines().count().max(1);
+                unsaid.insert(format!(
+                    "{file}, near line {line}: {folder} (commit {commit}) in {:?}",
+                    sentence.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        unsaid.is_empty(),
+        "these sentences cite a folder from a dirty tree without saying so (the word \
+         \"dirty\" and the commit's first seven characters):\n{}",
+        unsaid.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// The sentence rules the check above reads prose by.
+#[test]
+fn a_citation_is_read_in_its_own_sentence() {
+    let text = "# T\n\nFirst sentence cites a/b. Second one, from a dirty tree at\n\
+                abc1234, cites c/d (e.g. x). Third.\n- an item cites e/f\n  and goes on.\n\
+                | row | g/h |\n| row | i/j |\n";
+    let at = |s: &str| text.find(s).unwrap();
+    assert_eq!(sentence_at(text, at("a/b")), "First sentence cites a/b.");
+    assert!(sentence_at(text, at("c/d")).contains("dirty tree at\nabc1234"));
+    assert!(sentence_at(text, at("c/d")).ends_with("(e.g. x)."));
+    assert_eq!(
+        sentence_at(text, at("e/f")),
+        "- an item cites e/f\n  and goes on."
+    );
+    assert_eq!(sentence_at(text, at("g/h")), "| row | g/h |");
+    let readme = format!(
+        "a\n{}\nin x/y\n<!-- END GENERATED s -->\nb\n",
+        "<!-- BEGIN GENERATED s -->"
+    );
+    assert_eq!(hand_written(&readme), "a\n\n\n\nb\n");
+    assert_eq!(generated_sections(&readme).len(), 1);
 }
 
 /// The paths under `root` that `pattern` names, `*` matching within a

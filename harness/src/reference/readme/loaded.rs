@@ -12,6 +12,22 @@ use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The folders the manifest at `dir` names whose `run.json` records a
+/// commit with `-dirty` (`<folder> (commit <commit>)`), read from the
+/// manifest and each `run.json` alone: the generated text cites every one
+/// of them, and a folder from a dirty tree may not be cited.
+pub(super) fn dirty_folders(dir: &Path) -> Result<Vec<String>> {
+    let manifest = Manifest::read(dir)?;
+    let mut dirty = Vec::new();
+    for folder in manifest.entries.iter().filter_map(|e| e.folder.as_ref()) {
+        let commit = RunInfo::read(&dir.join(folder))?.git_commit;
+        if commit.ends_with("-dirty") {
+            dirty.push(format!("{folder} (commit {commit})"));
+        }
+    }
+    Ok(dirty)
+}
+
 /// The decision-record draft's file in the reference folder.
 pub(super) const ADR_FILE: &str = "adr-draft.md";
 

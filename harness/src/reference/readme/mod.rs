@@ -5,8 +5,8 @@
 //! folders the manifest names, with the same cells the run reports print
 //! ([`crate::report::fig`]), so a number here is the report's number.
 //! `delaybench reference readme --check` (run by the tests) fails when the
-//! committed text differs from what the folders give: a hand edit of a
-//! number fails CI.
+//! committed text differs from what the folders give (a hand edit of a
+//! number fails CI), or when a folder it cites comes from a dirty tree.
 //!
 //! The rooms: `loaded` (the set, every folder read), one per text
 //! (`answer`, `chaos`, `clusters`: README.md's sections;
@@ -63,8 +63,19 @@ pub fn write_all(dir: &Path, readme: &Path) -> Result<()> {
 }
 
 /// Fails, naming the file and the first line that differs, where the
-/// committed text is not what the folders give.
+/// committed text is not what the folders give, and, naming each one,
+/// where a folder the text cites comes from a dirty tree.
 pub fn check_all(dir: &Path, readme: &Path) -> Result<()> {
+    let dirty = loaded::dirty_folders(dir)?;
+    if !dirty.is_empty() {
+        bail!(
+            "the generated text cites folders of {} made from a dirty tree (their run.json's \
+             commit ends in -dirty), which no published figure may come from; make the set \
+             again from a clean commit (`delaybench reference`):\n  {}",
+            dir.display(),
+            dirty.join("\n  ")
+        );
+    }
     let mut stale = Vec::new();
     for (path, text) in render_all(dir, readme)? {
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
