@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use strategies::conformance::Fixture;
 use strategies::leftovers::{
-    broker_holdings, broker_prefix, list_broker, redis_keys, redis_patterns,
+    broker_holdings, broker_prefix, delayed_plugin_build, list_broker, redis_keys, redis_patterns,
 };
 use strategies::now_us;
 
@@ -142,4 +142,76 @@ fn holdings_count_the_runs_messages_on_the_default_node() {
             f.cleanup().await;
         }
     });
+}
+
+/// The delayed-message plugin's build as this host's default node ran it
+/// (what run.json records): the project's plugin, the version
+/// `rabbitmq-plugin/install.sh` builds, each module's MD5 as loaded equal
+/// to `beam_lib:md5/1` of the `.beam` in the folder the node loaded it
+/// from, and the code hash the same SHA-256 of those lines computed again
+/// from the files by `erl`, apart from the node.
+#[test]
+fn the_plugin_build_is_the_code_the_node_loaded() {
+    let options = common::test_options();
+    let build = runtime().block_on(delayed_plugin_build(&options.rabbit.url));
+    assert_eq!(build.name, "delaybench_delayed_exchange", "{build:?}");
+    let install = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../rabbitmq-plugin/install.sh"),
+    )
+    .unwrap();
+    let vsn = install
+        .lines()
+        .find_map(|l| l.strip_prefix("VSN="))
+        .expect("VSN= in install.sh");
+    assert_eq!(build.version, vsn, "{build:?}");
+    assert_eq!(
+        build.source, "rabbitmqctl eval on this host's default node",
+        "{build:?}"
+    );
+    assert!(
+        build.modules.contains_key("delaybench_delayed_exchange")
+            && build.modules.values().all(|m| m.len() == 32),
+        "{build:?}"
+    );
+    let ebin = format!("{}/ebin", build.dir.as_deref().expect("dir"));
+    // The same definition, from the files: `<module> <md5 hex>\n` in
+    // module order, hashed with SHA-256.
+    let eval = format!(
+        "Hex = fun(B) -> lists:flatten([io_lib:format(\"~2.16.0b\", [X]) || <<X>> <= B]) end, \
+         Beams = lists:sort(filelib:wildcard(\"{ebin}/*.beam\")), \
+         Lines = [begin {{ok, {{M, Md5}}}} = beam_lib:md5(F), io_lib:format(\"~s ~s~n\", [M, Hex(Md5)]) end || F <- Beams], \
+         io:format(\"~s~n~s\", [Hex(crypto:hash(sha256, Lines)), Lines]), halt()."
+    );
+    let out = std::process::Command::new("erl")
+        .args(["-noshell", "-eval", &eval])
+        .output()
+        .expect("erl runs");
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(build.code_sha256.as_str()), "{text}");
+    let from_files: std::collections::BTreeMap<String, String> = lines
+        .filter_map(|l| l.split_once(' '))
+        .map(|(m, md5)| (m.to_string(), md5.to_string()))
+        .collect();
+    assert_eq!(from_files, build.modules);
+}
+
+/// A broker that cannot be read leaves every field `unknown`, and says why.
+#[test]
+fn an_unreadable_broker_gives_unknown_with_why() {
+    let build = runtime().block_on(delayed_plugin_build("amqp://guest:guest@127.0.0.1:1/%2f"));
+    assert_eq!(
+        (
+            build.name.as_str(),
+            build.version.as_str(),
+            build.code_sha256.as_str()
+        ),
+        ("unknown", "unknown", "unknown"),
+        "{build:?}"
+    );
+    assert!(
+        build.source.starts_with("not read: ") && build.source.contains("127.0.0.1:1"),
+        "{build:?}"
+    );
 }

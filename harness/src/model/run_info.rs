@@ -35,7 +35,39 @@ pub struct RunInfo {
     /// `x-delayed-message`).
     #[serde(default)]
     pub services: std::collections::BTreeMap<String, String>,
+    /// The build of the plugin serving `x-delayed-message` as the broker
+    /// ran it (read from the broker, not the repository), when the run used
+    /// RabbitMQ; `None` in runs made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<PluginBuild>,
     pub machine: Machine,
+}
+
+/// Which build of the delayed-message plugin the broker ran: its
+/// application, version and a hash of the code the node had loaded
+/// (`strategies::leftovers::delayed_plugin_build`). A field that could not
+/// be read says `unknown`, and `source` says why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginBuild {
+    /// The Erlang application serving `x-delayed-message`
+    /// (`delaybench_delayed_exchange`, `rabbitmq_delayed_message_exchange`),
+    /// `none` when nothing served it, or `unknown`.
+    pub name: String,
+    /// Its application version, or `none` / `unknown`.
+    pub version: String,
+    /// SHA-256 (hex), computed on the node, of its modules' lines
+    /// `<module> <md5 hex>\n` in module order, each MD5 as the node loaded
+    /// it (`module_info(md5)`, equal to `beam_lib:md5/1` of the `.beam`);
+    /// or `unknown` with why.
+    pub code_sha256: String,
+    /// Each module's MD5 as loaded (or `not-loaded`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub modules: std::collections::BTreeMap<String, String>,
+    /// The folder the node loaded the application from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    /// How it was read, and why anything says `unknown`.
+    pub source: String,
 }
 
 impl RunInfo {
@@ -259,6 +291,20 @@ pub async fn rabbitmq_description(url: &str) -> String {
             }
         ),
         Err(e) => format!("unknown ({e})"),
+    }
+}
+
+/// The build of the plugin serving `x-delayed-message` on the broker of
+/// `url`, as the broker reports it ([`PluginBuild`]).
+pub async fn delayed_plugin_build(url: &str) -> PluginBuild {
+    let b = strategies::leftovers::delayed_plugin_build(url).await;
+    PluginBuild {
+        name: b.name,
+        version: b.version,
+        code_sha256: b.code_sha256,
+        modules: b.modules,
+        dir: b.dir,
+        source: b.source,
     }
 }
 

@@ -317,6 +317,7 @@ mod tests {
             database_url: String::new(),
             database_version: "15".into(),
             services: Default::default(),
+            plugin: None,
             machine: Machine::default(),
         }
     }

@@ -302,6 +302,7 @@ mod tests {
             database_url: "sqlite://x".into(),
             database_version: "3".into(),
             services: Default::default(),
+            plugin: None,
             machine: Machine::default(),
         }
     }

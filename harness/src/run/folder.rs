@@ -1,7 +1,7 @@
 //! A run's folder: its id and place, the database namespace of each
 //! strategy in it, and `run.json`, written before anything is measured.
 
-use crate::model::run_info::{self, Machine, RunInfo};
+use crate::model::run_info::{self, Machine, PluginBuild, RunInfo};
 use crate::redis_stats;
 use crate::scenario::Scenario;
 use anyhow::{Context, Result};
@@ -21,6 +21,11 @@ pub async fn start_run_info(
     (server, database_version): (&DbServer, String),
     explicitly_selected: bool,
 ) -> Result<RunInfo> {
+    let (services, plugin) = if explicitly_selected {
+        services_of(strategies, &scenario.strategy_options()).await
+    } else {
+        Default::default()
+    };
     Ok(RunInfo {
         run_id: run_id.to_string(),
         started_at: chrono::Local::now().to_rfc3339(),
@@ -36,22 +41,22 @@ pub async fn start_run_info(
         database_kind: server.kind().as_str().to_string(),
         database_url: server.display_url(),
         database_version,
-        services: if explicitly_selected {
-            services_of(strategies, &scenario.strategy_options()).await
-        } else {
-            Default::default()
-        },
+        services,
+        plugin,
         machine: Machine::detect(),
     })
 }
 
-/// Versions of the services the selected strategies use.
+/// Versions of the services the selected strategies use, and with
+/// RabbitMQ the build of the plugin serving `x-delayed-message` as the
+/// broker reports it.
 async fn services_of(
     strategies: &[Variant],
     options: &StrategyOptions,
-) -> BTreeMap<String, String> {
+) -> (BTreeMap<String, String>, Option<PluginBuild>) {
     let (rabbit_url, redis_url) = (&options.rabbit.url, &options.redis_zset.url);
     let mut services = BTreeMap::new();
+    let mut plugin = None;
     let uses = |service| {
         strategies
             .iter()
@@ -62,6 +67,7 @@ async fn services_of(
             "rabbitmq".to_string(),
             run_info::rabbitmq_description(rabbit_url).await,
         );
+        plugin = Some(run_info::delayed_plugin_build(rabbit_url).await);
     }
     if uses(Service::Redis) {
         let version = match redis_stats::version(redis_url).await {
@@ -70,7 +76,7 @@ async fn services_of(
         };
         services.insert("redis".to_string(), version);
     }
-    services
+    (services, plugin)
 }
 
 /// A new folder `<stamp>-<scenario>[-n]` under `out`: its run id and path.

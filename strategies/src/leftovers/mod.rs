@@ -16,7 +16,8 @@
 //!
 //! The rooms: `objects` (the names), `broker` (listing and deleting queues
 //! and exchanges), `management` (the management API's HTTP client), `keys`
-//! (Redis keys) and `teardown` (the guards that remove it all on every
+//! (Redis keys), `plugin` (which build of the delayed-message plugin the
+//! broker runs, for run.json) and `teardown` (the guards that remove it all on every
 //! exit path).
 
 mod broker;
@@ -24,10 +25,12 @@ mod holdings;
 mod keys;
 mod management;
 mod objects;
+mod plugin;
 mod teardown;
 
 pub use broker::{delete_broker, delete_broker_prefix, list_broker};
 pub use holdings::{broker_holdings, BrokerHoldings};
 pub use keys::{delete_redis_keys, delete_redis_prefix, redis_keys};
 pub use objects::{broker_prefix, redis_patterns, BrokerKind, BrokerObject};
+pub use plugin::{delayed_plugin_build, PluginBuild};
 pub use teardown::{block_on_fresh_thread, TeardownGuard, TestNamespace};

@@ -27,6 +27,7 @@ fn write_run(dir: &Path, seed: u64, runs: &[(&str, u64, u64)]) {
         database_url: String::new(),
         database_version: "15".into(),
         services: Default::default(),
+        plugin: None,
         machine: Machine::default(),
     };
     std::fs::create_dir_all(dir).unwrap();
