@@ -30,6 +30,15 @@ pub struct StrategyInfo {
     /// db-timer): a fallback scan beside it would only repeat its work, so
     /// `+fallback` is refused and `fallback-scan.enabled` leaves it alone.
     pub reads_the_orders_table: bool,
+    /// Its [`Canceller::schedule`](crate::canceller::Canceller::schedule)
+    /// does nothing: the orders table is its schedule, and it finds every
+    /// order there by itself (db-scan, db-timer). The harness hands its
+    /// instances no schedule call, so nothing waits on one (a paused
+    /// instance included), and reports its schedule path as not applicable
+    /// instead of measuring the harness's own hop to a call that does
+    /// nothing. The conformance suite checks it: its orders are never
+    /// scheduled there either, and must still be cancelled.
+    pub schedule_does_nothing: bool,
     /// The order service's creating transaction also announces the
     /// deadline (`NOTIFY` on PostgreSQL), which wakes its instances.
     pub notifies_deadline: bool,
@@ -79,6 +88,7 @@ impl StrategyInfo {
         good: &[],
         bad: &[],
         reads_the_orders_table: false,
+        schedule_does_nothing: false,
         notifies_deadline: false,
         schedules_before_commit: false,
         drops_paid_timers: false,

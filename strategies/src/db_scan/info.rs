@@ -14,6 +14,7 @@ pub const DB_SCAN: StrategyInfo = StrategyInfo {
         "it reads the database every interval, also when nothing is due",
     ],
     reads_the_orders_table: true,
+    schedule_does_nothing: true,
     ..StrategyInfo::BASE
 };
 
@@ -23,5 +24,6 @@ pub const DB_SCAN_NOINDEX: StrategyInfo = StrategyInfo {
               whole orders table; cost grows with the backlog)",
     role: Role::Teaching,
     reads_the_orders_table: true,
+    schedule_does_nothing: true,
     ..StrategyInfo::BASE
 };

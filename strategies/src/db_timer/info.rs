@@ -18,6 +18,7 @@ pub const DB_TIMER: StrategyInfo = StrategyInfo {
         "the creating transaction sends one NOTIFY per order",
     ],
     reads_the_orders_table: true,
+    schedule_does_nothing: true,
     notifies_deadline: true,
     ..StrategyInfo::BASE
 };

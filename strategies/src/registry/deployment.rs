@@ -66,6 +66,16 @@ impl Deployment {
         self.variant.info.drops_paid_timers && self.options.drop_paid_timers && !self.variant.outbox
     }
 
+    /// Whether the order service hands each order to an instance's
+    /// `schedule`: not where the strategy's
+    /// [`schedule_does_nothing`](crate::strategy_info::StrategyInfo::schedule_does_nothing)
+    /// (its fallback scan, where it has one, takes no schedules either).
+    /// The harness then routes no call to its instances, and has no
+    /// schedule path to measure.
+    pub fn takes_schedules(&self) -> bool {
+        !self.variant.info.schedule_does_nothing
+    }
+
     /// Whether each instance runs the outbox relay beside the strategy.
     pub fn relays_outbox(&self) -> bool {
         self.variant.outbox

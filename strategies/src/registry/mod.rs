@@ -63,6 +63,27 @@ mod tests {
     }
 
     #[test]
+    fn only_the_strategies_that_read_the_orders_table_take_no_schedules() {
+        // Their orders table is their schedule; every other strategy (the
+        // ceiling's list, the wheel, a broker, Redis) needs each order
+        // handed to it.
+        for s in STRATEGIES {
+            let deployed = Deployment::new(Variant::plain(s), &StrategyOptions::default());
+            assert_eq!(
+                deployed.takes_schedules(),
+                !s.reads_the_orders_table,
+                "{}",
+                s.name
+            );
+        }
+        // A remedy does not change it: the fallback scan takes none itself.
+        for name in ["timing-wheel+fallback", "redis-zset+outbox+fallback"] {
+            let v = Variant::parse(name).unwrap();
+            assert!(Deployment::new(v, &StrategyOptions::default()).takes_schedules());
+        }
+    }
+
+    #[test]
     fn names_are_unique() {
         let mut names: Vec<&str> = STRATEGIES.iter().map(|s| s.name).collect();
         names.sort_unstable();
