@@ -286,3 +286,96 @@ at = "4s"
     assert!(report.contains("was a standby; instance"), "{report}");
     assert!(report.contains("| n/a |"), "{report}");
 }
+
+/// A paused instance of a strategy whose `schedule` does nothing
+/// (db-timer) is not blamed for a schedule path: the harness hands it no
+/// schedule to wait on, and the summary says why the figure is absent. A
+/// strategy that does schedule (the wheel) still has its path measured,
+/// and the same pause shows on it: its orders' timers were set late.
+#[test]
+fn a_paused_instance_whose_schedule_does_nothing_is_not_blamed_for_the_schedule_path() {
+    let out = common::Scratch::new();
+    let scenario = out.path().join("pause-noop-schedule.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+name = "pause-noop-schedule"
+seed = 5
+warmup = "1s"
+duration = "6s"
+drain = "3s"
+rate = 40.0
+instances = 2
+[[timeouts]]
+after = "1s"
+[[faults]]
+kind = "pause-instance"
+instance = 0
+at = "3s"
+for = "2s"
+"#,
+    )
+    .unwrap();
+    let run = delaybench(&[
+        "run",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--db",
+        &pg(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--strategies",
+        "db-timer,timing-wheel",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let dir = run_dir_of(&run);
+
+    let timer = summary(&dir, "db-timer");
+    let pause = &timer["faults"][0];
+    assert!(pause["error"].is_null(), "{pause:#}");
+    assert!(
+        pause["window_ms"].is_array(),
+        "the pause never acted: {pause:#}"
+    );
+    assert!(
+        timer["schedule_path_us"].is_null(),
+        "db-timer's schedule does nothing, yet it has a schedule path: {:#}",
+        timer["schedule_path_us"]
+    );
+    let why = timer["schedule_path_absent"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("does nothing"),
+        "{:#}",
+        timer["schedule_path_absent"]
+    );
+    let warnings: Vec<&str> = timer["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        !warnings.iter().any(|w| w.contains("schedule path")),
+        "{warnings:?}"
+    );
+    // Nothing was lost either: the orders table is db-timer's schedule.
+    assert_eq!(u(&timer, "/generator/unscheduled"), 0);
+    assert_eq!(other_anomalies(&timer), 0, "{:#}", timer["anomalies"]);
+
+    // The wheel schedules: its paused instance returned from `schedule`
+    // only after the SIGCONT, and its path says so.
+    let wheel = summary(&dir, "timing-wheel");
+    assert!(wheel["schedule_path_absent"].is_null(), "{wheel:#}");
+    assert!(u(&wheel, "/schedule_path_us/count") > 0, "{wheel:#}");
+    assert!(
+        u(&wheel, "/schedule_path_us/max") >= 1_000_000,
+        "the pause does not show on the wheel's schedule path: {:#}",
+        wheel["schedule_path_us"]
+    );
+
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("schedule path: not applicable"),
+        "the report does not say why db-timer has no schedule path: {report}"
+    );
+}

@@ -382,6 +382,8 @@ pub struct Pool {
     restart_dead_after: Option<Duration>,
     /// Payments are passed on ([`Pool::paid`]).
     hears_payments: bool,
+    /// Schedules are passed on ([`Pool::schedule`]).
+    takes_schedules: bool,
 }
 
 impl Pool {
@@ -391,11 +393,14 @@ impl Pool {
         restart_dead_after: Option<Duration>,
     ) -> Result<Arc<Pool>> {
         let (deaths, mut died) = mpsc::unbounded_channel();
-        let hears_payments = specs
+        let deployment = specs
             .first()
-            .is_some_and(|spec| Deployment::new(spec.strategy, &spec.options).hears_payments());
+            .map(|spec| Deployment::new(spec.strategy, &spec.options));
         let pool = Arc::new(Pool {
-            hears_payments,
+            hears_payments: deployment.as_ref().is_some_and(Deployment::hears_payments),
+            // No instances (the generator alone): each order is offered to
+            // none, and counts as unscheduled.
+            takes_schedules: deployment.as_ref().is_none_or(Deployment::takes_schedules),
             slots: specs.iter().map(|_| Mutex::new(None)).collect(),
             specs,
             measuring: false.into(),
@@ -450,12 +455,22 @@ impl Pool {
     /// Schedules on the order's instance or the next live one; false when
     /// every instance is down (the schedule is lost, as it would be).
     /// `committed_at_us`: when the order's transaction committed.
+    ///
+    /// Where the strategy's schedule does nothing
+    /// ([`Deployment::takes_schedules`]), nothing is sent and the order is
+    /// handed over at once: the orders table it just committed to is the
+    /// schedule, so no order waits on an instance's stdin for a call that
+    /// does nothing (a paused or dead instance included), and no schedule
+    /// path is measured that the strategy never had.
     pub fn schedule(
         &self,
         order_id: OrderId,
         expire_at_us: Micros,
         committed_at_us: Micros,
     ) -> bool {
+        if !self.takes_schedules {
+            return true;
+        }
         self.send_to_order_instance(order_id, |instance| {
             instance.schedule(order_id, expire_at_us, committed_at_us)
         })

@@ -153,6 +153,9 @@ pub fn markdown(
             "schedule path, order committed -> schedule() returned",
             s.schedule_path_us.as_ref(),
         );
+        if let (None, Some(why)) = (&s.schedule_path_us, &s.schedule_path_absent) {
+            let _ = writeln!(out, "- schedule path: {why}");
+        }
         lateness_by_timeout(&mut out, s);
         let by: Vec<String> = s
             .cancelled_by

@@ -292,7 +292,8 @@ pub fn markdown(info: &RunInfo, result: &SweepResult, figures: &[Figure]) -> Str
         out,
         "- A step **holds** when: p99 lateness at commit ≤ {} ms; the overdue-and-pending \
          count does not grow over the window; the generator's p99 lag to commit and the \
-         schedule path's p99 ≤ {} ms, with no errors; no anomaly; no worker died. The \
+         schedule path's p99 ≤ {} ms (n/a for a strategy whose schedule does nothing: the \
+         harness calls none), with no errors; no anomaly; no worker died. The \
          **max sustainable rate** is the highest rate that held with every lower step holding.",
         result.bound_ms, result.keep_up_ms
     );
@@ -807,7 +808,11 @@ fn step_tables(out: &mut String, result: &SweepResult) {
                 p99(st),
                 ms(st.max_us),
                 st.generator_lag_p99_us as f64 / 1000.0,
-                ms(st.schedule_path_p99_us),
+                if s.strategy.info.schedule_does_nothing {
+                    "n/a".into()
+                } else {
+                    ms(st.schedule_path_p99_us)
+                },
                 match (st.overdue_first, st.overdue_last) {
                     (Some(a), Some(b)) => format!("{a} → {b}"),
                     _ => "-".into(),

@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use strategies::checker::{self, Anomaly, CancelTiming, Verdict};
+use strategies::registry::Deployment;
 use strategies::{now_us, DbLocation, Micros, OrderId, OrderStore};
 
 /// What the checker read, right after the window.
@@ -104,6 +105,7 @@ pub(super) fn summary(
                 .map(|(_, us)| *us),
         )
     });
+    let schedule_path_absent = schedule_path_absent(&setup.deployment, scenario);
     let censored = lateness::stats_of(
         paid_late
             .iter()
@@ -174,6 +176,7 @@ pub(super) fn summary(
         commit_gap_us: committed.map(|c| c.1),
         censored_lateness_us: Some(censored),
         schedule_path_us: schedule_path,
+        schedule_path_absent,
         overdue,
         cpu: observed.cpu,
         network: setup.links.records(),
@@ -212,6 +215,24 @@ pub(super) fn summary(
     };
     summary.warnings = summary::warnings(&summary);
     Ok(summary)
+}
+
+/// Why the summary has no schedule path, where that is known before the
+/// run: a strategy whose schedule does nothing is handed no call (see
+/// `Pool::schedule`), so it has no path to measure; otherwise the path is
+/// measured unless `measure.schedule-times` is off.
+fn schedule_path_absent(deployment: &Deployment, scenario: &Scenario) -> Option<String> {
+    if !deployment.takes_schedules() {
+        Some(format!(
+            "not applicable: {}'s schedule does nothing (the orders table is its schedule), \
+             so the order service calls none and no order waits on one",
+            deployment.variant().info.name
+        ))
+    } else if !scenario.measure.schedule_times {
+        Some("not measured: `measure.schedule-times` is off".into())
+    } else {
+        None
+    }
 }
 
 /// Lateness at COMMIT (measured orders whose commit time a worker sent) and,

@@ -107,6 +107,13 @@ pub struct Summary {
     /// (measured window).
     #[serde(default)]
     pub schedule_path_us: Option<LatenessStats>,
+    /// Why `schedule_path_us` is absent, in words: the strategy's schedule
+    /// does nothing, so the harness calls none and there is no path
+    /// (`not applicable: ...`), or `measure.schedule-times` was off (`not
+    /// measured: ...`). `None` where the path was measured, and in runs
+    /// made before the reason was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_path_absent: Option<String>,
     /// Overdue and still PENDING over the window the measured orders fall
     /// due in (`None` in runs made before it was measured).
     #[serde(default)]
@@ -201,6 +208,7 @@ impl Summary {
             commit_gap_us: None,
             censored_lateness_us: None,
             schedule_path_us: None,
+            schedule_path_absent: None,
             overdue: None,
             cpu: None,
             network: None,
