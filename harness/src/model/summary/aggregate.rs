@@ -45,6 +45,7 @@ pub fn figures(s: &Summary) -> Vec<(&'static str, Option<f64>)> {
         ("broker_msgs_per_cancel", c.broker_messages_per_cancel),
         ("redis_cmds_per_cancel", c.redis_commands_per_cancel),
         ("cpu_us_per_cancel", c.cpu_us_per_cancel),
+        ("cpu_all_us_per_cancel", s.cpu_all_us_per_cancel()),
         (
             "measurement_us_per_cancel",
             c.measurement.as_ref().and_then(|m| m.us_per_cancel),

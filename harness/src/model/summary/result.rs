@@ -183,6 +183,37 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// CPU per cancel with one scope, every service plus the workers, by
+    /// service: `workers` is the strategy's own processes over the
+    /// measured window per cancel made in it (`cost.cpu_us_per_cancel`);
+    /// each service (PostgreSQL, RabbitMQ, Redis, ...) is its cores over
+    /// the arrival window (`cpu`) per cancel of an order created in that
+    /// window (`lateness_us.count`), the same length of steady load. The
+    /// harness (load generator and checker) is left out: it does the same
+    /// work for every strategy. `None` where either part is missing.
+    pub fn cpu_us_per_cancel_by_service(&self) -> Option<BTreeMap<String, f64>> {
+        let workers = self.cost.cpu_us_per_cancel?;
+        let cpu = self.cpu.as_ref().filter(|c| !c.by_service.is_empty())?;
+        if self.lateness_us.count == 0 {
+            return None;
+        }
+        let per_cancel = cpu.wall_s * 1e6 / self.lateness_us.count as f64;
+        let mut by: BTreeMap<String, f64> = cpu
+            .by_service
+            .iter()
+            .filter(|(name, _)| name.as_str() != crate::model::cpu::HARNESS_SERVICE)
+            .map(|(name, cores)| (name.clone(), cores * per_cancel))
+            .collect();
+        by.insert("workers".into(), workers);
+        Some(by)
+    }
+
+    /// The sum of [`Summary::cpu_us_per_cancel_by_service`].
+    pub fn cpu_all_us_per_cancel(&self) -> Option<f64> {
+        self.cpu_us_per_cancel_by_service()
+            .map(|by| by.values().sum())
+    }
+
     /// A row for a strategy that did not run, with the reason.
     pub fn not_run(
         strategy: Variant,
