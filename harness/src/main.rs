@@ -128,16 +128,24 @@ enum Command {
         /// backlog sweeps; any subset, e.g. results/reference/*/.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
+        /// The objective and the priority from a TOML file: `objective = "<terms as in
+        /// --sla>"`, `prefer = ["services", "lateness", ...]`; --sla and --prefer override it.
+        #[arg(long)]
+        slo: Option<PathBuf>,
         /// The objective, comma-separated terms: p50|p90|p99|p999|max <= duration,
         /// missed / anomalies = count, paid-after-deadline <= share (1%), max-rate >= orders/s,
         /// recovery <= duration; in sections by condition after `;` (normal:, faults:,
         /// cluster:, capacity:, backlog:; `none`: not judged), the unlabelled section being
-        /// the default of every condition without its own.
-        #[arg(
-            long,
-            default_value = "p99<=2s,missed=0,paid-after-deadline<=1%,max-rate>=500,recovery<=30s; faults: p99<=10s,missed=0; cluster: p99<=10s,missed=0"
-        )]
-        sla: String,
+        /// the default of every condition without its own. Without it (or --slo), the tool's
+        /// example, said so in the draft.
+        #[arg(long)]
+        sla: Option<String>,
+        /// Which of the options that meet the objective to pick, criterion by criterion
+        /// (services, lateness, capacity, cpu, faults, recovery), each deciding only on a
+        /// difference separated beyond its repetitions' spread; e.g. "services,lateness".
+        /// Without it (or --slo), the tool's example.
+        #[arg(long)]
+        prefer: Option<String>,
         /// The Markdown file to write, MADR-shaped, or a folder to write adr-draft.md in
         /// (as `run -o` takes one); its evidence goes beside it (`<name>-evidence.md`).
         /// Links to the figures are relative to it.
@@ -335,7 +343,13 @@ fn main() -> ExitCode {
                 println!("{}", report::index::write(&dir)?.display());
                 Ok(())
             }
-            Command::Adr { dirs, sla, out } => {
+            Command::Adr {
+                dirs,
+                slo,
+                sla,
+                prefer,
+                out,
+            } => {
                 // A folder (existing, or written with a trailing slash) gets
                 // the default file name, as `run -o FOLDER` does.
                 let out = if out.is_dir() || out.to_string_lossy().ends_with('/') {
@@ -346,7 +360,9 @@ fn main() -> ExitCode {
                 };
                 adr::write(&adr::AdrArgs {
                     dirs,
+                    slo,
                     sla,
+                    prefer,
                     out: out.clone(),
                 })?;
                 println!(

@@ -6,19 +6,36 @@
 use super::evidence;
 use super::judge::Kind;
 use super::limits;
+use super::objective::{self, Objective};
+use super::outcome;
 use super::sla::Condition;
 use super::study::{Eval, Standing, Study};
+use super::tradeoff::Tradeoff;
 use super::words::{applied, cell, cost_line, failures, measured_line};
 use anyhow::Result;
 use std::fmt::Write;
 use std::path::Path;
 use strategies::registry;
 
-pub fn draft(study: &Study, base: &Path, evidence_file: &str) -> Result<String> {
+pub fn draft(
+    study: &Study,
+    objective: &Objective,
+    base: &Path,
+    evidence_file: &str,
+) -> Result<String> {
     let mut out = String::new();
-    let shortlist = study.shortlist();
+    let meeting: Vec<&Eval> = study
+        .evals
+        .iter()
+        .filter(|e| e.standing() == Standing::Meets)
+        .collect();
+    let tradeoff = (!meeting.is_empty())
+        .then(|| Tradeoff::new(study.sources, meeting, &objective.prefer, base));
+    let chosen = tradeoff
+        .as_ref()
+        .and_then(|t| t.pick.chosen.map(|i| t.options[i]));
+    let shortlist = study.shortlist(tradeoff.as_ref());
     let lead = shortlist[0];
-    let chosen = (lead.standing() == Standing::Meets).then_some(lead);
     let first = &study.sources[0].info;
     let date = study
         .sources
@@ -30,13 +47,24 @@ pub fn draft(study: &Study, base: &Path, evidence_file: &str) -> Result<String> 
         out,
         "---\nstatus: proposed\ndate: {date}\ndecision-makers: (who decides)\n---\n"
     )?;
-    match chosen {
-        Some(c) => writeln!(
+    match (chosen, &tradeoff) {
+        (Some(c), _) => writeln!(
             out,
             "# Cancel unpaid orders at their deadline with {}\n",
             c.name
         )?,
-        None => writeln!(
+        (None, Some(t)) => writeln!(
+            out,
+            "# Cancelling unpaid orders at their deadline: {} meet the objective, no measured \
+             difference picks one\n",
+            t.pick
+                .remaining
+                .iter()
+                .map(|&i| t.name(i))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?,
+        (None, None) => writeln!(
             out,
             "# Cancelling unpaid orders at their deadline: undecided, {} leads\n",
             lead.name
@@ -52,10 +80,10 @@ pub fn draft(study: &Study, base: &Path, evidence_file: &str) -> Result<String> 
     )?;
 
     context(&mut out, study, base)?;
-    drivers(&mut out, study)?;
+    drivers(&mut out, study, objective)?;
     considered(&mut out, study)?;
-    outcome(&mut out, study, &shortlist, base)?;
-    pros_and_cons(&mut out, study, &shortlist, base)?;
+    outcome(&mut out, study, &shortlist, tradeoff.as_ref(), chosen, base)?;
+    pros_and_cons(&mut out, study, &shortlist, tradeoff.as_ref(), base)?;
     more_information(&mut out, study, evidence_file)?;
     Ok(out)
 }
@@ -91,40 +119,10 @@ fn context(out: &mut String, study: &Study, base: &Path) -> Result<()> {
     Ok(())
 }
 
-fn drivers(out: &mut String, study: &Study) -> Result<()> {
+fn drivers(out: &mut String, study: &Study, objective: &Objective) -> Result<()> {
     writeln!(out, "## Decision Drivers\n")?;
-    writeln!(
-        out,
-        "The objective (`--sla \"{}\"`), by condition:\n",
-        study.sla.text
-    )?;
-    let mut unjudged = Vec::new();
-    for (c, terms, own) in &study.sla.conditions {
-        if terms.is_empty() {
-            unjudged.push(c.name());
-            continue;
-        }
-        let words: Vec<String> = terms.iter().map(|t| t.describe()).collect();
-        writeln!(
-            out,
-            "- **{}** ({}{}): {}",
-            c.name(),
-            c.words(),
-            if *own { "" } else { "; the defaults" },
-            words.join("; ")
-        )?;
-    }
-    writeln!(
-        out,
-        "- then fewer services to operate, then lower lateness without faults (how the draft ranks \
-         options that fare alike)"
-    )?;
-    if !unjudged.is_empty() {
-        writeln!(
-            out,
-            "\nNot judged (no term for them): {}. Their figures are in the evidence file.",
-            unjudged.join(", ")
-        )?;
+    for line in objective::words(objective, study.sources) {
+        writeln!(out, "{line}")?;
     }
     writeln!(out)?;
     Ok(())
@@ -174,19 +172,48 @@ fn considered(out: &mut String, study: &Study) -> Result<()> {
     Ok(())
 }
 
-fn outcome(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Path) -> Result<()> {
+fn outcome(
+    out: &mut String,
+    study: &Study,
+    shortlist: &[&Eval],
+    tradeoff: Option<&Tradeoff>,
+    chosen: Option<&Eval>,
+    base: &Path,
+) -> Result<()> {
     writeln!(out, "## Decision Outcome\n")?;
-    let lead = shortlist[0];
-    decision(out, study, lead, base)?;
+    match tradeoff {
+        Some(t) => {
+            for line in outcome::decision(t) {
+                writeln!(out, "{line}")?;
+            }
+            writeln!(out)?;
+            writeln!(
+                out,
+                "### The trade-off among the options that meet the objective\n"
+            )?;
+            outcome::table(out, t);
+        }
+        None => decision(out, study, shortlist[0], base)?,
+    }
     writeln!(
         out,
-        "The shortlist (every option: [Pros and Cons](#pros-and-cons-of-the-options)):\n"
+        "How each option fares in each condition (every option: [Pros and \
+         Cons](#pros-and-cons-of-the-options)):\n"
     )?;
     shortlist_table(out, study, shortlist, base);
 
     writeln!(out, "### Consequences\n")?;
-    for line in consequences(lead, study, base) {
-        writeln!(out, "- {line}")?;
+    match chosen {
+        Some(c) => {
+            for line in consequences(c, study, tradeoff, base) {
+                writeln!(out, "- {line}")?;
+            }
+        }
+        None => writeln!(
+            out,
+            "- None yet: no option is chosen. Each option's good and bad: [Pros and \
+             Cons](#pros-and-cons-of-the-options)."
+        )?,
     }
     writeln!(out)?;
     writeln!(out, "### Confirmation\n")?;
@@ -199,35 +226,12 @@ fn outcome(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Path) ->
     Ok(())
 }
 
-/// The decision in one paragraph: the leading option chosen because it
-/// meets the objective, or why none is chosen yet.
+/// Why none is chosen where no option meets the objective: the leading
+/// one and what it lacks.
 fn decision(out: &mut String, study: &Study, lead: &Eval, base: &Path) -> Result<()> {
-    let meeting = study
-        .evals
-        .iter()
-        .filter(|e| e.standing() == Standing::Meets)
-        .count();
+    let _ = study;
     match lead.standing() {
-        Standing::Meets => writeln!(
-            out,
-            "Chosen option: **{}**, because it meets every term in every condition that applies \
-             to it ({}) and needs {}. {}\n",
-            lead.name,
-            applied(lead),
-            match lead.needs.as_slice() {
-                [only] => format!("only the {only}"),
-                all => format!("the {}", all.join(" and ")),
-            },
-            if meeting > 1 {
-                format!(
-                    "{} options meet the objective; the draft prefers the one with the fewest \
-                     services, then the lowest lateness: weigh what you already operate.",
-                    meeting
-                )
-            } else {
-                "No other option meets it.".into()
-            }
-        )?,
+        Standing::Meets => unreachable!("options that meet go through the trade-off"),
         Standing::NotShown => writeln!(
             out,
             "Chosen option: none yet. No option is shown to meet every term. The leading \
@@ -277,7 +281,7 @@ fn shortlist_table(out: &mut String, study: &Study, shortlist: &[&Eval], base: &
 
 /// The good and the bad of choosing `e`: what was measured, then what the
 /// registry says of its strategy and remedies.
-fn consequences(e: &Eval, study: &Study, base: &Path) -> Vec<String> {
+fn consequences(e: &Eval, study: &Study, tradeoff: Option<&Tradeoff>, base: &Path) -> Vec<String> {
     let mut lines = Vec::new();
     let met = applied(e);
     if !met.is_empty() {
@@ -299,8 +303,11 @@ fn consequences(e: &Eval, study: &Study, base: &Path) -> Vec<String> {
                 .map(|g| format!("Good ({}), because {g}.", r.suffix)),
         );
     }
-    if let Some(cost) = cost_line(e, study, base) {
+    if let Some(cost) = cost_line(e, study, tradeoff, base) {
         lines.push(format!("Neutral, because it costs {cost}."));
+    }
+    if let Some(t) = tradeoff {
+        lines.extend(outcome::worse_lines(t, e));
     }
     if !e.variant.info.requires.is_empty() {
         lines.push(format!(
@@ -332,10 +339,17 @@ fn consequences(e: &Eval, study: &Study, base: &Path) -> Vec<String> {
     lines
 }
 
-fn pros_and_cons(out: &mut String, study: &Study, shortlist: &[&Eval], base: &Path) -> Result<()> {
+fn pros_and_cons(
+    out: &mut String,
+    study: &Study,
+    shortlist: &[&Eval],
+    tradeoff: Option<&Tradeoff>,
+    base: &Path,
+) -> Result<()> {
     writeln!(out, "## Pros and Cons of the Options\n")?;
+    let chosen = tradeoff.and_then(|t| t.pick.chosen.map(|i| t.options[i]));
     for (info, evals) in &by_strategy(shortlist) {
-        strategy_pros_and_cons(out, study, info, evals, shortlist[0], base)?;
+        strategy_pros_and_cons(out, study, info, evals, chosen, tradeoff, base)?;
     }
     other_options(out, study, shortlist, base)
 }
@@ -365,7 +379,8 @@ fn strategy_pros_and_cons(
     study: &Study,
     info: &registry::StrategyInfo,
     evals: &[&Eval],
-    lead: &Eval,
+    chosen: Option<&Eval>,
+    tradeoff: Option<&Tradeoff>,
     base: &Path,
 ) -> Result<()> {
     let names: Vec<&str> = evals.iter().map(|e| e.name.as_str()).collect();
@@ -373,7 +388,7 @@ fn strategy_pros_and_cons(
     writeln!(out, "{}.\n", capitalise(info.summary))?;
     // The chosen (or leading) option's good and bad are its
     // consequences, above: not repeated.
-    let brief = evals.len() == 1 && evals[0].name == lead.name;
+    let brief = evals.len() == 1 && chosen.is_some_and(|c| c.name == evals[0].name);
     if brief {
         writeln!(out, "- Good and bad: as in [Consequences](#consequences).")?;
     } else {
@@ -410,7 +425,7 @@ fn strategy_pros_and_cons(
             e.name,
             measured_line(e, base)
         )?;
-        if let Some(cost) = cost_line(e, study, base).filter(|_| !brief) {
+        if let Some(cost) = cost_line(e, study, tradeoff, base).filter(|_| !brief) {
             writeln!(out, "  Cost: {cost}.")?;
         }
     }

@@ -36,8 +36,6 @@ pub struct Verdict {
     /// The deciding figure: the worst run's (the failing one's, where one
     /// fails).
     pub shown: Option<Figure>,
-    /// The raw value of `shown`, in the term's unit.
-    pub value: Option<f64>,
     /// Said after the figure (how it decides), or why it is not measured.
     pub note: String,
     /// Every run's figure with its own note, for the evidence appendix.
@@ -49,7 +47,6 @@ impl Verdict {
         Verdict {
             kind: Kind::NotMeasured,
             shown: None,
-            value: None,
             note: why,
             detail: Vec::new(),
         }
@@ -161,10 +158,9 @@ impl Tally {
             undecided,
             detail,
         } = self;
-        let verdict = |kind, (f, v, note): (Figure, f64, String), detail| Verdict {
+        let verdict = |kind, (f, _, note): (Figure, f64, String), detail| Verdict {
             kind,
             shown: Some(f),
-            value: Some(v),
             note,
             detail,
         };

@@ -16,10 +16,16 @@ mod draft;
 mod evidence;
 mod judge;
 mod limits;
+mod objective;
+mod outcome;
 mod reading;
+mod separation;
 mod sla;
 mod study;
+mod tradeoff;
 mod words;
+
+pub use objective::EXAMPLE_SLA;
 
 use crate::model::run_info::RunInfo;
 use anyhow::{Context, Result};
@@ -31,7 +37,13 @@ use study::Study;
 #[derive(Debug, Clone)]
 pub struct AdrArgs {
     pub dirs: Vec<PathBuf>,
-    pub sla: String,
+    /// `--slo`: a file with the objective and the priority.
+    pub slo: Option<PathBuf>,
+    /// `--sla`: the objective's terms (over the file's).
+    pub sla: Option<String>,
+    /// `--prefer`: the priority among the options that meet it (over the
+    /// file's).
+    pub prefer: Option<String>,
     pub out: PathBuf,
 }
 
@@ -61,17 +73,21 @@ pub fn write(args: &AdrArgs) -> Result<String> {
 /// The draft and its evidence file as `write` would write them to
 /// `args.out` (links relative to its folder), without writing.
 pub fn render(args: &AdrArgs) -> Result<(String, String)> {
-    let sla = sla::parse_sla(&args.sla)?;
+    let objective = objective::Objective::new(
+        args.slo.as_deref(),
+        args.sla.as_deref(),
+        args.prefer.as_deref(),
+    )?;
     let sources = load_sources(&args.dirs)?;
     let base = base_of(&args.out);
-    let study = Study::new(&sources, &sla)?;
+    let study = Study::new(&sources, &objective.sla)?;
     let appendix_file = evidence_path(&args.out);
     let name_of = |p: &Path| {
         p.file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
     };
-    let text = draft::draft(&study, &base, &name_of(&appendix_file))?;
+    let text = draft::draft(&study, &objective, &base, &name_of(&appendix_file))?;
     let appendix = appendix::appendix(&study, &base, &name_of(&args.out))?;
     Ok((text, appendix))
 }

@@ -4,7 +4,8 @@
 
 use super::evidence::{self, Source};
 use super::judge::{self, Kind, Verdict};
-use super::sla::{Condition, Metric, Sla, Term};
+use super::sla::{Condition, Sla, Term};
+use super::tradeoff::Tradeoff;
 use anyhow::{bail, Result};
 use strategies::registry::{self, Role, Variant};
 
@@ -103,20 +104,6 @@ impl Eval {
         }
     }
 
-    /// The first lateness term's deciding value without faults, for
-    /// ranking (`f64::MAX` where none).
-    fn lateness(&self) -> f64 {
-        self.conditions
-            .iter()
-            .filter(|c| c.condition == Condition::Normal)
-            .flat_map(|c| &c.terms)
-            .find_map(|(t, v)| match t.metric {
-                Metric::Lateness(_) => v.value,
-                _ => None,
-            })
-            .unwrap_or(f64::MAX)
-    }
-
     pub fn condition(&self, c: Condition) -> Option<&CondEval> {
         self.conditions.iter().find(|e| e.condition == c)
     }
@@ -126,9 +113,9 @@ impl Eval {
 pub struct Study<'a> {
     pub sources: &'a [Source],
     pub sla: &'a Sla,
-    /// Ranked: those that meet first (fewest services, then lowest
-    /// lateness), then those not shown (fewest conditions unmeasured),
-    /// then those that fail (fewest terms failed).
+    /// In order: those that meet first (fewest services), then those not
+    /// shown (fewest conditions unmeasured), then those that fail (fewest
+    /// terms failed); the registry's order among equals.
     pub evals: Vec<Eval>,
 }
 
@@ -163,12 +150,10 @@ impl<'a> Study<'a> {
                 }
             })
             .collect();
-        // A stable sort keeps the registry's order among equals.
-        evals.sort_by(|a, b| {
-            (a.standing(), a.distance(), a.needs.len())
-                .cmp(&(b.standing(), b.distance(), b.needs.len()))
-                .then(a.lateness().total_cmp(&b.lateness()))
-        });
+        // A stable sort keeps the registry's order among equals. No
+        // figure orders them: which of those that meet is preferred is the
+        // trade-off's ([`super::tradeoff`]), on separated differences only.
+        evals.sort_by_key(|e| (e.standing(), e.distance(), e.needs.len()));
         Ok(Study {
             sources,
             sla,
@@ -176,16 +161,25 @@ impl<'a> Study<'a> {
         })
     }
 
-    /// The best options that meet the SLA (else those closest to it, not
-    /// shown to), up to three, and the best one that fails.
-    pub fn shortlist(&self) -> Vec<&Eval> {
-        let best = self.evals[0].standing();
-        let mut list: Vec<&Eval> = self
-            .evals
-            .iter()
-            .filter(|e| e.standing() == best)
-            .take(3)
-            .collect();
+    /// Every option that meets the objective, the trade-off's chosen or
+    /// remaining ones first (else up to three of those closest to it, not
+    /// shown to), and the best one that fails.
+    pub fn shortlist<'s>(&'s self, tradeoff: Option<&Tradeoff<'s>>) -> Vec<&'s Eval> {
+        let mut list: Vec<&Eval> = match tradeoff {
+            Some(t) => {
+                let mut order: Vec<usize> = t.pick.remaining.clone();
+                order.extend((0..t.options.len()).filter(|i| !t.pick.remaining.contains(i)));
+                order.into_iter().map(|i| t.options[i]).collect()
+            }
+            None => {
+                let best = self.evals[0].standing();
+                self.evals
+                    .iter()
+                    .filter(|e| e.standing() == best)
+                    .take(3)
+                    .collect()
+            }
+        };
         if let Some(failed) = self
             .evals
             .iter()

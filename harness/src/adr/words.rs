@@ -7,6 +7,7 @@ use super::evidence;
 use super::judge::Kind;
 use super::sla::Condition;
 use super::study::{CondEval, Eval, Study};
+use super::tradeoff::Tradeoff;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -95,9 +96,34 @@ pub(super) fn cell(c: &CondEval, base: &Path) -> String {
     }
 }
 
-/// Cost per cancel from the option's own run with the most cancels
-/// without faults, else with faults (said).
-pub(super) fn cost_line(e: &Eval, study: &Study, base: &Path) -> Option<String> {
+/// Cost per cancel from the run the trade-off compares the options in
+/// (its lateness column's run), where the option ran there; else from its
+/// own run with the most cancels without faults, else with faults, said
+/// to be another run than the others'.
+pub(super) fn cost_line(
+    e: &Eval,
+    study: &Study,
+    tradeoff: Option<&Tradeoff>,
+    base: &Path,
+) -> Option<String> {
+    let compared_in = tradeoff.and_then(|t| t.normal_run.clone());
+    if let Some(label) = &compared_in {
+        if let Some((source, s)) = study
+            .sources
+            .iter()
+            .find(|s| &s.label == label)
+            .and_then(|src| src.summary(e.variant).map(|sum| (src, sum)))
+        {
+            let figs: Vec<String> =
+                evidence::cost_figures(s, &source.summary_file(s.strategy.name()))
+                    .iter()
+                    .map(|f| f.render(base))
+                    .collect();
+            if !figs.is_empty() {
+                return Some(format!("{} per cancel ({})", figs.join(", "), source.label));
+            }
+        }
+    }
     for c in [Condition::Normal, Condition::Faults, Condition::Cluster] {
         let best = study
             .sources
@@ -114,15 +140,20 @@ pub(super) fn cost_line(e: &Eval, study: &Study, base: &Path) -> Option<String> 
             if figs.is_empty() {
                 continue;
             }
+            let mut caveats = Vec::new();
+            if c != Condition::Normal {
+                caveats.push(format!("{}: no run without faults ran it", c.words()));
+            }
+            if let Some(label) = &compared_in {
+                caveats.push(format!(
+                    "not {label}, where the others are compared: not comparable with theirs"
+                ));
+            }
             return Some(format!(
                 "{} per cancel ({}{})",
                 figs.join(", "),
                 source.label,
-                if c == Condition::Normal {
-                    String::new()
-                } else {
-                    format!(", {}: no run without faults ran it", c.words())
-                }
+                caveats.iter().map(|c| format!("; {c}")).collect::<String>()
             ));
         }
     }

@@ -165,8 +165,7 @@ pub const CLUSTERS: &[Entry] = &[
 pub(super) const CLUSTERS_UP: &str = "scripts/services.sh redis-cluster rabbitmq-cluster";
 
 /// The objective the reference's decision-record draft is written against.
-pub const SLA: &str = "p99<=2s,missed=0,paid-after-deadline<=1%,max-rate>=500,recovery<=30s; \
-                       faults: p99<=10s,missed=0; cluster: p99<=10s,missed=0";
+pub const SLA: &str = crate::adr::EXAMPLE_SLA;
 
 /// `reference.json`: the set's commit and build, and each entry's folder.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -27,13 +27,13 @@ pub use before_each::BeforeEachStrategy;
 pub use hosts::Hosts;
 pub use measure::Measure;
 pub use network::{Network, TARGETS as NETWORK_TARGETS};
-pub use orders::ScheduleRetry;
+pub use orders::{Payments, ScheduleRetry};
 pub use storm::Storm;
 pub use sweep::Sweep;
 
 use crate::faults::{read_faults, Fault};
 use anyhow::{bail, Context, Result};
-use orders::{one, Payments, Stock, Timeout};
+use orders::{one, Stock, Timeout};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;

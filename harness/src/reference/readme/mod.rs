@@ -19,7 +19,6 @@ mod clusters;
 mod loaded;
 mod reference_readme;
 
-use super::set::SLA;
 use answer::answer;
 use anyhow::{bail, Context, Result};
 use chaos::chaos_section;
@@ -114,7 +113,10 @@ fn render_all(dir: &Path, readme: &Path) -> Result<Vec<(PathBuf, String)>> {
     let out = dir.join(ADR_FILE);
     let (draft, evidence) = crate::adr::render(&crate::adr::AdrArgs {
         dirs: set.manifest.adr_folders(dir).0,
-        sla: SLA.to_string(),
+        // The tool's example objective and priority, said so in the draft.
+        slo: None,
+        sla: None,
+        prefer: None,
         out: out.clone(),
     })?;
     // The rerun commands name the folders as read (`dir/<folder>`); a

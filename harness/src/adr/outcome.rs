@@ -1,0 +1,314 @@
+//! The decision among the options that meet the objective, in words: the
+//! pick and the separated difference that made it, or that nothing
+//! measured separates them; the criteria where the pick is worse; the
+//! differences that do exist; and the trade-off table.
+
+use super::separation::{Compared, Criterion};
+use super::tradeoff::Tradeoff;
+
+/// The Decision Outcome's opening: what was chosen and why, or why none.
+pub fn decision(t: &Tradeoff) -> Vec<String> {
+    let mut lines = Vec::new();
+    let n = t.options.len();
+    let priority = if t.priority.is_empty() {
+        "no priority".to_string()
+    } else {
+        t.priority
+            .iter()
+            .map(|c| c.name())
+            .collect::<Vec<_>>()
+            .join(", then ")
+    };
+    match t.pick.chosen {
+        Some(c) => {
+            lines.push(if n == 1 {
+                format!(
+                    "Chosen option: **{}**, the only option that meets the objective.",
+                    t.name(c)
+                )
+            } else {
+                format!(
+                    "Chosen option: **{}**. {n} options meet the objective. A difference \
+                     between two of them counts only where it is separated (their repetitions' \
+                     ranges, from the same run, do not overlap); on that rule and the priority \
+                     ({priority}), the others leave:",
+                    t.name(c)
+                )
+            });
+            lines.extend(steps(t));
+            let worse = worse_than_others(t, c);
+            if worse.is_empty() {
+                lines.push(format!(
+                    "\nWhere **{}** is worse, separated: nowhere; no other option that meets the \
+                     objective is separated from it for the better on any criterion.",
+                    t.name(c)
+                ));
+            } else {
+                lines.push(format!("\nWhere **{}** is worse, separated:", t.name(c)));
+                lines.extend(worse);
+            }
+            let reads = reads_worse(t, c);
+            if !reads.is_empty() {
+                lines.push(format!(
+                    "\nWhere **{}** reads worse, but the difference is not separated (no \
+                     measured difference; a later run may tell):",
+                    t.name(c)
+                ));
+                lines.extend(reads);
+            }
+            let unknown = not_measured(t, c);
+            if !unknown.is_empty() {
+                lines.push(format!("\nNot measured for **{}**:", t.name(c)));
+                lines.extend(unknown);
+            }
+        }
+        None => {
+            let names: Vec<String> = t
+                .pick
+                .remaining
+                .iter()
+                .map(|&i| format!("**{}**", t.name(i)))
+                .collect();
+            lines.push(format!(
+                "Chosen option: none. {n} option{} meet{} the objective. {}No measured \
+                 difference separates {} on the priority ({priority}): choose by what you \
+                 operate.",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "s" } else { "" },
+                if t.pick.steps.is_empty() && t.pick.dominated.is_empty() {
+                    String::new()
+                } else {
+                    "Some left on a separated difference (below). ".into()
+                },
+                names.join(", ")
+            ));
+            lines.extend(steps(t));
+            if let Some((criterion, missing)) = &t.pick.blocked {
+                for (i, why) in missing {
+                    lines.push(format!(
+                        "- on **{}**, **{}** was not measured ({why}) where the others were: a \
+                         missing figure separates nothing, so the priority stops here; measure \
+                         it in the same run as the others to decide.",
+                        criterion.name(),
+                        t.name(*i)
+                    ));
+                }
+            }
+            let exist = differences(t, &t.pick.remaining);
+            if exist.is_empty() {
+                lines.push(
+                    "\nAmong them, no criterion separates any two: every difference in the table \
+                     below is inside the spread of its repetitions or rests on one trial."
+                        .into(),
+                );
+            } else {
+                lines.push("\nThe differences among them that are separated:".into());
+                lines.extend(exist);
+            }
+        }
+    }
+    lines
+}
+
+/// Who left the choice and on what: dominated options first, then each
+/// step of the priority.
+fn steps(t: &Tradeoff) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (i, by) in &t.pick.dominated {
+        let names: Vec<&str> = by.iter().map(|&j| t.name(j)).collect();
+        lines.push(format!(
+            "- **{}** leaves first, dominated: {} {} separated from it for the better on some \
+             criterion, and it is separated for the better on none.",
+            t.name(*i),
+            names.join(" and "),
+            if names.len() == 1 { "is" } else { "are" }
+        ));
+    }
+    for step in &t.pick.steps {
+        let col = t.column(step.criterion);
+        for (i, by, why) in &step.left {
+            lines.push(match by {
+                Some(j) => format!(
+                    "- on **{}** ({}): **{}** {} against **{}** {}; {why}: it leaves.",
+                    step.criterion.name(),
+                    col.from,
+                    t.name(*i),
+                    col.readings[*i].text(),
+                    t.name(*j),
+                    col.readings[*j].text()
+                ),
+                None => format!(
+                    "- on **{}**: **{}** leaves, {why}: it cannot be shown to be as good.",
+                    step.criterion.name(),
+                    t.name(*i)
+                ),
+            });
+        }
+    }
+    lines
+}
+
+/// Each criterion where another option that meets the objective is
+/// separated from `c` for the better.
+fn worse_than_others(t: &Tradeoff, c: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    for col in &t.columns {
+        let better: Vec<(usize, String)> = (0..t.options.len())
+            .filter(|&j| j != c)
+            .filter_map(|j| match col.compare(j, c) {
+                Compared::Better(why) => Some((j, why)),
+                _ => None,
+            })
+            .collect();
+        if better.is_empty() {
+            continue;
+        }
+        let others: Vec<String> = better
+            .iter()
+            .map(|(j, _)| format!("**{}** {}", t.name(*j), col.readings[*j].text()))
+            .collect();
+        lines.push(format!(
+            "- {} ({}): {} against {}; {}.",
+            col.criterion.words(),
+            col.from,
+            col.readings[c].text(),
+            others.join(", "),
+            better[0].1
+        ));
+    }
+    lines
+}
+
+/// Each criterion where another option's figure reads better than `c`'s
+/// without being separated from it: the best-reading one, with why it
+/// does not count.
+fn reads_worse(t: &Tradeoff, c: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    for col in &t.columns {
+        let Some(mine) = col.readings[c].measured() else {
+            continue;
+        };
+        let better = |a: f64, b: f64| {
+            if col.criterion.higher_is_better() {
+                a > b
+            } else {
+                a < b
+            }
+        };
+        let best = (0..t.options.len())
+            .filter(|&j| j != c)
+            .filter_map(|j| Some((j, col.readings[j].measured()?)))
+            .filter(|(_, m)| better(m.median, mine.median))
+            .filter(|(j, _)| !matches!(col.compare(*j, c), Compared::Better(_)))
+            .reduce(|x, y| if better(y.1.median, x.1.median) { y } else { x });
+        if let Some((j, _)) = best {
+            let why = match col.compare(j, c) {
+                Compared::Tie(why) | Compared::Unknown(why) => why,
+                _ => String::new(),
+            };
+            lines.push(format!(
+                "- {} ({}): {} against **{}** {}; {why}.",
+                col.criterion.words(),
+                col.from,
+                col.readings[c].text(),
+                t.name(j),
+                col.readings[j].text()
+            ));
+        }
+    }
+    lines
+}
+
+/// The criteria `c` was not measured on.
+fn not_measured(t: &Tradeoff, c: usize) -> Vec<String> {
+    t.columns
+        .iter()
+        .filter(|col| col.readings[c].measured().is_none())
+        .map(|col| format!("- {}: {}.", col.criterion.words(), col.readings[c].text()))
+        .collect()
+}
+
+/// Every separated difference between two of `among`, criterion by
+/// criterion.
+fn differences(t: &Tradeoff, among: &[usize]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for col in &t.columns {
+        for &a in among {
+            for &b in among {
+                if let Compared::Better(why) = col.compare(a, b) {
+                    lines.push(format!(
+                        "- {}: **{}** {} against **{}** {}; {why}.",
+                        col.criterion.words(),
+                        t.name(a),
+                        col.readings[a].text(),
+                        t.name(b),
+                        col.readings[b].text()
+                    ));
+                }
+            }
+        }
+    }
+    lines
+}
+
+/// The trade-off as a table: one row per option that meets the objective,
+/// one column per criterion, each read from one run (said below it).
+pub fn table(out: &mut String, t: &Tradeoff) {
+    let mut header = vec!["option".to_string()];
+    header.extend(Criterion::ALL.iter().map(|c| c.name().to_string()));
+    header.push("standing".into());
+    let mut rows = vec![header];
+    let dominated_by = |i: usize| {
+        t.pick
+            .dominated
+            .iter()
+            .find(|(d, _)| *d == i)
+            .map(|(_, by)| by.clone())
+    };
+    for i in 0..t.options.len() {
+        let mut row = vec![format!("**{}**", t.name(i))];
+        row.extend(
+            Criterion::ALL
+                .iter()
+                .map(|c| t.column(*c).readings[i].text()),
+        );
+        row.push(if t.pick.chosen == Some(i) {
+            "**chosen**".into()
+        } else if let Some(by) = dominated_by(i) {
+            format!(
+                "dominated by {}",
+                by.iter().map(|&j| t.name(j)).collect::<Vec<_>>().join(", ")
+            )
+        } else if t.pick.remaining.contains(&i) {
+            "not separated from the rest".into()
+        } else {
+            "left on the priority".into()
+        });
+        rows.push(row);
+    }
+    super::draft::table(out, &rows);
+    for c in Criterion::ALL {
+        out.push_str(&format!("- {}: {}.\n", c.name(), t.column(c).from));
+    }
+    out.push_str(&format!(
+        "\nA range is the lowest to the highest repetition; two options differ on a criterion \
+         only where their ranges, from the same run, do not overlap with at least {} \
+         repetitions each (by chance alone that happens 1 in {} times for 3 against 3). One \
+         trial (faults, recovery) is shown, never ranked.\n\n",
+        super::separation::MIN_REPETITIONS,
+        super::separation::chance_one_in(3, 3)
+    ));
+}
+
+/// For the chosen option's consequences: "Bad, because ..." for each
+/// criterion where another option that meets the objective is separated
+/// from it for the better.
+pub fn worse_lines(t: &Tradeoff, e: &super::study::Eval) -> Vec<String> {
+    let Some(c) = t.options.iter().position(|o| o.name == e.name) else {
+        return Vec::new();
+    };
+    worse_than_others(t, c)
+        .into_iter()
+        .map(|l| format!("Bad, because on {}", l.trim_start_matches("- ")))
+        .collect()
+}
