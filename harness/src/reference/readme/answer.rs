@@ -29,19 +29,24 @@ fn cell(set: &Set, entry: &str, strategy: &str, key: &str, format: fn(f64) -> St
     }
 }
 
-/// Missed cancels under the chaos run, with how many faults hit it.
+/// Missed cancels under the chaos run, with how many faults hit it: a
+/// fault that acted on something else (a standby, not the leader) missed
+/// its target and is never counted as acted.
 fn chaos_cell(set: &Set, strategy: &str) -> String {
     let Some(s) = set.summary("chaos", strategy) else {
         return "not run".into();
     };
-    let hit = s.faults.iter().filter(|f| f.took_effect()).count();
+    let reached = |f: &&crate::faults::FaultRecord| {
+        matches!(f.reach(), crate::faults::FaultReach::Hit) && f.took_effect()
+    };
+    let hit = s.faults.iter().filter(reached).count();
     let missed_target = s
         .faults
         .iter()
         .filter(|f| matches!(f.reach(), crate::faults::FaultReach::MissedTarget(_)))
         .count();
     format!(
-        "{} ({hit} of {} faults acted{})",
+        "{} ({hit} of {} faults hit{})",
         s.anomalies.get(Anomaly::MissedCancels),
         s.faults.len(),
         if missed_target > 0 {
@@ -189,7 +194,7 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
         "DB rows read / cancel, busy",
         "CPU µs / cancel, busy",
         "max orders/s (share of ceiling), sweep",
-        "missed under chaos (faults that acted)",
+        "missed under chaos (faults that hit it)",
         "same, +fallback",
         "storm of 100k: drain cancels/s (per core-s); regular p99 before → during",
         "bytes per pending order, backlog",
@@ -235,9 +240,10 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
          strategy in {}, {} in {}), with the repetitions' own min–max beside them; costs are \
          the repetitions' median (min–max); rows read are the canceller's own on PostgreSQL \
          (sampled, see the reference README), the whole run's where marked. The rates come from \
-         {} (each step {} times, back to back), the missed cancels from {} (one trial; `acted` \
-         counts the faults that acted on the strategy: the others could not touch it, hit an \
-         instance already down, or never reached their point), the drain from {} (one trial: \
+         {} (each step {} times, back to back), the missed cancels from {} (one trial; `hit` \
+         counts the faults that acted on what they were aimed at in the strategy: the others \
+         could not touch it, missed their target (a standby instead of the leader: said so), \
+         hit an instance already down, or never reached their point), the drain from {} (one trial: \
          the storm's orders due in one instant while the regular load runs; per core-second of \
          the CPU the drain took beyond that load, every service and the workers summed), the \
          bytes from {} (what each backend grew by with the backlog in place, over its size; \
