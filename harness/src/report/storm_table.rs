@@ -4,7 +4,7 @@
 //! other tables in `table`.
 
 use crate::model::cpu::HARNESS_SERVICE;
-use crate::model::lateness::LatenessStats;
+use crate::model::lateness::{LatenessStats, Pct};
 use crate::model::records::{Holdings, StormRecord};
 use crate::model::summary::{Status, Summary};
 use crate::model::sweep::SweepResult;
@@ -78,7 +78,7 @@ const HEADER: [&str; 10] = [
     "storm lateness p50 / p99 / max",
     "storm CPU per cancel",
     "cancels per core-second",
-    "regular p99: before / during / after",
+    "regular orders' p99 (or max): before / during / after",
     "regular back to normal",
     "held before the storm",
 ];
@@ -120,7 +120,8 @@ fn storm_cells(r: &StormRecord) -> Vec<String> {
 }
 
 /// A storm in a few words, for the README's answer table: "2854/s (1210
-/// per core-s); regular p99 5.1 ms (n=1800) → 48.0 ms (n=600)", or how far
+/// per core-s); regular orders p99 5.1 ms (n=1800) → max 48.0 ms (n=600,
+/// too few for a p99)", or how far
 /// it got when it did not drain.
 pub(crate) fn storm_drain_text(r: &StormRecord) -> String {
     let drain = match (r.drain_s, r.cancels_per_s) {
@@ -132,7 +133,7 @@ pub(crate) fn storm_drain_text(r: &StormRecord) -> String {
         _ => format!("**not drained**: {} of {} cancelled", r.cancelled, r.orders),
     };
     format!(
-        "{drain}; regular p99 {} → {}",
+        "{drain}; regular orders {} → {}",
         p99_cell(&r.regular_before_us),
         p99_cell(&r.regular_during_us)
     )
@@ -184,11 +185,19 @@ fn due_cell(r: &StormRecord) -> String {
     }
 }
 
+/// The regular orders' p99, or, from fewer samples than a p99 needs,
+/// their max (never a p99 below the sample rule), each with its n.
 fn p99_cell(stats: &LatenessStats) -> String {
     if stats.count == 0 {
-        "- (n=0)".into()
-    } else {
-        format!("{} ms (n={})", ms(stats.p99), stats.count)
+        return "- (n=0)".into();
+    }
+    match stats.shown(Pct::P99) {
+        Some(p99) => format!("p99 {} ms (n={})", ms(p99), stats.count),
+        None => format!(
+            "max {} ms (n={}, too few for a p99)",
+            ms(stats.max),
+            stats.count
+        ),
     }
 }
 
@@ -229,7 +238,8 @@ instant; none is paid. **drained in**: from the instant to the last storm order'
 service and the workers used over the drain, less what they used at the regular load's rate \
 before the instant, over the storm's cancels; so the figure travels to a machine with more \
 cores. In brackets, that CPU per cancel by service. A drain shorter than a second reads that CPU coarsely. **regular p99**: the regular \
-measured orders by deadline, before the instant, during the drain and after it (n each). \
+measured orders by deadline, before the instant, during the drain and after it (n each); from \
+fewer than 1 000 of them, their max instead (a p99 needs 1 000). \
 **back to normal**: from that second on, every second of regular deadlines had its p99 within \
 twice the p99 before plus 5 ms. **held before the storm**: what the backends held once the \
 hand-off ended (worker RSS each, Redis and broker memory server-wide, the namespace's tables). \
@@ -245,12 +255,14 @@ mod tests {
         LatenessStats {
             count,
             p99: p99_us,
+            max: p99_us * 2,
             ..LatenessStats::default()
         }
     }
 
     #[test]
-    fn a_drained_storm_reads_as_its_rate_and_the_regular_p99s_with_their_counts() {
+    fn a_drained_storm_reads_as_its_rate_and_the_regular_p99s_with_their_counts_never_below_the_rule(
+    ) {
         let r = StormRecord {
             orders: 100_000,
             cancelled: 100_000,
@@ -263,7 +275,8 @@ mod tests {
         };
         assert_eq!(
             storm_drain_text(&r),
-            "2857/s (2000 per core-s); regular p99 5.1 ms (n=1800) → 48.0 ms (n=600)"
+            "2857/s (2000 per core-s); regular orders p99 5.1 ms (n=1800) → max 96.0 ms (n=600, \
+             too few for a p99)"
         );
     }
 
@@ -280,7 +293,8 @@ mod tests {
         };
         assert_eq!(
             storm_drain_text(&r),
-            "**not drained**: 99000 of 100000 cancelled; regular p99 5.1 ms (n=1800) → - (n=0)"
+            "**not drained**: 99000 of 100000 cancelled; regular orders p99 5.1 ms (n=1800) → - \
+             (n=0)"
         );
     }
 }

@@ -3,6 +3,7 @@
 
 use super::cost::MEASUREMENT_BUDGET;
 use super::result::{Status, Summary};
+use crate::model::lateness::Pct;
 use crate::model::records::WorkerEventKind;
 
 /// p99 of order commit -> `schedule()` returned above which a row is
@@ -48,11 +49,24 @@ pub fn warnings(s: &Summary) -> Vec<String> {
     }
     if let Some(p) = &s.schedule_path_us {
         if p.count > 0 && p.p99 > SCHEDULE_PATH_BOUND_US {
-            w.push(format!(
-                "schedule path p99 {} (bound {})",
-                ms(p.p99),
-                ms(SCHEDULE_PATH_BOUND_US)
-            ));
+            // Never a p99 from fewer samples than the rule allows: the
+            // max (and the p90 where it has enough), with n.
+            w.push(match p.shown(Pct::P99) {
+                Some(p99) => format!(
+                    "schedule path p99 {} (bound {})",
+                    ms(p99),
+                    ms(SCHEDULE_PATH_BOUND_US)
+                ),
+                None => format!(
+                    "schedule path slow: {}max {} (n={}, too few for a p99; bound {})",
+                    p.shown(Pct::P90)
+                        .map(|v| format!("p90 {}, ", ms(v)))
+                        .unwrap_or_default(),
+                    ms(p.max),
+                    p.count,
+                    ms(SCHEDULE_PATH_BOUND_US)
+                ),
+            });
         }
     }
     for e in &s.worker_events {
