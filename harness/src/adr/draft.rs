@@ -34,7 +34,7 @@ pub fn draft(
     let chosen = tradeoff
         .as_ref()
         .and_then(|t| t.pick.chosen.map(|i| t.options[i]));
-    let shortlist = study.shortlist(tradeoff.as_ref());
+    let shortlist = study.shortlist(tradeoff.as_ref().map(Tradeoff::in_order));
     let lead = shortlist[0];
     let first = &study.sources[0].info;
     let date = study
@@ -191,7 +191,9 @@ fn outcome(
                 out,
                 "### The trade-off among the options that meet the objective\n"
             )?;
-            outcome::table(out, t);
+            let (rows, below) = outcome::table(t);
+            table(out, &rows);
+            out.push_str(&below);
         }
         None => decision(out, study, shortlist[0], base)?,
     }

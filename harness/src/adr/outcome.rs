@@ -251,9 +251,10 @@ fn differences(t: &Tradeoff, among: &[usize]) -> Vec<String> {
     lines
 }
 
-/// The trade-off as a table: one row per option that meets the objective,
-/// one column per criterion, each read from one run (said below it).
-pub fn table(out: &mut String, t: &Tradeoff) {
+/// The trade-off as table rows (header first): one row per option that
+/// meets the objective, one column per criterion; and what goes below it:
+/// the run each column is read from, and the rule.
+pub fn table(t: &Tradeoff) -> (Vec<Vec<String>>, String) {
     let mut header = vec!["option".to_string()];
     header.extend(Criterion::ALL.iter().map(|c| c.name().to_string()));
     header.push("standing".into());
@@ -286,11 +287,11 @@ pub fn table(out: &mut String, t: &Tradeoff) {
         });
         rows.push(row);
     }
-    super::draft::table(out, &rows);
+    let mut below = String::new();
     for c in Criterion::ALL {
-        out.push_str(&format!("- {}: {}.\n", c.name(), t.column(c).from));
+        below.push_str(&format!("- {}: {}.\n", c.name(), t.column(c).from));
     }
-    out.push_str(&format!(
+    below.push_str(&format!(
         "\nA range is the lowest to the highest repetition; two options differ on a criterion \
          only where their ranges, from the same run, do not overlap with at least {} \
          repetitions each (by chance alone that happens 1 in {} times for 3 against 3). One \
@@ -298,6 +299,7 @@ pub fn table(out: &mut String, t: &Tradeoff) {
         super::separation::MIN_REPETITIONS,
         super::separation::chance_one_in(3, 3)
     ));
+    (rows, below)
 }
 
 /// For the chosen option's consequences: "Bad, because ..." for each

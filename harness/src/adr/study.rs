@@ -5,7 +5,6 @@
 use super::evidence::{self, Source};
 use super::judge::{self, Kind, Verdict};
 use super::sla::{Condition, Sla, Term};
-use super::tradeoff::Tradeoff;
 use anyhow::{bail, Result};
 use strategies::registry::{self, Role, Variant};
 
@@ -164,13 +163,10 @@ impl<'a> Study<'a> {
     /// Every option that meets the objective, the trade-off's chosen or
     /// remaining ones first (else up to three of those closest to it, not
     /// shown to), and the best one that fails.
-    pub fn shortlist<'s>(&'s self, tradeoff: Option<&Tradeoff<'s>>) -> Vec<&'s Eval> {
-        let mut list: Vec<&Eval> = match tradeoff {
-            Some(t) => {
-                let mut order: Vec<usize> = t.pick.remaining.clone();
-                order.extend((0..t.options.len()).filter(|i| !t.pick.remaining.contains(i)));
-                order.into_iter().map(|i| t.options[i]).collect()
-            }
+    /// `meeting`: those that meet, in the trade-off's order.
+    pub fn shortlist<'s>(&'s self, meeting: Option<Vec<&'s Eval>>) -> Vec<&'s Eval> {
+        let mut list: Vec<&Eval> = match meeting {
+            Some(meeting) => meeting,
             None => {
                 let best = self.evals[0].standing();
                 self.evals

@@ -17,7 +17,7 @@ use super::sla::{pct_name, Condition};
 use super::study::Eval;
 use crate::model::lateness::Pct;
 use crate::model::records::Recovery;
-use crate::model::summary::Summary;
+use crate::model::summary::{CpuSpread, Summary};
 use std::path::Path;
 
 /// The options that meet the objective, each criterion read from one run,
@@ -71,6 +71,13 @@ impl<'a> Tradeoff<'a> {
             .iter()
             .find(|col| col.criterion == c)
             .expect("every criterion has a column")
+    }
+
+    /// The options, those the pick left (or chose) first.
+    pub fn in_order(&self) -> Vec<&'a Eval> {
+        let mut order: Vec<usize> = self.pick.remaining.clone();
+        order.extend((0..self.options.len()).filter(|i| !self.pick.remaining.contains(i)));
+        order.into_iter().map(|i| self.options[i]).collect()
     }
 
     pub fn name(&self, i: usize) -> &str {
@@ -290,54 +297,16 @@ fn cpu(source: Option<&Source>, options: &[&Eval], base: &Path, scope: Scope) ->
             let Some(s) = source.summary(e.variant) else {
                 return not_run(source);
             };
-            let dir = source.dir.join(e.name.as_str());
-            let reps: Vec<Summary> = match &s.repeats {
-                Some(r) => r
-                    .folders
-                    .iter()
-                    .filter_map(|f| Summary::read(&dir.join(f)).ok())
-                    .collect(),
-                None => vec![s.clone()],
-            };
-            let by: Vec<_> = reps
-                .iter()
-                .filter_map(Summary::cpu_us_per_cancel_by_service)
-                .collect();
-            if by.is_empty() || by.len() != reps.len() {
+            let reps = s.repetitions(&source.dir.join(e.name.as_str()));
+            let in_scope = |k: &str| scope == Scope::All || DATABASES.contains(&k);
+            let Some(cpu) = CpuSpread::of(&reps, in_scope) else {
                 return Reading::NotMeasured(format!(
                     "{}: a repetition lacks the CPU of the services or of the workers",
                     source.label
                 ));
-            }
-            let all: Vec<f64> = by
-                .iter()
-                .map(|b| {
-                    b.iter()
-                        .filter(|(k, _)| scope == Scope::All || DATABASES.contains(&k.as_str()))
-                        .map(|(_, v)| v)
-                        .sum()
-                })
-                .collect();
-            let low = all.iter().copied().fold(f64::MAX, f64::min);
-            let high = all.iter().copied().fold(f64::MIN, f64::max);
-            let mid = median(&all);
-            // The breakdown: each service's median over the repetitions.
-            let mut parts: Vec<(String, f64)> = by[0]
-                .keys()
-                .filter(|k| scope == Scope::All || DATABASES.contains(&k.as_str()))
-                .map(|k| {
-                    let v: Vec<f64> = by.iter().filter_map(|b| b.get(k).copied()).collect();
-                    (k.clone(), median(&v))
-                })
-                .filter(|(_, v)| *v >= 1.0)
-                .collect();
-            parts.sort_by(|a, b| b.1.total_cmp(&a.1));
-            let breakdown = parts
-                .iter()
-                .map(|(k, v)| format!("{k} {v:.0}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let n = all.len() as u32;
+            };
+            let (low, mid, high, n) = (cpu.sum.min, cpu.sum.median, cpu.sum.max, cpu.repetitions);
+            let breakdown = cpu.breakdown(", ");
             let range = if n > 1 {
                 format!("{}–{}, {n} repetitions", us_text(low), us_text(high))
             } else {
@@ -392,20 +361,6 @@ fn cpu(source: Option<&Source>, options: &[&Eval], base: &Path, scope: Scope) ->
             }
         ),
         readings,
-    }
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 

@@ -8,12 +8,14 @@
 
 mod aggregate;
 mod cost;
+mod cpu_spread;
 mod result;
 mod spread;
 mod warnings;
 
 pub use aggregate::{aggregate, figures};
 pub use cost::{canceller_rows_method, server_rows_source, Cost, MeasurementCost};
+pub use cpu_spread::CpuSpread;
 pub use result::{twin_folder, DatabaseInfo, Status, Summary};
 pub use spread::Spread;
 // Code outside builds a summary's repetitions only in tests.

@@ -208,6 +208,21 @@ impl Summary {
         Some(by)
     }
 
+    /// Each repetition's summary, read from the strategy's folder `dir`
+    /// (its `repeats.folders`); the summary itself where it has none. A
+    /// repetition that cannot be read is left out (the caller compares the
+    /// count).
+    pub fn repetitions(&self, dir: &Path) -> Vec<Summary> {
+        match &self.repeats {
+            Some(r) => r
+                .folders
+                .iter()
+                .filter_map(|f| Summary::read(&dir.join(f)).ok())
+                .collect(),
+            None => vec![self.clone()],
+        }
+    }
+
     /// The sum of [`Summary::cpu_us_per_cancel_by_service`].
     pub fn cpu_all_us_per_cancel(&self) -> Option<f64> {
         self.cpu_us_per_cancel_by_service()

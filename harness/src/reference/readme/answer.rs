@@ -4,8 +4,8 @@
 //! without faults, and what the measurement itself cost.
 
 use super::loaded::{Loaded, Set, ADR_FILE};
-use crate::model::summary::{Status, Summary};
-use crate::report::{self, as_count, as_ms, fig, markdown_table, Shown};
+use crate::model::summary::{CpuSpread, Status, Summary};
+use crate::report::{self, as_ms, fig, markdown_table, Shown};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use strategies::checker::Anomaly;
@@ -55,6 +55,27 @@ fn chaos_cell(set: &Set, strategy: &str) -> String {
             String::new()
         }
     )
+}
+
+/// CPU per cancel with the scope every table uses, every service and the
+/// workers (the harness left out), as the median of the repetitions with
+/// their range and the breakdown by service.
+fn cpu_cell(set: &Set, entry: &str, strategy: &str) -> String {
+    let (Some(s), Some((folder, _))) = (set.summary(entry, strategy), set.get(entry)) else {
+        return "not run".into();
+    };
+    let reps = s.repetitions(&set.dir.join(folder).join(strategy));
+    match CpuSpread::of(&reps, |_| true) {
+        Some(c) if c.repetitions > 1 => format!(
+            "{:.0} ({:.0}–{:.0}): {}",
+            c.sum.median,
+            c.sum.min,
+            c.sum.max,
+            c.breakdown(" · ")
+        ),
+        Some(c) => format!("{:.0}: {}", c.sum.median, c.breakdown(" · ")),
+        None => "-".into(),
+    }
 }
 
 /// The sweep's maximum sustainable rate and its share of the ceiling.
@@ -192,11 +213,11 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
         "p90 ms, quick",
         "p99 ms, busy",
         "DB rows read / cancel, busy",
-        "CPU µs / cancel, busy",
+        "CPU µs / cancel, busy: every service and the workers (by service)",
         "max orders/s (share of ceiling), sweep",
         "missed under chaos (faults that hit it)",
         "same, +fallback",
-        "storm of 100k: drain cancels/s (per core-s); regular p99 before → during",
+        "storm of 100k: drain cancels/s (per core-s); regular orders' p99 (max below 1 000 samples) before → during",
         "bytes per pending order, backlog",
         "needs besides the DB",
     ]
@@ -215,7 +236,7 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
             cell(set, "quick", strategy, "p90", as_ms),
             cell(set, "busy", strategy, "p99", as_ms),
             rows_read,
-            cell(set, "busy", strategy, "cpu_us_per_cancel", as_count),
+            cpu_cell(set, "busy", strategy),
             sweep_cell(set, strategy),
             chaos_cell(set, strategy),
             if let Some(fallback) = variant.with_fallback() {
