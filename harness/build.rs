@@ -12,7 +12,20 @@ fn main() {
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
-    if let Some(commit) = git(&["rev-parse", "HEAD"]) {
+    // The last commit that changed the code (as run_info::git_commit
+    // reads it): a commit of run folders or Markdown alone builds the same
+    // binary.
+    let code = git(&[
+        "log",
+        "-1",
+        "--format=%H",
+        "--",
+        ":(top)",
+        ":(top,exclude)results",
+        ":(top,exclude,glob)**/*.md",
+    ])
+    .filter(|c| !c.is_empty());
+    if let Some(commit) = code.or_else(|| git(&["rev-parse", "HEAD"])) {
         println!("cargo:rustc-env=DELAYBENCH_BUILD_COMMIT={commit}");
     }
     // A new commit rebuilds; so does a branch switch.

@@ -11,8 +11,9 @@ pub struct RunInfo {
     pub run_id: String,
     pub started_at: String,
     pub delaybench_version: String,
-    /// `git rev-parse HEAD`, with `-dirty` when the tree had changes
-    /// other than to run folders and Markdown ([`git_commit`]).
+    /// The last commit that changed the code (anything but run folders
+    /// and Markdown), with `-dirty` when the tree had such changes
+    /// ([`git_commit`]).
     pub git_commit: String,
     /// `release` or `debug`: how the binary that ran was built (`None` in
     /// runs made before it was recorded).
@@ -233,8 +234,14 @@ pub fn build_commit() -> &'static str {
     option_env!("DELAYBENCH_BUILD_COMMIT").unwrap_or("unknown")
 }
 
-/// The current git commit, `-dirty` if the work tree has changes to
-/// anything but run folders and Markdown, or `unknown`.
+/// The last commit that changed the code, `-dirty` if the work tree has
+/// changes to anything but run folders and Markdown, or `unknown`.
+///
+/// Code is everything but run folders (`results/`) and Markdown: a commit
+/// that only adds runs or edits documentation builds the same binary and
+/// runs the same scenarios, so it leaves this commit where it was. That
+/// lets a reference set longer than one sitting be run in parts at one
+/// code commit, each part committed as it finishes.
 pub fn git_commit() -> String {
     git_commit_in(Path::new("."))
 }
@@ -250,7 +257,17 @@ fn git_commit_in(dir: &Path) -> String {
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
-    match git(&["rev-parse", "HEAD"]) {
+    let code_commit = git(&[
+        "log",
+        "-1",
+        "--format=%H",
+        "--",
+        ":(top)",
+        ":(top,exclude)results",
+        ":(top,exclude,glob)**/*.md",
+    ])
+    .filter(|c| !c.is_empty());
+    match code_commit.or_else(|| git(&["rev-parse", "HEAD"])) {
         Some(commit) => {
             // Results and documentation are not code: a run writing into
             // a tracked results folder (the reference set's), or a README
@@ -356,6 +373,17 @@ mod commit_tests {
             git(root, &["checkout", "-q", f]);
         }
         assert_eq!(super::git_commit_in(root), commit);
+        // Committing runs and documentation leaves the code commit as it
+        // was; committing code moves it.
+        for f in ["README.md", "results/r1/run.json"] {
+            std::fs::write(root.join(f), "c\n").unwrap();
+        }
+        git(root, &["commit", "-qam", "runs and notes"]);
+        assert_eq!(super::git_commit_in(root), commit);
+        std::fs::write(root.join("scenario.toml"), "c\n").unwrap();
+        git(root, &["commit", "-qam", "code"]);
+        let moved = super::git_commit_in(root);
+        assert!(moved != commit && moved.len() == 40, "{moved}");
     }
 }
 
