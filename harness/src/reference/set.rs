@@ -98,7 +98,9 @@ pub const MATRIX: &[Entry] = &[
     Entry {
         name: "sweep",
         what: "rising offered rates until a step no longer holds: each strategy's maximum",
-        args: &["sweep", "--repeat", "2", "--strategies", WITH_FALLBACKS],
+        // Three repetitions a step: the least that may separate two
+        // maxima (two ranges of two fail to overlap by chance 1 in 3).
+        args: &["sweep", "--repeat", "3", "--strategies", WITH_FALLBACKS],
     },
     Entry {
         name: "backlog",
@@ -116,7 +118,8 @@ pub const MATRIX: &[Entry] = &[
     Entry {
         name: "storm",
         what: "100k orders due in one instant beside the regular load: each cancel path's drain",
-        args: &["run", "--scenario", "storm", "--strategies", MAIN],
+        // Three trials: one storm's drain is no distribution.
+        args: &["run", "--scenario", "storm", "--repeat", "3", "--strategies", MAIN],
     },
 ];
 
