@@ -89,9 +89,15 @@ fn sweep_cell(set: &Set, strategy: &str) -> String {
         .find(|s| s.strategy.name() == strategy)
     {
         Some(s) => {
+            // A range: the highest rate every repetition held to the
+            // lowest one did not (one sweep's figure is no ranking).
+            let upto = |rate: f64| match s.first_failed_rate {
+                Some(f) => format!("{rate:.0}–{f:.0}"),
+                None => format!("≥ {rate:.0}"),
+            };
             let max = match (s.max_rate, s.share_of_ceiling, s.first_failed_rate) {
-                (Some(rate), Some(share), _) => format!("{rate:.0} ({:.0} %)", share * 100.0),
-                (Some(rate), None, _) => format!("{rate:.0}"),
+                (Some(rate), Some(share), _) => format!("{} ({:.0} %)", upto(rate), share * 100.0),
+                (Some(rate), None, _) => upto(rate),
                 (None, _, Some(failed)) => format!("< {failed:.0} (its first step failed)"),
                 (None, _, None) => "none held".into(),
             };
@@ -214,7 +220,7 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
         "p99 ms, busy",
         "DB rows read / cancel, busy",
         "CPU µs / cancel, busy: every service and the workers (by service)",
-        "max orders/s (share of ceiling), sweep",
+        "max orders/s: held–failed (share of ceiling), sweep",
         "missed under chaos (faults that hit it)",
         "same, +fallback",
         "storm of 100k: drain cancels/s (per core-s); regular orders' p99 (max below 1 000 samples) before → during",
@@ -261,7 +267,9 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
          strategy in {}, {} in {}), with the repetitions' own min–max beside them; costs are \
          the repetitions' median (min–max); rows read are the canceller's own on PostgreSQL \
          (sampled, see the reference README), the whole run's where marked. The rates come from \
-         {} (each step {} times, back to back), the missed cancels from {} (one trial; `hit` \
+         {} (each step {} times, back to back; a maximum is the range from the highest rate every \
+         repetition held to the lowest one did not, and two are ranked only where their ranges \
+         part with at least 3 repetitions a step), the missed cancels from {} (one trial; `hit` \
          counts the faults that acted on what they were aimed at in the strategy: the others \
          could not touch it, missed their target (a standby instead of the leader: said so), \
          hit an instance already down, or never reached their point), the drain from {} (one trial: \
