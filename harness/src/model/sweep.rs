@@ -5,6 +5,7 @@
 //! holds ([`judge`]) and of the rate a strategy sustains ([`max_sustainable`]).
 
 use super::cpu::{CpuUse, DISTURBED_CORES, SATURATED};
+use super::lateness::Pct;
 use super::summary::{Status, Summary};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -294,12 +295,23 @@ pub fn judge(s: &Summary, bound_us: u64, keep_up_us: u64) -> Vec<String> {
     }
     let lateness = s.committed_lateness_us.as_ref().unwrap_or(&s.lateness_us);
     if lateness.count > 0 && lateness.p99 > bound_us {
-        reasons.push(format!(
-            "p99 lateness {} > bound {} (n={})",
-            ms(lateness.p99),
-            ms(bound_us),
-            lateness.count
-        ));
+        // From fewer samples than a p99 needs, the same fact without
+        // printing a p99: more than 1 % of the cancels over the bound.
+        reasons.push(match lateness.shown(Pct::P99) {
+            Some(p99) => format!(
+                "p99 lateness {} > bound {} (n={})",
+                ms(p99),
+                ms(bound_us),
+                lateness.count
+            ),
+            None => format!(
+                "more than 1 % of the {} cancels later than the bound {} (max {}; too few for a \
+                 p99)",
+                lateness.count,
+                ms(bound_us),
+                ms(lateness.max)
+            ),
+        });
     }
     match &s.overdue {
         Some(o) if o.growing => reasons.push(format!(
@@ -326,11 +338,16 @@ pub fn judge(s: &Summary, bound_us: u64, keep_up_us: u64) -> Vec<String> {
         ));
     }
     if let Some(p) = s.schedule_path_us.as_ref().filter(|p| p.p99 > keep_up_us) {
-        reasons.push(format!(
-            "schedule path behind: p99 {} > {}",
-            ms(p.p99),
-            ms(keep_up_us)
-        ));
+        reasons.push(match p.shown(Pct::P99) {
+            Some(p99) => format!("schedule path behind: p99 {} > {}", ms(p99), ms(keep_up_us)),
+            None => format!(
+                "schedule path behind: more than 1 % of its {} orders over {} (max {}; too few \
+                 for a p99)",
+                p.count,
+                ms(keep_up_us),
+                ms(p.max)
+            ),
+        });
     }
     reasons
 }
@@ -628,10 +645,21 @@ mod tests {
         fails(
             &|s| {
                 s.committed_lateness_us = None;
-                s.lateness_us.count = 10;
+                s.lateness_us.count = 1500;
                 s.lateness_us.p99 = 700_000;
             },
             "p99 lateness 700.0 ms",
+        );
+        // From fewer samples than a p99 needs, the fact without a p99.
+        fails(
+            &|s| {
+                s.committed_lateness_us = None;
+                s.lateness_us.count = 10;
+                s.lateness_us.p99 = 700_000;
+                s.lateness_us.max = 900_000;
+            },
+            "more than 1 % of the 10 cancels later than the bound 500.0 ms (max 900.0 ms; too \
+             few for a p99)",
         );
     }
 

@@ -98,7 +98,9 @@ fn storm_cells(r: &StormRecord) -> Vec<String> {
         format!(
             "{} / {} / {} ms (n={})",
             ms(r.lateness_us.p50),
-            ms(r.lateness_us.p99),
+            r.lateness_us
+                .shown(Pct::P99)
+                .map_or_else(|| "-".to_string(), ms),
             ms(r.lateness_us.max),
             r.lateness_us.count
         ),

@@ -6,6 +6,7 @@
 
 use super::plots::{self, markdown_links, Chart, Figure, RateLine, Section, SweepChart};
 use super::table::{self, run_facts};
+use crate::model::lateness::Pct;
 use crate::model::run_info::RunInfo;
 use crate::model::summary::Status;
 use crate::model::sweep::{SweepAxis, SweepResult, SweepStep};
@@ -896,7 +897,13 @@ pub fn terminal_table(result: &SweepResult) -> String {
                         r.and_then(|r| r.cancels_per_s)
                             .map_or("-".into(), |c| format!("{c:.0}")),
                         r.filter(|r| r.regular_during_us.count > 0)
-                            .map_or("-".into(), |r| table::ms(r.regular_during_us.p99)),
+                            .map_or("-".into(), |r| {
+                                let l = &r.regular_during_us;
+                                match l.shown(Pct::P99) {
+                                    Some(p99) => table::ms(p99),
+                                    None => format!("max {} (n={})", table::ms(l.max), l.count),
+                                }
+                            }),
                     ]
                 },
             )
