@@ -22,8 +22,7 @@
 //! measured where others are, leaves. It picks only when one option
 //! remains; otherwise it says that nothing measured separates them.
 
-/// Repetitions each side needs before its range may separate it.
-pub const MIN_REPETITIONS: u32 = 3;
+pub use crate::model::summary::{chance_one_in, MIN_REPETITIONS};
 
 /// A criterion of the trade-off among the options that meet the objective.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,17 +197,6 @@ pub fn compare(higher_is_better: bool, a: &Reading, b: &Reading) -> Compared {
         // An exact figure against a measured one: not the same kind.
         _ => Compared::Unknown("an exact figure against a measured one".into()),
     }
-}
-
-/// With no real difference, two ranges of `n` and `m` repetitions fail to
-/// overlap by chance with probability 2 / C(n+m, n): "1 in C(n+m, n)/2".
-pub fn chance_one_in(n: u32, m: u32) -> u64 {
-    let (n, m) = (u64::from(n), u64::from(m));
-    let mut c: u64 = 1;
-    for k in 1..=n.min(m) {
-        c = c * (n + m + 1 - k) / k;
-    }
-    c.div_ceil(2)
 }
 
 /// One criterion read for every option of the trade-off, from one run.

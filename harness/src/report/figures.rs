@@ -53,7 +53,7 @@ pub fn figures(run_dir: &Path, info: &RunInfo, summaries: &[Summary]) -> Vec<Fig
         let bars: Vec<Bar> = ran
             .iter()
             .filter_map(|s| {
-                let Shown { value, spread } = shown(s, (cost.figure)(s)?)?;
+                let Shown { value, spread, .. } = shown(s, (cost.figure)(s)?)?;
                 Some(Bar {
                     name: plot_name(s),
                     style: style(s.strategy),

@@ -30,7 +30,7 @@ pub use compare::{compare, CompareOptions, Regressed};
 pub(crate) use fault_table::fault_rows;
 pub use folder::{copy_folder, load, load_twins};
 pub(crate) use storm_table::{storm_drain_text, STORM_NOTES};
-pub(crate) use table::{as_count, as_ms, fig, rows_read_text, shown, RunTables, Shown};
+pub(crate) use table::{as_count, as_ms, fig, rows_read_text, shown, RunTables};
 
 /// Writes `report.md`, `report.html` and the plot files in `plots/` for the
 /// run in `run_dir` (for a sweep folder, its `report.md` and plots).

@@ -8,7 +8,7 @@ use super::fault_table::fault_rows;
 use super::storm_table::storm_rows;
 use crate::model::records::BytesPerOrder;
 use crate::model::run_info::RunInfo;
-use crate::model::summary::{Status, Summary};
+use crate::model::summary::{Spread, Status, Summary};
 use strategies::checker::Anomalies;
 
 /// One run's tables; each `Vec<Vec<String>>` is a header row and then one
@@ -177,6 +177,40 @@ pub(crate) struct Shown {
     pub value: f64,
     /// Over repetitions, their min and max.
     pub spread: Option<(f64, f64)>,
+    /// How many repetitions the spread is over (1 for a single run).
+    pub repetitions: u32,
+}
+
+impl Shown {
+    /// Whether `self` and `other` (of one run) are separated beyond their
+    /// repetitions' spread ([`Spread::separated_from`]); `Err` with why
+    /// not where their ranges are apart but too few repetitions stand
+    /// behind them.
+    pub fn separated_from(&self, other: &Shown) -> Result<bool, String> {
+        let (Some(a), Some(b)) = (self.spread(), other.spread()) else {
+            return Ok(false);
+        };
+        let (n, m) = (self.repetitions, other.repetitions);
+        if a.separated_from(n, &b, m) {
+            Ok(true)
+        } else if a.differs_from(&b) {
+            Err(format!(
+                "ranges apart, but {n} and {m} repetitions are too few to separate them (by \
+                 chance alone 1 in {})",
+                crate::model::summary::chance_one_in(n, m)
+            ))
+        } else {
+            Ok(false)
+        }
+    }
+
+    fn spread(&self) -> Option<Spread> {
+        self.spread.map(|(min, max)| Spread {
+            median: self.value,
+            min,
+            max,
+        })
+    }
 }
 
 /// The figures of a distribution, which repetitions pool: over
@@ -240,14 +274,17 @@ pub(crate) fn shown(s: &Summary, key: &str) -> Option<Shown> {
         Some(r) if POOLED.contains(&key) => own().map(|value| Shown {
             value,
             spread: r.figures.get(key).map(|sp| (sp.min, sp.max)),
+            repetitions: r.count,
         }),
         Some(r) => r.figures.get(key).map(|sp| Shown {
             value: sp.median,
             spread: Some((sp.min, sp.max)),
+            repetitions: r.count,
         }),
         None => own().map(|value| Shown {
             value,
             spread: None,
+            repetitions: 1,
         }),
     }
 }
@@ -261,6 +298,7 @@ pub(crate) fn fig(s: &Summary, key: &str, format: fn(f64) -> String) -> String {
         Some(Shown {
             value,
             spread: Some((min, max)),
+            ..
         }) if min != max => format!("{} ({}–{})", format(value), format(min), format(max)),
         Some(Shown { value, .. }) => format(value),
     }
@@ -550,18 +588,13 @@ pub(crate) fn measurement_rows(
         else {
             continue;
         };
-        let spread = |x: &Summary| {
-            shown(x, "p99").and_then(|v| {
-                v.spread.map(|(min, max)| crate::model::summary::Spread {
-                    median: v.value,
-                    min,
-                    max,
-                })
-            })
-        };
-        let apart = match (spread(s), spread(twin)) {
-            (Some(a), Some(b)) if a.differs_from(&b) => "**yes**".to_string(),
-            (Some(_), Some(_)) => "no".to_string(),
+        let p99 = |x: &Summary| shown(x, "p99").filter(|v| v.spread.is_some());
+        let apart = match (p99(s), p99(twin)) {
+            (Some(a), Some(b)) => match a.separated_from(&b) {
+                Ok(true) => "**yes**".to_string(),
+                Ok(false) => "no".to_string(),
+                Err(why) => format!("no: {why}"),
+            },
             _ => "- (needs repetitions with 1 000 samples each)".to_string(),
         };
         let m = s.cost.measurement.as_ref();

@@ -52,4 +52,28 @@ impl Spread {
     pub fn differs_from(&self, other: &Spread) -> bool {
         self.max < other.min || other.max < self.min
     }
+
+    /// Whether this range of `n` repetitions and `other`'s of `m`
+    /// separate: disjoint, with at least [`MIN_REPETITIONS`] each (the
+    /// caller sees that both come from one run). With no real difference
+    /// two ranges are disjoint by chance 1 in [`chance_one_in`]`(n, m)`.
+    pub fn separated_from(&self, n: u32, other: &Spread, m: u32) -> bool {
+        n >= MIN_REPETITIONS && m >= MIN_REPETITIONS && self.differs_from(other)
+    }
+}
+
+/// Repetitions each side needs before its range may separate it: two
+/// ranges of two are disjoint by chance alone 1 time in 3, of three 1 in
+/// 10.
+pub const MIN_REPETITIONS: u32 = 3;
+
+/// With no real difference, two ranges of `n` and `m` repetitions fail to
+/// overlap by chance with probability 2 / C(n+m, n): "1 in C(n+m, n)/2".
+pub fn chance_one_in(n: u32, m: u32) -> u64 {
+    let (n, m) = (u64::from(n), u64::from(m));
+    let mut c: u64 = 1;
+    for k in 1..=n.min(m) {
+        c = c * (n + m + 1 - k) / k;
+    }
+    c.div_ceil(2)
 }

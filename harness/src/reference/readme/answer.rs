@@ -5,7 +5,7 @@
 
 use super::loaded::{Loaded, Set, ADR_FILE};
 use crate::model::summary::{CpuSpread, Status, Summary};
-use crate::report::{self, as_ms, fig, markdown_table, Shown};
+use crate::report::{self, as_ms, fig, markdown_table};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use strategies::checker::Anomaly;
@@ -378,20 +378,13 @@ fn measurement_sentence(out: &mut String, set: &Set) {
         let twin = twins
             .iter()
             .find(|t| t.strategy == s.strategy && t.status == Status::Ok);
-        let spread = |x: &Summary| match report::shown(x, "p99") {
-            Some(Shown {
-                value,
-                spread: Some((min, max)),
-            }) => Some(crate::model::summary::Spread {
-                median: value,
-                min,
-                max,
-            }),
-            _ => None,
-        };
-        match (spread(s), twin.and_then(spread)) {
-            (Some(a), Some(b)) if a.differs_from(&b) => apart.push(s.strategy.name()),
-            (Some(_), Some(_)) => within += 1,
+        let p99 = |x: &Summary| report::shown(x, "p99").filter(|v| v.spread.is_some());
+        match (p99(s), twin.and_then(p99)) {
+            (Some(a), Some(b)) => match a.separated_from(&b) {
+                Ok(true) => apart.push(s.strategy.name()),
+                // Apart with too few repetitions is no difference.
+                Ok(false) | Err(_) => within += 1,
+            },
             _ => unknown.push(s.strategy.name()),
         }
     }

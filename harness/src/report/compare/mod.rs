@@ -19,9 +19,8 @@ mod tests;
 pub use regression::{CompareOptions, Regressed, Regression};
 
 use super::folder::load;
-use super::table::{shown, Shown};
+use super::table::shown;
 use crate::model::run_info::RunInfo;
-use crate::model::summary::Spread;
 use crate::model::summary::{Status, Summary};
 use crate::model::sweep::SweepAxis;
 use anyhow::{bail, Context, Result};
@@ -217,17 +216,13 @@ fn figure_cell(base: &Summary, other: &Summary, key: &str, is_us: bool) -> Strin
     };
     match (shown(base, key), shown(other, key)) {
         (Some(b), Some(o)) => {
-            let spread = |s: Shown| {
-                s.spread.map(|(min, max)| Spread {
-                    median: s.value,
-                    min,
-                    max,
-                })
-            };
-            let flag = match (spread(b), spread(o)) {
-                (Some(bs), Some(os)) if bs.differs_from(&os) => " **beyond spread**",
-                (Some(_), Some(_)) => " (within spread)",
-                _ => "",
+            let flag = match (b.spread, o.spread) {
+                (Some(_), Some(_)) => match b.separated_from(&o) {
+                    Ok(true) => " **beyond spread**".to_string(),
+                    Ok(false) => " (within spread)".to_string(),
+                    Err(why) => format!(" ({why})"),
+                },
+                _ => String::new(),
             };
             format!(
                 "{} → {}{}{flag}",

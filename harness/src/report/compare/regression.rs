@@ -4,7 +4,7 @@
 //! threshold; `--fail-on-regression` ends with [`crate::exit::REGRESSION`].
 
 use super::super::table::{shown, Shown};
-use crate::model::summary::Summary;
+use crate::model::summary::{chance_one_in, Summary, MIN_REPETITIONS};
 
 /// How `compare` judges a difference.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -114,15 +114,30 @@ pub(super) fn regressions_of(
 /// threshold: the other's value exceeds the base's by more than
 /// `single_run_threshold` of it (any rise from 0 counts).
 fn regression(base: Shown, other: Shown, options: CompareOptions) -> Option<String> {
+    let enough = base.repetitions.min(other.repetitions) >= MIN_REPETITIONS;
     match (base.spread, other.spread) {
-        (Some((_, base_max)), Some((other_min, _))) => (other_min > base_max)
-            .then(|| "the repetitions' min–max ranges do not overlap".to_string()),
-        _ => {
+        (Some((_, base_max)), Some((other_min, _))) if enough => {
+            (other_min > base_max).then(|| {
+                format!(
+                    "the repetitions' min–max ranges do not overlap (by chance alone 1 in {})",
+                    chance_one_in(base.repetitions, other.repetitions)
+                )
+            })
+        }
+        (spread, _) => {
             let limit = base.value * (1.0 + options.single_run_threshold);
             (other.value > limit).then(|| {
                 format!(
-                    "more than {:.0} % up, with no spread to judge by",
-                    options.single_run_threshold * 100.0
+                    "more than {:.0} % up, {}",
+                    options.single_run_threshold * 100.0,
+                    if spread.is_some() {
+                        format!(
+                            "with too few repetitions ({} and {}) to judge by their spread",
+                            base.repetitions, other.repetitions
+                        )
+                    } else {
+                        "with no spread to judge by".to_string()
+                    }
                 )
             })
         }
@@ -137,6 +152,7 @@ mod tests {
         Shown {
             value,
             spread: None,
+            repetitions: 1,
         }
     }
 
@@ -144,6 +160,7 @@ mod tests {
         Shown {
             value: median,
             spread: Some((min, max)),
+            repetitions: 3,
         }
     }
 
@@ -161,6 +178,16 @@ mod tests {
             single_run_threshold: 0.0,
         };
         assert!(regression(base, repeated(100.0, 109.0, 110.0), strict).is_none());
+        // Two repetitions a side: their ranges decide nothing, the
+        // relative threshold does, and says why.
+        let two = |s: Shown| Shown {
+            repetitions: 2,
+            ..s
+        };
+        let why = regression(two(base), two(repeated(111.0, 115.0, 120.0)), options);
+        assert!(why.is_none(), "{why:?}");
+        let why = regression(two(base), two(repeated(130.0, 140.0, 150.0)), options).unwrap();
+        assert!(why.contains("too few repetitions (2 and 2)"), "{why}");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::model::run_info::Machine;
-use crate::model::summary::DatabaseInfo;
+use crate::model::summary::{DatabaseInfo, Spread};
 use crate::scenario::{Scenario, QUICK};
 use strategies::checker::Anomaly;
 
@@ -157,4 +157,15 @@ fn only_differences_beyond_the_spread_are_flagged() {
     assert_eq!(cell, "100.0 → 120.0 (×1.20) (within spread)");
     let cell = figure_cell(&base, &apart, "p99", true);
     assert_eq!(cell, "100.0 → 160.0 (×1.60) **beyond spread**");
+    // Two repetitions a side never separate, however far apart.
+    let two = |mut s: Summary| {
+        s.repeats.as_mut().unwrap().count = 2;
+        s
+    };
+    let cell = figure_cell(&two(base.clone()), &two(apart.clone()), "p99", true);
+    assert_eq!(
+        cell,
+        "100.0 → 160.0 (×1.60) (ranges apart, but 2 and 2 repetitions are too few to separate \
+         them (by chance alone 1 in 3))"
+    );
 }
