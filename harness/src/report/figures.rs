@@ -274,9 +274,9 @@ const COSTS: [Cost; 5] = [
     },
     Cost {
         name: "cost-cpu",
-        caption: "CPU per cancel",
+        caption: "CPU per cancel: every service and the workers",
         unit: "µs",
-        figure: |_| Some("cpu_us_per_cancel"),
+        figure: |_| Some("cpu_all_us_per_cancel"),
     },
     Cost {
         name: "cost-broker-messages",
@@ -342,6 +342,16 @@ mod tests {
         c.statements_per_cancel = Some(cost);
         c.canceller_server_rows_read_per_cancel = Some(cost + 1.0);
         c.cpu_us_per_cancel = Some(cost * 100.0);
+        // The services' share: none, so every service and the workers
+        // read the workers' own.
+        s.lateness_us.count = 10;
+        s.cpu = Some(crate::model::cpu::CpuUse {
+            wall_s: 1.0,
+            cores: 2,
+            machine_busy: 0.5,
+            by_service: [("postgresql".to_string(), 0.0)].into(),
+        });
+        let c = &mut s.cost;
         c.broker_messages_per_cancel = Some(cost + 2.0);
         c.redis_commands_per_cancel = Some(cost + 3.0);
         s
@@ -404,7 +414,7 @@ mod tests {
         for (key, median) in [
             ("stmts_per_cancel", own / 2.0),
             ("canceller_rows_per_cancel", own / 3.0),
-            ("cpu_us_per_cancel", own * 60.0),
+            ("cpu_all_us_per_cancel", own * 60.0),
             ("broker_msgs_per_cancel", own / 4.0),
             ("redis_cmds_per_cancel", own / 5.0),
         ] {
@@ -428,7 +438,11 @@ mod tests {
                 "DB rows read/cancel",
                 "canceller_rows_per_cancel",
             ),
-            ("cost-cpu", "CPU µs/cancel", "cpu_us_per_cancel"),
+            (
+                "cost-cpu",
+                "CPU µs/cancel: services + workers",
+                "cpu_all_us_per_cancel",
+            ),
             (
                 "cost-broker-messages",
                 "broker msgs/cancel",
@@ -448,7 +462,7 @@ mod tests {
                 .chart
                 .bar_list();
             assert_eq!(bars.len(), run.len(), "{chart}");
-            let format = if key == "cpu_us_per_cancel" {
+            let format = if key == "cpu_all_us_per_cancel" {
                 super::super::table::as_count
             } else {
                 super::super::table::as_ratio

@@ -426,7 +426,7 @@ pub(crate) fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
         "DB rows read/cancel",
         "broker msgs/cancel",
         "Redis cmds/cancel",
-        "CPU µs/cancel",
+        "CPU µs/cancel: services + workers",
         "peak RSS MiB",
         "survives restart",
         "any delay",
@@ -463,7 +463,7 @@ pub(crate) fn tradeoff_rows(summaries: &[Summary]) -> Vec<Vec<String>> {
             rows_read_text(s),
             fig(s, "broker_msgs_per_cancel", as_ratio),
             fig(s, "redis_cmds_per_cancel", as_ratio),
-            fig(s, "cpu_us_per_cancel", as_count),
+            fig(s, "cpu_all_us_per_cancel", as_count),
             fig(s, "peak_rss_mib", as_count),
         ];
         match &s.capabilities {
@@ -573,8 +573,8 @@ pub(crate) fn measurement_rows(
         "p99 ms measured",
         "p99 ms unmeasured",
         "p99: apart beyond the spread?",
-        "CPU µs/cancel measured",
-        "CPU µs/cancel unmeasured",
+        "workers' CPU µs/cancel measured",
+        "workers' CPU µs/cancel unmeasured",
         "transactions read / all",
         "measurement µs/cancel",
         "of CPU/cancel",

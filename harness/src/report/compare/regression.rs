@@ -76,7 +76,10 @@ const WORSE_WHEN_UP: [(&str, &str); 14] = [
     ),
     ("broker_msgs_per_cancel", "broker messages per cancel"),
     ("redis_cmds_per_cancel", "Redis commands per cancel"),
-    ("cpu_us_per_cancel", "CPU µs per cancel"),
+    (
+        "cpu_all_us_per_cancel",
+        "CPU µs per cancel (every service and the workers)",
+    ),
 ];
 
 /// Every figure of [`WORSE_WHEN_UP`] that went up from `base` to `other`
