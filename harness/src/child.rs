@@ -21,8 +21,7 @@ pub const READY_LINE: &str = r#"{"ready":true}"#;
 /// stderr this process's, and killed if its handle is dropped. `skew_us`:
 /// a test agent's pretended clock skew, 0 otherwise.
 pub fn command(kind: &str, spec: &str, skew_us: i64) -> Result<tokio::process::Command> {
-    let exe = std::env::current_exe().context("locating the delaybench binary")?;
-    let mut command = tokio::process::Command::new(exe);
+    let mut command = tokio::process::Command::new(own_binary()?);
     command
         .arg(kind)
         .env(SPEC_ENV, spec)
@@ -34,6 +33,20 @@ pub fn command(kind: &str, spec: &str, skew_us: i64) -> Result<tokio::process::C
         command.env(CLOCK_SKEW_ENV, skew_us.to_string());
     }
     Ok(command)
+}
+
+/// The binary this process runs, to start its children from. On Linux
+/// `/proc/self/exe`: the very file this process was started from, even
+/// after a rebuild replaced the one at its path (the path then reads
+/// "... (deleted)" and starting it fails, so a `cargo build` during a long
+/// run would lose every strategy still to come, or mix two builds in one
+/// run). Elsewhere the path it was started from.
+pub fn own_binary() -> Result<std::path::PathBuf> {
+    let proc_exe = std::path::Path::new("/proc/self/exe");
+    if cfg!(target_os = "linux") && proc_exe.exists() {
+        return Ok(proc_exe.to_path_buf());
+    }
+    std::env::current_exe().context("locating the delaybench binary")
 }
 
 /// Reads the spec; `what` names the command for the error

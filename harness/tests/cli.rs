@@ -1281,3 +1281,40 @@ async fn a_slowed_cancel_transaction_grows_the_committed_lateness_by_that_much()
         "committed p50 {committed} us vs row p50 {row} us"
     );
 }
+
+/// A rebuild during a run (cargo replaces the binary at its path) does
+/// not stop the strategies still to come from starting their workers:
+/// they start from the very binary the run is, not from its path.
+#[test]
+fn a_binary_replaced_mid_run_still_starts_every_strategys_workers() {
+    let out = tempfile::tempdir().unwrap();
+    let copy = out.path().join("delaybench");
+    std::fs::copy(env!("CARGO_BIN_EXE_delaybench"), &copy).unwrap();
+    let scenario = out.path().join("tiny.toml");
+    std::fs::write(&scenario, TINY).unwrap();
+    let results = out.path().join("results");
+    let run = std::process::Command::new(&copy)
+        .args(["run", "--scenario", scenario.to_str().unwrap()])
+        .args(["--db", "sqlite://", "--strategies", "db-scan,timing-wheel"])
+        .args(["--out", results.to_str().unwrap()])
+        .env("CI", "true")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Replaced as cargo does (a new file renamed over the path) while the
+    // first strategy runs: the second starts its workers seconds later.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let fresh = out.path().join("delaybench.new");
+    std::fs::copy(env!("CARGO_BIN_EXE_delaybench"), &fresh).unwrap();
+    std::fs::rename(&fresh, &copy).unwrap();
+    let o = run.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run_dir = std::fs::read_dir(&results)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.is_dir())
+        .unwrap();
+    for strategy in ["db-scan", "timing-wheel"] {
+        assert_eq!(summary(&run_dir, strategy)["status"], "ok", "{strategy}");
+    }
+}

@@ -306,7 +306,8 @@ async fn run_entry(
     args: &ReferenceArgs,
     db: &str,
 ) -> (Option<PathBuf>, std::result::Result<(), String>) {
-    let exe = match std::env::current_exe() {
+    // The same build for every entry, whatever is rebuilt meanwhile.
+    let exe = match crate::child::own_binary() {
         Ok(exe) => exe,
         Err(e) => return (None, Err(format!("cannot find the delaybench binary: {e}"))),
     };
