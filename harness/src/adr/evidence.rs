@@ -290,7 +290,7 @@ pub fn cost_figures(s: &Summary, file: &Path) -> Vec<Figure> {
             "cpu_us_per_cancel",
             "cost.cpu_us_per_cancel",
             c.cpu_us_per_cancel,
-            "µs CPU",
+            "µs of the workers' CPU",
         ),
         (
             "broker_msgs_per_cancel",
