@@ -229,22 +229,23 @@ fn dirty_folders(root: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The dirty folders (of `dirty`) that `text`, read from a file in the
-/// folder `base` (relative to the repository), cites, each with the byte
-/// offset of the citation: a path naming the folder, something in it, or
-/// a folder holding it (`results/batch-wait` cites every run in it);
+/// The run folders (of `runs`: all of them, or the dirty ones) that
+/// `text`, read from a file in the folder `base` (relative to the
+/// repository), cites, each with the byte offset of the citation: a path
+/// naming the folder, something in it, or a folder holding it
+/// (`results/batch-wait` cites every run in it);
 /// `results/...` is read from the repository's root, any other path from
 /// `base`; and the folder's own name anywhere. Not a citation: `--out DIR`
 /// (where a command writes), and `base` itself (a folder's README naming
 /// its folder).
-fn cited_dirty<'a>(
+fn cited_runs<'a>(
     root: &Path,
     base: &str,
     text: &str,
-    dirty: &'a [(String, String)],
+    runs: &'a [(String, String)],
 ) -> Vec<(usize, &'a (String, String))> {
     let mut cited = Vec::new();
-    for d in dirty {
+    for d in runs {
         let name = d.0.rsplit('/').next().unwrap();
         cited.extend(text.match_indices(name).map(|(at, _)| (at, d)));
     }
@@ -286,7 +287,7 @@ fn cited_dirty<'a>(
             continue;
         }
         for path in glob(root, &path) {
-            for d in dirty {
+            for d in runs {
                 let within = |a: &str, b: &str| a.starts_with(b) && a[b.len()..].starts_with('/');
                 if path == d.0 || within(&path, &d.0) || within(&d.0, &path) {
                     cited.push((start, d));
@@ -428,7 +429,7 @@ fn no_generated_text_cites_a_folder_from_a_dirty_tree() {
     );
     let mut found = std::collections::BTreeSet::new();
     for (what, base, text) in &texts {
-        for (_, (folder, commit)) in cited_dirty(&root, base, text, &dirty) {
+        for (_, (folder, commit)) in cited_runs(&root, base, text, &dirty) {
             found.insert(format!("{what}: {folder} (commit {commit})"));
         }
     }
@@ -473,7 +474,7 @@ fn prose_that_cites_a_folder_from_a_dirty_tree_says_so() {
         } else {
             text
         };
-        for (at, (folder, commit)) in cited_dirty(&root, base, &text, &dirty) {
+        for (at, (folder, commit)) in cited_runs(&root, base, &text, &dirty) {
             let sentence = sentence_at(&text, at);
             let short = &commit[..7];
             if !(sentence.to_lowercase().contains("dirty") && sentence.contains(short)) {
@@ -491,6 +492,73 @@ fn prose_that_cites_a_folder_from_a_dirty_tree_says_so() {
          \"dirty\" and the commit's first seven characters):\n{}",
         unsaid.into_iter().collect::<Vec<_>>().join("\n")
     );
+}
+
+/// Hand-written prose in README.md (outside its generated sections) that
+/// cites a run folder (its path, a file in it, or its name) gives that
+/// folder's commit, the first seven characters its run.json records, in
+/// the same sentence: a figure read from a run is only as good as the
+/// build that made it, and a reader should not have to open the folder to
+/// learn which one. A path naming a folder that only holds runs
+/// (`results/reference/<folder>`, `results/batch-wait/`) cites no one run.
+#[test]
+fn prose_that_cites_a_run_folder_names_its_commit() {
+    let root = root();
+    let runs = run_folders(&root);
+    let text = hand_written(&std::fs::read_to_string(root.join("README.md")).unwrap());
+    let uncommitted = cited_without_commit(&root, &text, &runs);
+    assert!(
+        uncommitted.is_empty(),
+        "these sentences of README.md cite a run folder without its commit (the first seven \
+         characters of its run.json's git_commit):\n{}",
+        uncommitted.join("\n")
+    );
+    // The check itself: a folder cited without its commit, then with it.
+    let (folder, commit) = runs
+        .iter()
+        .find(|(_, c)| c.len() >= 7)
+        .expect("a committed run folder");
+    let bare = format!("# T\n\nA figure from [{folder}]({folder}/report.md) reads 5 ms.\n");
+    assert_eq!(cited_without_commit(&root, &bare, &runs).len(), 1, "{bare}");
+    let cited = bare.replace(" reads", &format!(", at {}, reads", &commit[..7]));
+    assert!(
+        cited_without_commit(&root, &cited, &runs).is_empty(),
+        "{cited}"
+    );
+    let holder = folder.rsplit_once('/').unwrap().0;
+    let group = format!("# T\n\nEvery run is in [{holder}]({holder}/).\n");
+    assert!(
+        cited_without_commit(&root, &group, &runs).is_empty(),
+        "{group}"
+    );
+}
+
+/// The citations of run folders (of `runs`) in `text`, a file at the
+/// repository's root, whose sentence lacks the folder's commit (its first
+/// seven characters), each as a line naming where, what and the sentence.
+/// A path to a folder that holds runs is not a citation of each of them.
+fn cited_without_commit(root: &Path, text: &str, runs: &[(String, String)]) -> Vec<String> {
+    let is_path = |c: char| c.is_ascii_alphanumeric() || "_./*-".contains(c);
+    let mut uncommitted = std::collections::BTreeSet::new();
+    for (at, (folder, commit)) in cited_runs(root, "", text, runs) {
+        let end = text[at..]
+            .find(|c: char| !is_path(c))
+            .map_or(text.len(), |i| at + i);
+        let token = text[at..end].trim_end_matches(['.', '/']);
+        if folder.starts_with(&format!("{token}/")) {
+            continue;
+        }
+        let sentence = sentence_at(text, at);
+        let short = commit.get(..7).unwrap_or("(no commit recorded)");
+        if !sentence.contains(short) {
+            let line = text[..at].lines().count().max(1);
+            uncommitted.insert(format!(
+                "near line {line}: {folder} (commit {short}) in {:?}",
+                sentence.trim()
+            ));
+        }
+    }
+    uncommitted.into_iter().collect()
 }
 
 /// The sentence rules the check above reads prose by.
