@@ -320,6 +320,7 @@ fn cpu(source: Option<&Source>, options: &[&Eval], base: &Path, scope: Scope) ->
             let written = s
                 .repeats
                 .as_ref()
+                .filter(|r| !r.derived.iter().any(|d| d == "cpu_all_us_per_cancel"))
                 .and_then(|r| r.figures.get("cpu_all_us_per_cancel"));
             let text = match written.filter(|_| scope == Scope::All) {
                 Some(sp) if (sp.median - mid).abs() < 0.5 => Figure::new(

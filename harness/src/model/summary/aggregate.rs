@@ -208,6 +208,7 @@ pub fn aggregate(reps: &[Summary], folders: &[String]) -> Option<Summary> {
         folders: ran.iter().map(|(_, f)| f.to_string()).collect(),
         figures,
         not_measured,
+        derived: Vec::new(),
     });
     Some(agg)
 }

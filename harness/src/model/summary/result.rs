@@ -291,6 +291,30 @@ impl Summary {
         let path = dir.join("summary.json");
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+        let mut summary: Summary =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        summary.derive_cpu_all(dir);
+        Ok(summary)
+    }
+
+    /// Runs made before `cpu_all_us_per_cancel` existed hold its parts in
+    /// each repetition's summary: its spread is computed from them once
+    /// read, and named in `repeats.derived` (it is in no JSON file, so
+    /// nothing links it as a key).
+    fn derive_cpu_all(&mut self, dir: &Path) {
+        const KEY: &str = "cpu_all_us_per_cancel";
+        if self
+            .repeats
+            .as_ref()
+            .is_none_or(|r| r.figures.contains_key(KEY))
+        {
+            return;
+        }
+        let reps = self.repetitions(dir);
+        if let Some(cpu) = super::CpuSpread::of(&reps, |_| true) {
+            let r = self.repeats.as_mut().expect("checked above");
+            r.figures.insert(KEY.into(), cpu.sum);
+            r.derived.push(KEY.into());
+        }
     }
 }

@@ -21,6 +21,10 @@ pub struct Repeats {
     /// Repetitions that did not measure, as `repeat k: status: reason`.
     #[serde(default)]
     pub not_measured: Vec<String>,
+    /// Figures computed from the repetitions' own summaries when read,
+    /// for runs made before the figure was written (in no JSON file).
+    #[serde(skip)]
+    pub derived: Vec<String>,
 }
 
 /// Median, min and max of one figure over the repetitions.
