@@ -120,7 +120,21 @@ fn sweep_cell(set: &Set, strategy: &str) -> String {
 fn storm_cell(set: &Set, strategy: &str) -> String {
     match set.summary("storm", strategy) {
         Some(s) => match &s.storm {
-            Some(r) => report::storm_drain_text(r),
+            // Over trials, the median trial's drain with every trial's
+            // range of drain rates (one storm's drain is no distribution).
+            Some(r) => match s
+                .repeats
+                .as_ref()
+                .and_then(|rep| Some((rep.count, rep.figures.get("storm_cancels_per_s")?)))
+            {
+                Some((n, sp)) if n > 1 => format!(
+                    "{}; drain over {n} trials {:.0}–{:.0}/s",
+                    report::storm_drain_text(r),
+                    sp.min,
+                    sp.max
+                ),
+                _ => format!("{} (one trial)", report::storm_drain_text(r)),
+            },
             None => "no storm record".into(),
         },
         None => "not run".into(),
