@@ -29,8 +29,8 @@ pub fn draft(
         .iter()
         .filter(|e| e.standing() == Standing::Meets)
         .collect();
-    let tradeoff = (!meeting.is_empty())
-        .then(|| Tradeoff::new(study.sources, meeting, &objective.prefer, base));
+    let tradeoff =
+        (!meeting.is_empty()).then(|| Tradeoff::new(study.sources, meeting, objective, base));
     let chosen = tradeoff
         .as_ref()
         .and_then(|t| t.pick.chosen.map(|i| t.options[i]));
@@ -48,6 +48,12 @@ pub fn draft(
         "---\nstatus: proposed\ndate: {date}\ndecision-makers: (who decides)\n---\n"
     )?;
     match (chosen, &tradeoff) {
+        (Some(c), Some(t)) if t.example_priority && t.options.len() > 1 => writeln!(
+            out,
+            "# Cancel unpaid orders at their deadline with {}, under the tool's example \
+             priority\n",
+            c.name
+        )?,
         (Some(c), _) => writeln!(
             out,
             "# Cancel unpaid orders at their deadline with {}\n",
@@ -199,8 +205,11 @@ fn outcome(
     }
     writeln!(
         out,
-        "How each option fares in each condition (every option: [Pros and \
-         Cons](#pros-and-cons-of-the-options)):\n"
+        "Whether each option meets the objective, condition by condition (every option: [Pros \
+         and Cons](#pros-and-cons-of-the-options)). Each cell shows the deciding figure of its \
+         own worst run, so two cells may come from different runs: read them for meeting the \
+         objective, never to compare two options (the trade-off above does that, from one \
+         run):\n"
     )?;
     shortlist_table(out, study, shortlist, base);
 

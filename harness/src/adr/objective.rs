@@ -11,10 +11,14 @@
 //! # slo.toml
 //! objective = "p99<=2s,missed=0,max-rate>=500; faults: p99<=10s,missed=0"
 //! prefer = ["services", "lateness", "capacity", "cpu"]
+//! # The smallest difference that counts, beside its separation: a share
+//! # of the smaller figure ("10%") or an amount (lateness "20ms", cpu and
+//! # db-cpu in µs, capacity in orders/s).
+//! material = { lateness = "20ms", cpu = "10%", capacity = "10%" }
 //! ```
 
 use super::evidence::Source;
-use super::separation::Criterion;
+use super::separation::{Criterion, Material};
 use super::sla::{self, duration_text, parse_sla, trim, Condition, Metric, Sla, Term};
 use crate::model::lateness::Pct;
 use crate::scenario::Payments;
@@ -55,6 +59,7 @@ impl Origin {
 struct SloFile {
     objective: Option<String>,
     prefer: Option<Vec<String>>,
+    material: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The objective and the priority, with where each came from.
@@ -64,6 +69,9 @@ pub struct Objective {
     pub sla_from: Origin,
     pub prefer: Vec<Criterion>,
     pub prefer_from: Origin,
+    /// The user's material differences, by criterion; the others are the
+    /// tool's example ([`Objective::material`]).
+    pub material: Vec<(Criterion, Material)>,
 }
 
 impl Objective {
@@ -119,13 +127,95 @@ impl Objective {
             Origin::File(p) => format!("--slo {}: field `prefer`", p.display()),
             _ => "--prefer".into(),
         })?;
+        let material = match &file {
+            Some((
+                path,
+                SloFile {
+                    material: Some(m), ..
+                },
+            )) => parse_material(m)
+                .with_context(|| format!("--slo {}: field `material`", path.display()))?,
+            _ => Vec::new(),
+        };
         Ok(Objective {
             sla,
             sla_from,
             prefer,
             prefer_from,
+            material,
         })
     }
+
+    /// The smallest difference on `criterion` that counts: the user's, or
+    /// the tool's example (lateness: 1 % of the objective's first lateness
+    /// bound without faults, since a difference far inside the bound is
+    /// no reason to choose; CPU and capacity: 10 % of the smaller figure;
+    /// services, faults and recovery: any).
+    pub fn material(&self, criterion: Criterion, _from: &str) -> Material {
+        if let Some((_, m)) = self.material.iter().find(|(c, _)| *c == criterion) {
+            return m.clone();
+        }
+        match criterion {
+            Criterion::Lateness => self
+                .sla
+                .terms(Condition::Normal)
+                .iter()
+                .find(|t| matches!(t.metric, Metric::Lateness(_)) && t.op.is_upper())
+                .map(|t| {
+                    let x = t.bound * 0.01;
+                    Material::Absolute(x, format!("1 % of `{}`: {}", t.text, duration_text(x)))
+                })
+                .unwrap_or(Material::Relative(0.1)),
+            Criterion::Cpu | Criterion::DatabaseCpu | Criterion::Capacity => {
+                Material::Relative(0.1)
+            }
+            Criterion::Services | Criterion::Faults | Criterion::Recovery => Material::Any,
+        }
+    }
+}
+
+/// `material = { lateness = "20ms", cpu = "10%", ... }`: a share, or an
+/// amount in the criterion's unit.
+fn parse_material(
+    m: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<(Criterion, Material)>> {
+    let mut out = Vec::new();
+    for (name, value) in m {
+        let Some(c) = Criterion::parse(name) else {
+            bail!("unknown criterion `{name}`");
+        };
+        let value = value.trim();
+        let material = if let Some(p) = value.strip_suffix('%') {
+            let share: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("`{name} = \"{value}\"`: not a share such as 10%"))?;
+            Material::Relative(share / 100.0)
+        } else if c == Criterion::Lateness {
+            let d = humantime::parse_duration(value).map_err(|_| {
+                anyhow::anyhow!("`{name} = \"{value}\"`: not a duration such as 20ms, nor a share")
+            })?;
+            let us = d.as_micros() as f64;
+            Material::Absolute(us, duration_text(us))
+        } else {
+            let x: f64 = value.parse().map_err(|_| {
+                anyhow::anyhow!("`{name} = \"{value}\"`: not a number, nor a share")
+            })?;
+            Material::Absolute(
+                x,
+                format!(
+                    "{value} {}",
+                    if c == Criterion::Capacity {
+                        "orders/s"
+                    } else {
+                        "µs"
+                    }
+                ),
+            )
+        };
+        out.push((c, material));
+    }
+    Ok(out)
 }
 
 fn parse_prefer(names: &[String]) -> Result<Vec<Criterion>> {
@@ -197,37 +287,62 @@ pub fn bounds(term: &Term, condition: Condition, sources: &[Source]) -> String {
     }
 }
 
+/// What the paid-after-deadline share depends on in a workload: how its
+/// payers pay, and the share of checkouts aborted (they never pay).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Payers {
+    pub payments: Payments,
+    pub abort_ratio: f64,
+}
+
+impl Payers {
+    pub fn of(source: &Source) -> Payers {
+        Payers {
+            payments: source.info.scenario.payments.clone(),
+            abort_ratio: source.info.scenario.checkout_abort_ratio,
+        }
+    }
+}
+
 /// The share of created orders paid after their deadline when every
-/// cancel is `late_us` late, under payments `p` (the workload's draws:
-/// near-deadline payers uniform over ±epsilon, late payers over
-/// late-by/2..late-by after the deadline).
-pub fn paid_late_share(p: &Payments, late_us: f64) -> f64 {
+/// cancel is `late_us` late, under the workload's draws
+/// (harness/src/workload.rs): near-deadline payers uniform over ±epsilon
+/// of the deadline, late payers over late-by/2..late-by after it, each
+/// callback `callback-delay` later still, aborted checkouts never paying.
+pub fn paid_late_share(w: &Payers, late_us: f64) -> f64 {
+    let p = &w.payments;
     let eps = p.near_deadline_epsilon.as_micros() as f64;
     let late_by = p.late_by.as_micros() as f64;
+    let delay = p.callback_delay.as_micros() as f64;
+    // The part of (lo, hi) after the deadline and before the cancel.
+    let within = |lo: f64, hi: f64| (hi.min(late_us) - lo.max(0.0)).max(0.0);
     let near = if eps > 0.0 {
-        p.near_deadline_share * (late_us.min(eps) / (2.0 * eps))
+        p.near_deadline_share * within(delay - eps, delay + eps) / (2.0 * eps)
     } else {
         0.0
     };
     let late = if late_by > 0.0 {
-        p.late_share * ((late_us - late_by / 2.0) / (late_by / 2.0)).clamp(0.0, 1.0)
+        p.late_share * within(delay + late_by / 2.0, delay + late_by) / (late_by / 2.0)
     } else {
         0.0
     };
-    p.pay_ratio * (near + late)
+    p.pay_ratio * (1.0 - w.abort_ratio) * (near + late)
 }
 
 /// The lateness at which [`paid_late_share`] reaches `share` (`None`: it
-/// never does), by bisection over 0..late-by.
-pub fn implied_lateness_us(p: &Payments, share: f64) -> Option<f64> {
-    let top = (p.late_by.as_micros() as f64).max(p.near_deadline_epsilon.as_micros() as f64);
-    if paid_late_share(p, top) <= share {
+/// never does), by bisection.
+pub fn implied_lateness_us(w: &Payers, share: f64) -> Option<f64> {
+    let p = &w.payments;
+    let top = p.late_by.as_micros() as f64
+        + p.near_deadline_epsilon.as_micros() as f64
+        + p.callback_delay.as_micros() as f64;
+    if paid_late_share(w, top) <= share {
         return None;
     }
     let (mut lo, mut hi) = (0.0, top);
     for _ in 0..60 {
         let mid = (lo + hi) / 2.0;
-        if paid_late_share(p, mid) <= share {
+        if paid_late_share(w, mid) <= share {
             lo = mid;
         } else {
             hi = mid;
@@ -252,12 +367,12 @@ fn about(us: f64) -> String {
 /// The paid-after-deadline term in words: the lateness bound it stands
 /// for in the workloads of the runs it is judged on.
 fn paid_late_bounds(share: f64, condition: Condition, sources: &[Source]) -> String {
-    let mut groups: Vec<(Payments, Vec<&str>)> = Vec::new();
+    let mut groups: Vec<(Payers, Vec<&str>)> = Vec::new();
     for s in sources.iter().filter(|s| s.condition == condition) {
-        let p = &s.info.scenario.payments;
-        match groups.iter_mut().find(|(g, _)| g == p) {
+        let w = Payers::of(s);
+        match groups.iter_mut().find(|(g, _)| *g == w) {
             Some((_, labels)) => labels.push(&s.label),
-            None => groups.push((p.clone(), vec![&s.label])),
+            None => groups.push((w, vec![&s.label])),
         }
     }
     if groups.is_empty() {
@@ -267,12 +382,37 @@ fn paid_late_bounds(share: f64, condition: Condition, sources: &[Source]) -> Str
     }
     let parts: Vec<String> = groups
         .iter()
-        .map(|(p, labels)| {
+        .map(|(w, labels)| {
+            let p = &w.payments;
             let eps = p.near_deadline_epsilon.as_micros() as f64;
-            let near_after = p.pay_ratio * p.near_deadline_share / 2.0;
+            // What pays 0..epsilon after the deadline: a canceller later
+            // than epsilon lets it all pay late.
+            let near_after = paid_late_share(
+                &Payers {
+                    payments: Payments {
+                        late_share: 0.0,
+                        ..p.clone()
+                    },
+                    ..w.clone()
+                },
+                eps,
+            );
+            let mut extras = Vec::new();
+            if w.abort_ratio > 0.0 {
+                extras.push(format!(
+                    "{}% of checkouts aborted",
+                    trim(w.abort_ratio * 100.0)
+                ));
+            }
+            if !p.callback_delay.is_zero() {
+                extras.push(format!(
+                    "every callback {} late",
+                    duration_text(p.callback_delay.as_micros() as f64)
+                ));
+            }
             let workload = format!(
                 "in {} (pay-ratio {}, {}% of payers within ±{} of the deadline, {}% of payers \
-                 {}–{} after it), {:.1}% of orders pay 0–{} after their deadline",
+                 {}–{} after it{}), {:.1}% of orders pay 0–{} after their deadline",
                 labels.join(", "),
                 trim(p.pay_ratio),
                 trim(p.near_deadline_share * 100.0),
@@ -280,16 +420,19 @@ fn paid_late_bounds(share: f64, condition: Condition, sources: &[Source]) -> Str
                 trim(p.late_share * 100.0),
                 duration_text(p.late_by.as_micros() as f64 / 2.0),
                 duration_text(p.late_by.as_micros() as f64),
+                extras.iter().map(|e| format!(", {e}")).collect::<String>(),
                 near_after * 100.0,
                 duration_text(eps)
             );
-            match implied_lateness_us(p, share) {
+            match implied_lateness_us(w, share) {
                 Some(l) if l <= eps => format!(
                     "{workload}, so a canceller later than {} lets all of them pay late: ≤ {}% \
-                     holds only while cancels are within about {} of the deadline. It is a \
-                     lateness bound of about epsilon, stricter than a p99 term of seconds",
+                     holds only while the mean lateness, each cancel counted up to {}, stays \
+                     under about {}. It is a lateness bound of about epsilon, stricter than a \
+                     p99 term of seconds",
                     duration_text(eps),
                     trim(share * 100.0),
+                    duration_text(eps),
                     about(l)
                 ),
                 Some(l) => format!(
@@ -341,9 +484,9 @@ pub fn words(objective: &Objective, sources: &[Source]) -> Vec<String> {
     lines.push(format!(
         "\nAmong the options that meet it, the priority ({}): {}. An option is preferred on a \
          criterion only where it is separated there: its repetitions' range, from the same run \
-         as the others', does not overlap theirs (at least 3 repetitions each); otherwise the \
-         options tie on it and the next criterion decides. With no priority left, none is \
-         picked.",
+         as the others', does not overlap theirs (at least 3 repetitions each), and by at least \
+         the material difference ({}); otherwise the options tie on it and the next criterion \
+         decides. With no priority left, none is picked.",
         objective.prefer_from.words(),
         if objective.prefer.is_empty() {
             "none".to_string()
@@ -354,7 +497,12 @@ pub fn words(objective: &Objective, sources: &[Source]) -> Vec<String> {
                 .map(|c| format!("{} ({})", c.name(), c.words()))
                 .collect::<Vec<_>>()
                 .join(", then ")
-        }
+        },
+        Criterion::ALL
+            .iter()
+            .map(|c| format!("{} {}", c.name(), objective.material(*c, "").words()))
+            .collect::<Vec<_>>()
+            .join("; ")
     ));
     lines
 }
@@ -366,7 +514,11 @@ mod tests {
 
     #[test]
     fn the_near_deadline_term_is_a_lateness_bound_of_about_epsilon() {
-        let p = Payments::default();
+        let w = |payments: Payments, abort_ratio: f64| Payers {
+            payments,
+            abort_ratio,
+        };
+        let p = w(Payments::default(), 0.0);
         // 0.5 × 0.1 / 2 = 2.5 % pay 0–20 ms after the deadline.
         assert!((paid_late_share(&p, 20_000.0) - 0.025).abs() < 1e-12);
         assert!((paid_late_share(&p, 400_000.0) - 0.025).abs() < 1e-12);
@@ -378,11 +530,28 @@ mod tests {
         assert!(l > 500_000.0 && l < 1_000_000.0, "{l}");
         // ≤ 10 %: never reached.
         assert_eq!(implied_lateness_us(&p, 0.10), None);
-        let wide = Payments {
-            near_deadline_epsilon: Duration::from_millis(100),
-            ..Payments::default()
-        };
+        let wide = w(
+            Payments {
+                near_deadline_epsilon: Duration::from_millis(100),
+                ..Payments::default()
+            },
+            0.0,
+        );
         assert!((implied_lateness_us(&wide, 0.01).unwrap() - 40_000.0).abs() < 1.0);
+        // Aborted checkouts never pay: a fifth fewer payers, a fifth more room.
+        let aborting = w(Payments::default(), 0.2);
+        assert!((implied_lateness_us(&aborting, 0.01).unwrap() - 10_000.0).abs() < 1.0);
+        // A callback 20 ms late moves every near payer past the deadline:
+        // 5 % pay within 0..40 ms after it, 1 % by 8 ms of lateness.
+        let delayed = w(
+            Payments {
+                callback_delay: Duration::from_millis(20),
+                ..Payments::default()
+            },
+            0.0,
+        );
+        assert!((paid_late_share(&delayed, 40_000.0) - 0.05).abs() < 1e-12);
+        assert!((implied_lateness_us(&delayed, 0.01).unwrap() - 8_000.0).abs() < 1.0);
     }
 
     #[test]

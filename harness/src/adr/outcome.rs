@@ -30,12 +30,20 @@ pub fn decision(t: &Tradeoff) -> Vec<String> {
                 format!(
                     "Chosen option: **{}**. {n} options meet the objective. A difference \
                      between two of them counts only where it is separated (their repetitions' \
-                     ranges, from the same run, do not overlap); on that rule and the priority \
-                     ({priority}), the others leave:",
-                    t.name(c)
+                     ranges, from the same run, do not overlap) and material; on that rule and \
+                     the priority ({priority}{}), the others leave:",
+                    t.name(c),
+                    if t.example_priority {
+                        ", the tool's example"
+                    } else {
+                        ""
+                    }
                 )
             });
             lines.extend(steps(t));
+            if n > 1 {
+                lines.push(format!("\n{}", caveat(t)));
+            }
             let worse = worse_than_others(t, c);
             if worse.is_empty() {
                 lines.push(format!(
@@ -83,17 +91,6 @@ pub fn decision(t: &Tradeoff) -> Vec<String> {
                 names.join(", ")
             ));
             lines.extend(steps(t));
-            if let Some((criterion, missing)) = &t.pick.blocked {
-                for (i, why) in missing {
-                    lines.push(format!(
-                        "- on **{}**, **{}** was not measured ({why}) where the others were: a \
-                         missing figure separates nothing, so the priority stops here; measure \
-                         it in the same run as the others to decide.",
-                        criterion.name(),
-                        t.name(*i)
-                    ));
-                }
-            }
             let exist = differences(t, &t.pick.remaining);
             if exist.is_empty() {
                 lines.push(
@@ -110,42 +107,115 @@ pub fn decision(t: &Tradeoff) -> Vec<String> {
     lines
 }
 
-/// Who left the choice and on what: dominated options first, then each
-/// step of the priority.
+/// Who left the choice and on what: dominated options first (by whom,
+/// on which criterion, with both figures), then each step of the
+/// priority.
 fn steps(t: &Tradeoff) -> Vec<String> {
     let mut lines = Vec::new();
     for (i, by) in &t.pick.dominated {
-        let names: Vec<&str> = by.iter().map(|&j| t.name(j)).collect();
+        let reasons: Vec<String> = by
+            .iter()
+            .flat_map(|&j| {
+                t.columns
+                    .iter()
+                    .filter_map(move |col| match col.compare(j, *i) {
+                        Compared::Better(why) => Some(format!(
+                            "**{}** on {}: {} against {}; {why}",
+                            t.name(j),
+                            col.criterion.name(),
+                            col.readings[j].text(),
+                            col.readings[*i].text()
+                        )),
+                        _ => None,
+                    })
+            })
+            .collect();
         lines.push(format!(
-            "- **{}** leaves first, dominated: {} {} separated from it for the better on some \
-             criterion, and it is separated for the better on none.",
+            "- **{}** leaves first, dominated (separated for the worse, and for the better on \
+             no criterion): {}.",
             t.name(*i),
-            names.join(" and "),
-            if names.len() == 1 { "is" } else { "are" }
+            if reasons.is_empty() {
+                "through a chain of other options that dominate one another".into()
+            } else {
+                reasons.join("; ")
+            }
         ));
     }
     for step in &t.pick.steps {
         let col = t.column(step.criterion);
-        for (i, by, why) in &step.left {
-            lines.push(match by {
-                Some(j) => format!(
-                    "- on **{}** ({}): **{}** {} against **{}** {}; {why}: it leaves.",
-                    step.criterion.name(),
-                    col.from,
-                    t.name(*i),
-                    col.readings[*i].text(),
-                    t.name(*j),
-                    col.readings[*j].text()
-                ),
-                None => format!(
-                    "- on **{}**: **{}** leaves, {why}: it cannot be shown to be as good.",
-                    step.criterion.name(),
-                    t.name(*i)
-                ),
-            });
+        for (i, j, why) in &step.left {
+            lines.push(format!(
+                "- on **{}** ({}): **{}** {} against **{}** {}; {why}: it leaves.",
+                step.criterion.name(),
+                col.from,
+                t.name(*i),
+                col.readings[*i].text(),
+                t.name(*j),
+                col.readings[*j].text()
+            ));
+        }
+    }
+    if let Some((criterion, missing)) = &t.pick.blocked {
+        for (i, why) in missing {
+            lines.push(format!(
+                "- on **{}**, **{}** was not measured ({why}) where the others were: a missing \
+                 figure separates nothing, so the priority stops here; measure it in the same \
+                 run as the others to decide.",
+                criterion.name(),
+                t.name(*i)
+            ));
         }
     }
     lines
+}
+
+/// How many pairwise comparisons could have separated two options (both
+/// measured with enough repetitions), and the chance that at least one of
+/// them separated by luck alone if none differed (each 1 in 10 at 3
+/// against 3; taken as independent).
+fn family(t: &Tradeoff) -> (usize, f64) {
+    let n = t.options.len();
+    let mut k = 0;
+    let mut none_by_luck = 1.0;
+    for col in &t.columns {
+        for a in 0..n {
+            for b in a + 1..n {
+                let (Some(x), Some(y)) = (col.readings[a].measured(), col.readings[b].measured())
+                else {
+                    continue;
+                };
+                if let (Some(p), Some(q)) = (x.repetitions, y.repetitions) {
+                    if p >= super::separation::MIN_REPETITIONS
+                        && q >= super::separation::MIN_REPETITIONS
+                        && !x.bracket
+                    {
+                        k += 1;
+                        none_by_luck *= 1.0 - 1.0 / super::separation::chance_one_in(p, q) as f64;
+                    }
+                }
+            }
+        }
+    }
+    (k, 1.0 - none_by_luck)
+}
+
+/// What the pick rests on, in a sentence: the priority's origin and the
+/// number of comparisons behind it.
+fn caveat(t: &Tradeoff) -> String {
+    let (k, luck) = family(t);
+    format!(
+        "{}{k} comparisons could have separated two options here; with that many, the chance \
+         that at least one separation above is luck alone, were no option different, is about \
+         {:.0} %: read the chance beside each deciding one, and rerun with more repetitions \
+         before relying on a single 1-in-10.",
+        if t.example_priority {
+            "This rests on the tool's example priority, not yours: set `--prefer` (or `prefer` \
+             in `--slo`) to what matters to you. "
+        } else {
+            ""
+        },
+        luck * 100.0
+    )
 }
 
 /// Each criterion where another option that meets the objective is

@@ -11,16 +11,27 @@
 //!   text says so beside every separation.
 //! - An exact figure (the services an option needs) has no noise: any
 //!   difference counts.
+//! - A separated difference counts only when it is material: at least the
+//!   column's [`Material`] difference (for lateness a share of the
+//!   objective's own bound: 0.8 ms under a 2 s objective is no reason to
+//!   choose).
+//! - A rate sweep's maximum is a bracket (the highest rate every
+//!   repetition held, the lowest one did not): two separate only when one
+//!   held every repetition at a rate where the other failed, with at least
+//!   [`MIN_REPETITIONS`] repetitions a step.
 //! - A figure not measured for an option is never a pass and never
 //!   borrowed: it is "not measured", and that option can neither beat nor
 //!   be beaten on it.
 //!
-//! The pick ([`pick`]) starts from the options no other one dominates (the
-//! Pareto set: better on some criterion, worse on none, every criterion
-//! measured for both), then applies the user's priority criterion by
-//! criterion: an option that another remaining one beats, or that is not
-//! measured where others are, leaves. It picks only when one option
-//! remains; otherwise it says that nothing measured separates them.
+//! The pick ([`pick`]) starts from the options no chain of domination
+//! reaches from outside (the Pareto set, with dominance followed through
+//! chains, so a cycle of non-transitive ties keeps its members rather
+//! than ruling out every option), then applies the user's priority
+//! criterion by criterion: an option another remaining one beats leaves.
+//! A priority criterion not measured for some remaining option while
+//! measured for others stops the pick (a missing figure separates
+//! nothing). It picks only when one option remains; otherwise it says
+//! that nothing measured separates them.
 
 pub use crate::model::summary::{chance_one_in, MIN_REPETITIONS};
 
@@ -98,6 +109,9 @@ pub struct Measured {
     pub high: f64,
     /// Repetitions behind the range; `None` for an exact figure.
     pub repetitions: Option<u32>,
+    /// The range is a sweep's bracket (held..failed), not repetitions'
+    /// spread: no chance of a false separation applies to it.
+    pub bracket: bool,
     /// The figure as the draft prints it (a link to its JSON).
     pub text: String,
 }
@@ -109,7 +123,39 @@ impl Measured {
             median: value,
             high: value,
             repetitions: None,
+            bracket: false,
             text,
+        }
+    }
+}
+
+/// The smallest difference between two medians that counts, beside their
+/// separation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Material {
+    /// Any separated difference.
+    Any,
+    /// At least this much, in the figure's unit, with its words.
+    Absolute(f64, String),
+    /// At least this share of the smaller figure.
+    Relative(f64),
+}
+
+impl Material {
+    fn holds(&self, a: f64, b: f64) -> bool {
+        let d = (a - b).abs();
+        match self {
+            Material::Any => true,
+            Material::Absolute(x, _) => d >= *x,
+            Material::Relative(share) => d >= share * a.abs().min(b.abs()),
+        }
+    }
+
+    pub fn words(&self) -> String {
+        match self {
+            Material::Any => "any".into(),
+            Material::Absolute(_, words) => words.clone(),
+            Material::Relative(share) => format!("{:.0} % of the smaller", share * 100.0),
         }
     }
 }
@@ -148,8 +194,9 @@ pub enum Compared {
     Unknown(String),
 }
 
-/// `a` against `b` on a criterion where higher is better or not.
-pub fn compare(higher_is_better: bool, a: &Reading, b: &Reading) -> Compared {
+/// `a` against `b` on a criterion where higher is better or not, a
+/// difference counting only from `material` up.
+pub fn compare(higher_is_better: bool, a: &Reading, b: &Reading, material: &Material) -> Compared {
     let (a, b) = match (a, b) {
         (Reading::Measured(a), Reading::Measured(b)) => (a, b),
         (Reading::NotMeasured(why), _) | (_, Reading::NotMeasured(why)) => {
@@ -157,14 +204,19 @@ pub fn compare(higher_is_better: bool, a: &Reading, b: &Reading) -> Compared {
         }
     };
     let a_better = |above: bool| if higher_is_better { above } else { !above };
+    let verdict = |a_above: bool, why: String| {
+        if a_better(a_above) {
+            Compared::Better(why)
+        } else {
+            Compared::Worse(why)
+        }
+    };
     match (a.repetitions, b.repetitions) {
         (None, None) => {
             if a.median == b.median {
                 Compared::Tie("the same".into())
-            } else if a_better(a.median > b.median) {
-                Compared::Better("exact figures".into())
             } else {
-                Compared::Worse("exact figures".into())
+                verdict(a.median > b.median, "exact figures".into())
             }
         }
         (Some(n), Some(m)) => {
@@ -174,25 +226,38 @@ pub fn compare(higher_is_better: bool, a: &Reading, b: &Reading) -> Compared {
                      separate two options"
                 ));
             }
-            let why = format!(
-                "ranges of {n} and {m} repetitions do not overlap (by chance alone 1 in {})",
-                chance_one_in(n, m)
-            );
-            if a.low > b.high {
-                if a_better(true) {
-                    Compared::Better(why)
-                } else {
-                    Compared::Worse(why)
-                }
+            let apart = if a.low > b.high {
+                Some(true)
             } else if a.high < b.low {
-                if a_better(false) {
-                    Compared::Better(why)
-                } else {
-                    Compared::Worse(why)
-                }
+                Some(false)
             } else {
-                Compared::Tie(format!("the ranges of {n} and {m} repetitions overlap"))
+                None
+            };
+            let Some(a_above) = apart else {
+                return Compared::Tie(if a.bracket || b.bracket {
+                    "their brackets (held..failed) overlap".into()
+                } else {
+                    format!("the ranges of {n} and {m} repetitions overlap")
+                });
+            };
+            if !material.holds(a.median, b.median) {
+                return Compared::Tie(format!(
+                    "separated, but by less than the material difference ({})",
+                    material.words()
+                ));
             }
+            let why = if a.bracket || b.bracket {
+                format!(
+                    "one held every repetition ({n} and {m} a step) at a rate where the other \
+                     failed"
+                )
+            } else {
+                format!(
+                    "ranges of {n} and {m} repetitions do not overlap (by chance alone 1 in {})",
+                    chance_one_in(n, m)
+                )
+            };
+            verdict(a_above, why)
         }
         // An exact figure against a measured one: not the same kind.
         _ => Compared::Unknown("an exact figure against a measured one".into()),
@@ -206,6 +271,8 @@ pub struct Column {
     /// Where the readings come from, in words (the run, the figure, its
     /// rate), or why none could be read.
     pub from: String,
+    /// The smallest difference that counts.
+    pub material: Material,
     /// One per option, in the trade-off's order.
     pub readings: Vec<Reading>,
 }
@@ -216,6 +283,7 @@ impl Column {
             self.criterion.higher_is_better(),
             &self.readings[a],
             &self.readings[b],
+            &self.material,
         )
     }
 }
@@ -241,8 +309,7 @@ pub fn dominates(columns: &[Column], a: usize, b: usize) -> bool {
     better
 }
 
-/// For every option, the options that dominate it (empty: in the Pareto
-/// set).
+/// For every option, the options that dominate it directly.
 pub fn dominated_by(columns: &[Column], options: usize) -> Vec<Vec<usize>> {
     (0..options)
         .map(|b| {
@@ -253,13 +320,41 @@ pub fn dominated_by(columns: &[Column], options: usize) -> Vec<Vec<usize>> {
         .collect()
 }
 
+/// The Pareto set with dominance followed through chains: an option stays
+/// unless some option reaches it by a chain of dominations and it does not
+/// reach that one back. Ties are not transitive, so dominance can run in a
+/// cycle (A over B over C over A); the cycle's members then stay together
+/// instead of ruling out every option. Never empty for a non-empty set.
+pub fn undominated(by: &[Vec<usize>]) -> Vec<usize> {
+    let n = by.len();
+    // reach[a][b]: a chain of dominations leads from a to b.
+    let mut reach = vec![vec![false; n]; n];
+    for (b, doms) in by.iter().enumerate() {
+        for &a in doms {
+            reach[a][b] = true;
+        }
+    }
+    for k in 0..n {
+        let through = reach[k].clone();
+        for row in reach.iter_mut() {
+            if row[k] {
+                for (b, r) in row.iter_mut().enumerate() {
+                    *r |= through[b];
+                }
+            }
+        }
+    }
+    (0..n)
+        .filter(|&i| !(0..n).any(|j| j != i && reach[j][i] && !reach[i][j]))
+        .collect()
+}
+
 /// One step of the pick: the criterion applied and who left, with why.
 #[derive(Debug, Clone)]
 pub struct Step {
     pub criterion: Criterion,
-    /// Each option that left: the option that beat it (none: it was not
-    /// measured where others were) and why.
-    pub left: Vec<(usize, Option<usize>, String)>,
+    /// Each option that left: the option that beat it, and how.
+    pub left: Vec<(usize, usize, String)>,
 }
 
 /// What the priority made of the options.
@@ -282,13 +377,11 @@ pub struct Pick {
 /// Applies `priority` to the options of `columns` (`options` of them).
 pub fn pick(columns: &[Column], options: usize, priority: &[Criterion]) -> Pick {
     let by = dominated_by(columns, options);
-    let dominated: Vec<(usize, Vec<usize>)> = by
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| !d.is_empty())
-        .map(|(i, d)| (i, d.clone()))
+    let mut remaining = undominated(&by);
+    let dominated: Vec<(usize, Vec<usize>)> = (0..options)
+        .filter(|i| !remaining.contains(i))
+        .map(|i| (i, by[i].clone()))
         .collect();
-    let mut remaining: Vec<usize> = (0..options).filter(|i| by[*i].is_empty()).collect();
     let mut steps = Vec::new();
     let mut blocked = None;
     for &criterion in priority {
@@ -318,7 +411,7 @@ pub fn pick(columns: &[Column], options: usize, priority: &[Criterion]) -> Pick 
                 Compared::Better(why) if j != i => Some((j, why)),
                 _ => None,
             }) {
-                left.push((i, Some(j), why));
+                left.push((i, j, why));
             }
         }
         // Never every one: non-transitive ties cannot empty the set, but
@@ -350,6 +443,7 @@ mod tests {
             median: (low + high) / 2.0,
             high,
             repetitions: Some(reps),
+            bracket: false,
             text: format!("{low}–{high}"),
         })
     }
@@ -362,6 +456,7 @@ mod tests {
         Column {
             criterion,
             from: "one run".into(),
+            material: Material::Any,
             readings,
         }
     }
@@ -371,22 +466,31 @@ mod tests {
         // Lower is better for lateness.
         let a = range(2.0, 2.2, 3);
         let b = range(2.1, 23.4, 3);
-        assert!(matches!(compare(false, &a, &b), Compared::Tie(_)));
+        assert!(matches!(
+            compare(false, &a, &b, &Material::Any),
+            Compared::Tie(_)
+        ));
         let c = range(2.9, 3.1, 3);
-        match compare(false, &a, &c) {
+        match compare(false, &a, &c, &Material::Any) {
             Compared::Better(why) => assert!(why.contains("1 in 10"), "{why}"),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(compare(false, &c, &a), Compared::Worse(_)));
+        assert!(matches!(
+            compare(false, &c, &a, &Material::Any),
+            Compared::Worse(_)
+        ));
         // Higher is better for capacity.
-        assert!(matches!(compare(true, &c, &a), Compared::Better(_)));
+        assert!(matches!(
+            compare(true, &c, &a, &Material::Any),
+            Compared::Better(_)
+        ));
     }
 
     #[test]
     fn two_repetitions_never_separate() {
         let a = range(1.0, 1.1, 2);
         let b = range(5.0, 5.1, 3);
-        match compare(false, &a, &b) {
+        match compare(false, &a, &b, &Material::Any) {
             Compared::Tie(why) => assert!(why.contains("at least 3"), "{why}"),
             other => panic!("{other:?}"),
         }
@@ -396,8 +500,14 @@ mod tests {
     fn a_missing_figure_is_unknown_never_a_pass() {
         let a = range(1.0, 1.1, 3);
         let missing = Reading::NotMeasured("it did not run in busy".into());
-        assert!(matches!(compare(false, &a, &missing), Compared::Unknown(_)));
-        assert!(matches!(compare(false, &missing, &a), Compared::Unknown(_)));
+        assert!(matches!(
+            compare(false, &a, &missing, &Material::Any),
+            Compared::Unknown(_)
+        ));
+        assert!(matches!(
+            compare(false, &missing, &a, &Material::Any),
+            Compared::Unknown(_)
+        ));
         // It cannot be dominated on what it lacks, nor dominate.
         let columns = vec![column(Criterion::Lateness, vec![a, missing])];
         assert!(!dominates(&columns, 0, 1));
@@ -462,6 +572,115 @@ mod tests {
         // Then services cannot part them either.
         let p = pick(&columns, 3, &[Criterion::Lateness, Criterion::Services]);
         assert_eq!(p.chosen, None);
+    }
+
+    #[test]
+    fn a_cycle_of_dominations_keeps_its_members_instead_of_ruling_out_all() {
+        // Non-transitive ties: 0 over 1 on x, 1 over 2 on y, 2 over 0 on z,
+        // each other pair a tie there.
+        let columns = vec![
+            column(
+                Criterion::Lateness,
+                vec![range(1.0, 2.0, 3), range(3.0, 4.0, 3), range(1.5, 3.5, 3)],
+            ),
+            column(
+                Criterion::Cpu,
+                vec![range(1.5, 3.5, 3), range(1.0, 2.0, 3), range(3.0, 4.0, 3)],
+            ),
+            column(
+                Criterion::Capacity,
+                vec![range(1.0, 2.0, 3), range(1.5, 3.5, 3), range(3.0, 4.0, 3)],
+            ),
+        ];
+        let by = dominated_by(&columns, 3);
+        assert!(by.iter().all(|d| d.len() == 1), "a cycle: {by:?}");
+        let p = pick(&columns, 3, &[Criterion::Lateness]);
+        assert!(!p.remaining.is_empty());
+        assert_eq!(undominated(&by), [0, 1, 2]);
+        // Below the cycle, a fourth option every one of them beats leaves.
+        let mut columns = columns;
+        for c in &mut columns {
+            let worse = if c.criterion.higher_is_better() {
+                range(0.1, 0.2, 3)
+            } else {
+                range(9.0, 9.5, 3)
+            };
+            c.readings.push(worse);
+        }
+        let by = dominated_by(&columns, 4);
+        assert_eq!(undominated(&by), [0, 1, 2]);
+    }
+
+    #[test]
+    fn a_separated_difference_smaller_than_the_material_one_is_a_tie() {
+        let a = range(2.06, 2.10, 3);
+        let b = range(2.69, 3.02, 3);
+        let twenty_ms = Material::Absolute(20.0, "20 ms".into());
+        match compare(false, &a, &b, &twenty_ms) {
+            Compared::Tie(why) => assert!(why.contains("material difference (20 ms)"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            compare(false, &a, &b, &Material::Relative(0.1)),
+            Compared::Better(_)
+        ));
+        assert!(matches!(
+            compare(
+                false,
+                &range(100.0, 101.0, 3),
+                &range(105.0, 106.0, 3),
+                &Material::Relative(0.1)
+            ),
+            Compared::Tie(_)
+        ));
+    }
+
+    #[test]
+    fn sweep_brackets_separate_only_when_one_held_where_the_other_failed() {
+        let bracket = |held: f64, failed: f64, reps: u32| {
+            Reading::Measured(Measured {
+                low: held,
+                median: held,
+                high: failed,
+                repetitions: Some(reps),
+                bracket: true,
+                text: String::new(),
+            })
+        };
+        // 2200 held where 1800 failed, 3 repetitions a step.
+        match compare(
+            true,
+            &bracket(2200.0, 2400.0, 3),
+            &bracket(1600.0, 1800.0, 3),
+            &Material::Any,
+        ) {
+            Compared::Better(why) => {
+                assert!(
+                    why.contains("held every repetition") && !why.contains("chance"),
+                    "{why}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        // Adjacent brackets, or two repetitions a step: no difference.
+        assert!(matches!(
+            compare(
+                true,
+                &bracket(1800.0, 2000.0, 3),
+                &bracket(1600.0, 1800.0, 3),
+                &Material::Any
+            ),
+            Compared::Tie(_)
+        ));
+        assert!(matches!(
+            compare(
+                true,
+                &bracket(2200.0, 2400.0, 2),
+                &bracket(1600.0, 1800.0, 2),
+                &Material::Any
+            ),
+            Compared::Tie(_)
+        ));
     }
 
     #[test]

@@ -11,13 +11,14 @@
 //! sweep.
 
 use super::evidence::{ms_text, Body, FaultTally, Figure, Source};
+use super::objective::{Objective, Origin};
 use super::reading::samples_needed;
-use super::separation::{self, Column, Criterion, Measured, Pick, Reading};
+use super::separation::{self, Column, Criterion, Material, Measured, Pick, Reading};
 use super::sla::{pct_name, Condition};
 use super::study::Eval;
 use crate::model::lateness::Pct;
 use crate::model::records::Recovery;
-use crate::model::summary::{CpuSpread, Summary};
+use crate::model::summary::Summary;
 use std::path::Path;
 
 /// The options that meet the objective, each criterion read from one run,
@@ -26,6 +27,8 @@ pub struct Tradeoff<'a> {
     pub options: Vec<&'a Eval>,
     pub columns: Vec<Column>,
     pub priority: Vec<Criterion>,
+    /// The priority is the tool's example, not the user's.
+    pub example_priority: bool,
     pub pick: Pick,
     /// The run without faults lateness and CPU are read from (its label).
     pub normal_run: Option<String>,
@@ -35,11 +38,11 @@ impl<'a> Tradeoff<'a> {
     pub fn new(
         sources: &[Source],
         options: Vec<&'a Eval>,
-        priority: &[Criterion],
+        objective: &Objective,
         base: &Path,
     ) -> Tradeoff<'a> {
         let normal = widest(sources, Condition::Normal, &options);
-        let columns = vec![
+        let mut columns = vec![
             services(&options),
             lateness(normal, &options, base),
             capacity(
@@ -56,11 +59,15 @@ impl<'a> Tradeoff<'a> {
                 base,
             ),
         ];
-        let pick = separation::pick(&columns, options.len(), priority);
+        for c in &mut columns {
+            c.material = objective.material(c.criterion, &c.from);
+        }
+        let pick = separation::pick(&columns, options.len(), &objective.prefer);
         Tradeoff {
             options,
             columns,
-            priority: priority.to_vec(),
+            priority: objective.prefer.clone(),
+            example_priority: objective.prefer_from == Origin::Example,
             pick,
             normal_run: normal.map(|s| s.label.clone()),
         }
@@ -125,6 +132,7 @@ fn none_of(options: &[&Eval], why: &str) -> Vec<Reading> {
 
 fn services(options: &[&Eval]) -> Column {
     Column {
+        material: Material::Any,
         criterion: Criterion::Services,
         from: "what each option needs (exact: no noise)".into(),
         readings: options
@@ -205,6 +213,7 @@ fn range_of(
         }
     };
     Some(Measured {
+        bracket: false,
         low,
         median,
         high,
@@ -216,6 +225,7 @@ fn range_of(
 fn lateness(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
     let Some(source) = source else {
         return Column {
+            material: Material::Any,
             criterion: Criterion::Lateness,
             from: "no run without faults ran these options".into(),
             readings: none_of(options, "no run without faults"),
@@ -223,6 +233,7 @@ fn lateness(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
     };
     let Some((pct, fewest)) = common_percentile(source, options) else {
         return Column {
+            material: Material::Any,
             criterion: Criterion::Lateness,
             from: format!(
                 "{}: too few cancels a repetition for any percentile",
@@ -250,6 +261,7 @@ fn lateness(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
         })
         .collect();
     Column {
+        material: Material::Any,
         criterion: Criterion::Lateness,
         from: format!(
             "{name} lateness of each repetition in {} ({} orders/s; at least {fewest} cancels a \
@@ -286,6 +298,7 @@ fn cpu(source: Option<&Source>, options: &[&Eval], base: &Path, scope: Scope) ->
     };
     let Some(source) = source else {
         return Column {
+            material: Material::Any,
             criterion,
             from: "no run without faults ran these options".into(),
             readings: none_of(options, "no run without faults"),
@@ -299,7 +312,20 @@ fn cpu(source: Option<&Source>, options: &[&Eval], base: &Path, scope: Scope) ->
             };
             let reps = s.repetitions(&source.dir.join(e.name.as_str()));
             let in_scope = |k: &str| scope == Scope::All || DATABASES.contains(&k);
-            let Some(cpu) = CpuSpread::of(&reps, in_scope) else {
+            if scope == Scope::Database
+                && !reps.iter().any(|r| {
+                    r.cpu.as_ref().is_some_and(|c| {
+                        c.by_service.keys().any(|k| DATABASES.contains(&k.as_str()))
+                    })
+                })
+            {
+                return Reading::NotMeasured(format!(
+                    "{}: no database server's CPU was read (SQLite runs inside the workers: \
+                     its CPU is theirs)",
+                    source.label
+                ));
+            }
+            let Some(cpu) = Summary::cpu_spread(&reps, in_scope) else {
                 return Reading::NotMeasured(format!(
                     "{}: a repetition lacks the CPU of the services or of the workers",
                     source.label
@@ -338,6 +364,7 @@ fn cpu(source: Option<&Source>, options: &[&Eval], base: &Path, scope: Scope) ->
                 ),
             };
             Reading::Measured(Measured {
+                bracket: false,
                 low,
                 median: mid,
                 high,
@@ -347,6 +374,7 @@ fn cpu(source: Option<&Source>, options: &[&Eval], base: &Path, scope: Scope) ->
         })
         .collect();
     Column {
+        material: Material::Any,
         criterion,
         from: format!(
             "µs of CPU per cancel in {} ({} orders/s), each repetition: {}",
@@ -370,6 +398,7 @@ fn cpu(source: Option<&Source>, options: &[&Eval], base: &Path, scope: Scope) ->
 fn capacity(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
     let Some(source) = source else {
         return Column {
+            material: Material::Any,
             criterion: Criterion::Capacity,
             from: "no rate sweep ran these options".into(),
             readings: none_of(options, "no rate sweep"),
@@ -392,7 +421,8 @@ fn capacity(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
                 .min()
                 .unwrap_or(1);
             let key = format!("strategies[strategy={}]", e.name);
-            let high = sw.first_failed_rate.unwrap_or(max);
+            // Every rate offered held: the maximum is open-ended.
+            let high = sw.first_failed_rate.unwrap_or(f64::INFINITY);
             let mut figure = Figure::new(
                 format!("{max:.0} orders/s"),
                 file.clone(),
@@ -408,6 +438,7 @@ fn capacity(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
             }
             text_tail += &format!(", {reps} repetitions a step");
             Reading::Measured(Measured {
+                bracket: true,
                 low: max,
                 median: max,
                 high,
@@ -417,6 +448,7 @@ fn capacity(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
         })
         .collect();
     Column {
+        material: Material::Any,
         criterion: Criterion::Capacity,
         from: format!(
             "{} (a rate sweep): the maximum lies between the highest rate every repetition held \
@@ -432,6 +464,7 @@ fn capacity(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
 fn faults(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
     let Some(source) = source else {
         return Column {
+            material: Material::Any,
             criterion: Criterion::Faults,
             from: "no fault run ran these options".into(),
             readings: none_of(options, "no fault run"),
@@ -446,10 +479,13 @@ fn faults(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
             let t = FaultTally::of(s);
             let file = source.summary_file(e.name.as_str());
             let anomalies = s.anomalies.total();
+            // Faults survived: those that hit it, where nothing broke.
+            let survived = if anomalies == 0 { t.hit as f64 } else { 0.0 };
             Reading::Measured(Measured {
-                low: t.hit as f64,
-                median: t.hit as f64,
-                high: t.hit as f64,
+                bracket: false,
+                low: survived,
+                median: survived,
+                high: survived,
                 repetitions: Some(1),
                 text: format!(
                     "{}; {} anomal{} ([summary]({}))",
@@ -462,6 +498,7 @@ fn faults(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
         })
         .collect();
     Column {
+        material: Material::Any,
         criterion: Criterion::Faults,
         from: format!(
             "{} (a fault run), one trial: where a fault lands decides what it reaches, so a count \
@@ -477,6 +514,7 @@ fn faults(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
 fn recovery(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
     let Some(source) = source else {
         return Column {
+            material: Material::Any,
             criterion: Criterion::Recovery,
             from: "no backlog sweep ran these options".into(),
             readings: none_of(options, "no backlog sweep"),
@@ -491,43 +529,71 @@ fn recovery(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
             };
             let found = sw.steps.iter().rev().find_map(|step| {
                 let b = step.backlog.as_ref()?;
-                let r: &Recovery = b.recovery.iter().max_by(|a, b| {
-                    a.cancelling_again_s
-                        .unwrap_or(f64::MAX)
-                        .total_cmp(&b.cancelling_again_s.unwrap_or(f64::MAX))
-                })?;
+                // The worst restart: one that lost a probe or never
+                // cancelled again before any that merely took longer.
+                let worst = |r: &Recovery| {
+                    if r.probes_cancelled < r.probes {
+                        f64::MAX
+                    } else {
+                        r.cancelling_again_s.unwrap_or(f64::MAX)
+                    }
+                };
+                let r: &Recovery = b
+                    .recovery
+                    .iter()
+                    .max_by(|a, b| worst(a).total_cmp(&worst(b)))?;
                 Some((step, r))
             });
             let Some((step, r)) = found else {
                 return Reading::NotMeasured(format!("no restart in {}", source.label));
             };
-            let Some(secs) = r.cancelling_again_s else {
-                return Reading::NotMeasured(format!(
-                    "not cancelling again after the {} restart",
-                    r.what
-                ));
+            // A restart that lost a probe order, or never cancelled again,
+            // is no recovery, however fast: the worst value, said so.
+            let lost = r.probes.saturating_sub(r.probes_cancelled);
+            let (value, verdict) = match r.cancelling_again_s {
+                _ if lost > 0 => (
+                    f64::INFINITY,
+                    format!("**no recovery**: {lost} of {} probe orders lost", r.probes),
+                ),
+                None => (
+                    f64::INFINITY,
+                    "**no recovery** within the limit".to_string(),
+                ),
+                Some(secs) => (secs, String::new()),
             };
             let key = format!(
                 "{}.backlog.recovery[what={}].cancelling_again_s",
                 super::reading::step_key(sw, step),
                 r.what
             );
-            let figure = Figure::new(format!("{secs:.1} s"), file.clone(), &key, secs);
+            let shown = match r.cancelling_again_s {
+                Some(secs) => {
+                    Figure::new(format!("{secs:.1} s"), file.clone(), &key, secs).render(base)
+                }
+                None => "-".into(),
+            };
             Reading::Measured(Measured {
-                low: secs,
-                median: secs,
-                high: secs,
+                bracket: false,
+                low: value,
+                median: value,
+                high: value,
                 repetitions: Some(1),
                 text: format!(
-                    "{} after the {} restart, {} pending",
-                    figure.render(base),
+                    "{shown}{} after the {} restart ({}), {} pending",
+                    if verdict.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {verdict}")
+                    },
                     r.what,
+                    r.how,
                     step.pending.unwrap_or(0)
                 ),
             })
         })
         .collect();
     Column {
+        material: Material::Any,
         criterion: Criterion::Recovery,
         from: format!(
             "{} (a backlog sweep), one trial, the slowest restart at the largest backlog",

@@ -1,7 +1,6 @@
 //! CPU per cancel over a strategy's repetitions, with the one scope every
-//! table uses (see [`Summary::cpu_us_per_cancel_by_service`]).
+//! table uses (see `Summary::cpu_us_per_cancel_by_service`).
 
-use super::result::Summary;
 use super::spread::Spread;
 use std::collections::BTreeMap;
 
@@ -17,15 +16,23 @@ pub struct CpuSpread {
 }
 
 impl CpuSpread {
-    /// `None` unless every repetition of `reps` has the CPU of its
-    /// services and workers.
-    pub fn of(reps: &[Summary], in_scope: impl Fn(&str) -> bool) -> Option<CpuSpread> {
-        let by: Vec<BTreeMap<String, f64>> = reps
-            .iter()
-            .filter_map(Summary::cpu_us_per_cancel_by_service)
+    /// From each repetition's CPU per cancel by service (`by`, see
+    /// [`Summary::cpu_us_per_cancel_by_service`]; `None` where one lacked
+    /// it), the services `in_scope` keeps: `None` unless every repetition
+    /// has it.
+    ///
+    /// [`Summary::cpu_us_per_cancel_by_service`]: super::Summary::cpu_us_per_cancel_by_service
+    pub fn of(
+        by: Vec<Option<BTreeMap<String, f64>>>,
+        in_scope: impl Fn(&str) -> bool,
+    ) -> Option<CpuSpread> {
+        let reps = by.len();
+        let by: Vec<BTreeMap<String, f64>> = by
+            .into_iter()
+            .flatten()
             .map(|b| b.into_iter().filter(|(k, _)| in_scope(k)).collect())
             .collect();
-        if by.is_empty() || by.len() != reps.len() {
+        if by.is_empty() || by.len() != reps {
             return None;
         }
         let sums: Vec<f64> = by.iter().map(|b| b.values().sum()).collect();

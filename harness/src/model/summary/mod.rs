@@ -15,7 +15,6 @@ mod warnings;
 
 pub use aggregate::{aggregate, figures};
 pub use cost::{canceller_rows_method, server_rows_source, Cost, MeasurementCost};
-pub use cpu_spread::CpuSpread;
 pub use result::{twin_folder, DatabaseInfo, Status, Summary};
 pub use spread::{chance_one_in, Spread, MIN_REPETITIONS};
 // Code outside builds a summary's repetitions only in tests.

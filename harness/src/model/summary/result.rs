@@ -2,6 +2,7 @@
 //! its data lives, and every figure the run measured.
 
 use super::cost::Cost;
+use super::cpu_spread::CpuSpread;
 use super::spread::Repeats;
 use crate::faults::{FaultLoss, FaultRecord};
 use crate::model::cpu::CpuUse;
@@ -223,6 +224,17 @@ impl Summary {
         }
     }
 
+    /// CPU per cancel with the one scope over repetitions `reps`, the
+    /// services `in_scope` keeps (see [`CpuSpread::of`]).
+    pub fn cpu_spread(reps: &[Summary], in_scope: impl Fn(&str) -> bool) -> Option<CpuSpread> {
+        CpuSpread::of(
+            reps.iter()
+                .map(Summary::cpu_us_per_cancel_by_service)
+                .collect(),
+            in_scope,
+        )
+    }
+
     /// The sum of [`Summary::cpu_us_per_cancel_by_service`].
     pub fn cpu_all_us_per_cancel(&self) -> Option<f64> {
         self.cpu_us_per_cancel_by_service()
@@ -311,7 +323,7 @@ impl Summary {
             return;
         }
         let reps = self.repetitions(dir);
-        if let Some(cpu) = super::CpuSpread::of(&reps, |_| true) {
+        if let Some(cpu) = Summary::cpu_spread(&reps, |_| true) {
             let r = self.repeats.as_mut().expect("checked above");
             r.figures.insert(KEY.into(), cpu.sum);
             r.derived.push(KEY.into());

@@ -72,12 +72,14 @@ impl Spread {
 pub const MIN_REPETITIONS: u32 = 3;
 
 /// With no real difference, two ranges of `n` and `m` repetitions fail to
-/// overlap by chance with probability 2 / C(n+m, n): "1 in C(n+m, n)/2".
+/// overlap by chance with probability 2 / C(n+m, n): "1 in C(n+m, n)/2",
+/// rounded down so the chance never reads smaller than it is (2 in 35 is
+/// "1 in 17").
 pub fn chance_one_in(n: u32, m: u32) -> u64 {
     let (n, m) = (u64::from(n), u64::from(m));
     let mut c: u64 = 1;
     for k in 1..=n.min(m) {
         c = c * (n + m + 1 - k) / k;
     }
-    c.div_ceil(2)
+    c / 2
 }

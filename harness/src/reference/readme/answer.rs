@@ -4,7 +4,7 @@
 //! without faults, and what the measurement itself cost.
 
 use super::loaded::{Loaded, Set, ADR_FILE};
-use crate::model::summary::{CpuSpread, Status, Summary};
+use crate::model::summary::{Status, Summary};
 use crate::report::{self, as_ms, fig, markdown_table};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
@@ -65,7 +65,7 @@ fn cpu_cell(set: &Set, entry: &str, strategy: &str) -> String {
         return "not run".into();
     };
     let reps = s.repetitions(&set.dir.join(folder).join(strategy));
-    match CpuSpread::of(&reps, |_| true) {
+    match Summary::cpu_spread(&reps, |_| true) {
         Some(c) if c.repetitions > 1 => format!(
             "{:.0} ({:.0}–{:.0}): {}",
             c.sum.median,
