@@ -959,3 +959,50 @@ fn the_objective_is_printed_whole_in_words_before_anything_is_judged() {
     );
     assert!(!drivers.contains("tool's example"), "{drivers}");
 }
+
+/// A fault that acted on something else than its target (a standby, not
+/// the leader) is no evidence that the option survives faults: the draft
+/// says it missed, and a fault run whose only fault missed is no fault run
+/// for that option.
+#[test]
+fn a_fault_that_missed_its_target_is_reported_missed_never_survived() {
+    let root = tempfile::tempdir().unwrap();
+    let missed = {
+        let mut r = partition_record("redis", true);
+        r["reach"] = json!({"kind": "missed-target", "why": "instance 1 was a standby"});
+        r
+    };
+    let chaos = fixture_run(
+        root.path(),
+        "20261201-110000-chaos",
+        vec![partition("redis")],
+        false,
+        &[
+            Strategy {
+                faults: vec![missed],
+                ..quiet("db-timer", (1500, 2.0, 3.0, 4.0, 8.0))
+            },
+            Strategy {
+                faults: vec![partition_record("redis", true)],
+                ..quiet("redis-zset", (1500, 2.0, 500.0, 2100.0, 2500.0))
+            },
+        ],
+    );
+    let file = root.path().join("adr.md");
+    let (draft, evidence) = adr(&[chaos], "faults: p99<=10s,missed=0", &file).unwrap();
+    let timer = row(&evidence, "### faults", "db-timer");
+    assert!(
+        timer.contains("not measured") && timer.contains("1 missed its target"),
+        "{timer}"
+    );
+    assert!(
+        !timer.contains("meets"),
+        "a missed fault was survived: {timer}"
+    );
+    let zset = row(&evidence, "### faults", "redis-zset");
+    assert!(
+        zset.contains("meets") && zset.contains("1 of 1 fault hit"),
+        "{zset}"
+    );
+    assert!(!draft.contains("with db-timer"), "{draft}");
+}
