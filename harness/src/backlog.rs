@@ -9,13 +9,18 @@
 //! - [`holdings`]: what Redis, the broker and the worker processes hold;
 //! - [`recover`]: after the measured run was checked, every instance is
 //!   started afresh, then each service the strategy uses is restarted with
-//!   the scenario's command; each time the clock runs until the strategy
-//!   holds its backlog again and a fresh, already-due probe order is
-//!   cancelled. Probes are created after the checker ran, in their own id
-//!   range, so they never touch the run's figures.
+//!   the scenario's command, planned (Redis saved first, the broker's
+//!   `stop_app`), then unplanned (SIGKILL, nothing saved) where the
+//!   scenario has a kill command; each time the clock runs until the
+//!   strategy holds its backlog again and a fresh, already-due probe order
+//!   is cancelled. A service's restart also has a few probe orders in
+//!   flight through it (scheduled just before, due just after): one never
+//!   cancelled was lost with the schedule, and one cancelled only by the
+//!   fallback scan was rescued, late. Probes are created after the checker
+//!   ran, in their own id range, so they never touch the run's figures.
 
 use crate::instance::{Pool, WorkerSpec};
-use crate::model::records::{Holdings, Recovery};
+use crate::model::records::{Holdings, InFlight, Recovery, RestartKind};
 use crate::scenario::Backlog;
 use anyhow::{Context, Result};
 use std::time::Duration;
@@ -26,11 +31,17 @@ use tokio::time::Instant;
 pub const BACKLOG_FIRST_ID: OrderId = 1 << 36;
 /// Recovery probes take ids from here up, above any backlog or storm.
 pub const PROBE_FIRST_ID: OrderId = 1 << 38;
-/// How long a restart may take to cancel a probe before it is reported as
-/// not recovered.
-const RECOVERY_LIMIT: Duration = Duration::from_secs(180);
 /// A new probe this often while none has been cancelled.
 const PROBE_EVERY: Duration = Duration::from_millis(500);
+/// Probe orders in flight through a service's restart, each due this long
+/// after it was scheduled (a strategy without per-message delays: after
+/// its shortest one): still waiting in the strategy when the restart
+/// command starts, due soon after, during the outage of a slow restart.
+const IN_FLIGHT: u64 = 5;
+const IN_FLIGHT_DUE: Duration = Duration::from_millis(1500);
+/// How long a killed service may take to serve again before the recovery
+/// says it did not come back.
+const BACK_UP_LIMIT: Duration = Duration::from_secs(120);
 
 /// Inserts `n` PENDING orders with ids from `first`, all due `after` from
 /// now (a backlog from [`BACKLOG_FIRST_ID`], a storm from
@@ -287,8 +298,9 @@ fn instances_restart_how(specs: &[WorkerSpec]) -> String {
 }
 
 /// Every instance started afresh, then each service the strategy uses
-/// restarted with the scenario's command, in turn; each timed until the
-/// strategy is cancelling again with its backlog in place.
+/// restarted with the scenario's command, in turn, planned then unplanned;
+/// each timed until the strategy is cancelling again with its backlog in
+/// place.
 pub async fn recover(input: RecoveryInput<'_>) -> Result<Vec<Recovery>> {
     let mut recoveries = Vec::new();
     let mut probe_ids = PROBE_FIRST_ID..;
@@ -301,36 +313,57 @@ pub async fn recover(input: RecoveryInput<'_>) -> Result<Vec<Recovery>> {
         restart_s,
         ..Recovery::default()
     };
-    until_cancelling(&pool, &input, started, &mut probe_ids, &mut first).await?;
+    until_cancelling(&pool, &input, started, &mut probe_ids, &[], &mut first).await?;
     recoveries.push(first);
-    let commands = [
+    let redis = input.backends.redis_url.is_some();
+    let rabbitmq = input.backends.amqp_url.is_some();
+    let b = input.backlog;
+    let restarts = [
+        ("redis", RestartKind::Planned, redis, &b.restart_redis),
         (
-            "redis",
-            input.backends.redis_url.is_some(),
-            &input.backlog.restart_redis,
+            "redis-sigkill",
+            RestartKind::Unplanned,
+            redis,
+            &b.kill_redis,
         ),
         (
             "rabbitmq",
-            input.backends.amqp_url.is_some(),
-            &input.backlog.restart_rabbitmq,
+            RestartKind::Planned,
+            rabbitmq,
+            &b.restart_rabbitmq,
+        ),
+        (
+            "rabbitmq-sigkill",
+            RestartKind::Unplanned,
+            rabbitmq,
+            &b.kill_rabbitmq,
         ),
     ];
-    for (what, used, command) in commands {
+    for (what, kind, used, command) in restarts {
         if !used {
             continue;
         }
         let mut recovery = Recovery {
             what: what.into(),
-            how: command.join(" "),
+            kind,
+            how: command_text(command),
             ..Recovery::default()
         };
         if command.is_empty() {
-            recovery.notes.push(format!(
-                "not restarted: the scenario's `backlog.restart-{what}` is empty"
-            ));
-            recoveries.push(recovery);
+            // A scenario without an unplanned restart has none to report.
+            if kind == RestartKind::Planned {
+                recovery.notes.push(format!(
+                    "not restarted: the scenario's `backlog.restart-{what}` is empty"
+                ));
+                recoveries.push(recovery);
+            }
             continue;
         }
+        // A strategy without per-message delays (rabbit-ttl) is handed
+        // orders due at one of its delays, as every order it takes: one
+        // due in between would wait in the next longer queue.
+        let due = input.probe_wait.unwrap_or(IN_FLIGHT_DUE);
+        let in_flight = put_in_flight(&pool, input.store, &mut probe_ids, due).await;
         let started = Instant::now();
         let status = tokio::process::Command::new(&command[0])
             .args(&command[1..])
@@ -346,29 +379,127 @@ pub async fn recover(input: RecoveryInput<'_>) -> Result<Vec<Recovery>> {
                 .notes
                 .push(format!("the restart command did not run: {e}")),
         }
-        until_cancelling(&pool, &input, started, &mut probe_ids, &mut recovery).await?;
+        if kind == RestartKind::Unplanned && !back_up(input.backends, what).await {
+            let service = what.trim_end_matches("-sigkill");
+            tracing::error!(
+                "{service} did not serve again within {} s of its kill command; \
+                 start it again (scripts/services.sh {service})",
+                BACK_UP_LIMIT.as_secs()
+            );
+            recovery.notes.push(format!(
+                "{service} did not serve again within {} s of the command",
+                BACK_UP_LIMIT.as_secs()
+            ));
+        }
+        until_cancelling(
+            &pool,
+            &input,
+            started,
+            &mut probe_ids,
+            &in_flight,
+            &mut recovery,
+        )
+        .await?;
+        if let Some(f) = recovery.in_flight.as_mut() {
+            f.due_after_ms = due.as_millis() as u64;
+        }
         recoveries.push(recovery);
     }
     pool.stop().await?;
     Ok(recoveries)
 }
 
+/// A restart command on one line, for the record: its words, a script's
+/// lines joined by `; `.
+fn command_text(command: &[String]) -> String {
+    command
+        .iter()
+        .map(|word| {
+            word.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// [`IN_FLIGHT`] probe orders scheduled on `pool` (each returned, or a
+/// few seconds passed), due `due` after: their ids and deadlines. A probe
+/// the database refused is left out.
+async fn put_in_flight(
+    pool: &Pool,
+    store: &OrderStore,
+    probe_ids: &mut std::ops::RangeFrom<OrderId>,
+    due: Duration,
+) -> Vec<(OrderId, Micros)> {
+    let mut orders = Vec::new();
+    for _ in 0..IN_FLIGHT {
+        let id = probe_ids.next().expect("unbounded");
+        let created = now_us();
+        let order = NewOrder {
+            id,
+            sku: 1,
+            qty: 1,
+            created_at_us: created,
+            expire_at_us: created + due.as_micros() as Micros,
+        };
+        if store.create_order(&order).await.is_ok() {
+            pool.schedule(id, order.expire_at_us, now_us());
+            orders.push((id, order.expire_at_us));
+        }
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(5), pool.barrier()).await;
+    orders
+}
+
+/// Whether the killed service (`what`) serves again, waited for up to
+/// [`BACK_UP_LIMIT`]: Redis answers, the broker's holdings read (`rabbitmqctl` or
+/// its management API).
+async fn back_up(backends: &Backends, what: &str) -> bool {
+    let limit = Instant::now() + BACK_UP_LIMIT;
+    while Instant::now() < limit {
+        let up = match what {
+            "redis-sigkill" => match &backends.redis_url {
+                Some(url) => redis_holdings(url, &backends.prefix).await.is_ok(),
+                None => true,
+            },
+            _ => match &backends.amqp_url {
+                Some(url) => strategies::leftovers::broker_holdings(url, &backends.prefix)
+                    .await
+                    .is_ok(),
+                None => true,
+            },
+        };
+        if up {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    false
+}
+
 /// Waits until the pool holds the backlog again (a wheel's `reloaded`
 /// counter, set once its reload is done, reached each instance's part of
-/// it on every instance: its share, or all of it with `reload-all`) and a
-/// probe was cancelled; fills `recovery`'s probes, time and holdings.
+/// it on every instance: its share, or all of it with `reload-all`), a
+/// probe was cancelled, and every order `in_flight` through the restart
+/// was cancelled too; fills `recovery`'s probes, time and holdings.
 async fn until_cancelling(
     pool: &Pool,
     input: &RecoveryInput<'_>,
     started: Instant,
     probe_ids: &mut std::ops::RangeFrom<OrderId>,
+    in_flight: &[(OrderId, Micros)],
     recovery: &mut Recovery,
 ) -> Result<()> {
-    let limit = started + RECOVERY_LIMIT;
+    let limit = started + input.backlog.recovery_limit;
     let mut probes: Vec<OrderId> = Vec::new();
     let mut next_probe = Instant::now();
     let mut reloaded_at = None;
     let mut cancelled_at = None;
+    let mut in_flight_done_at = in_flight.is_empty().then(Instant::now);
+    let mut next_in_flight_check = Instant::now();
     // The backlog's ids are consecutive, so each share holds at least
     // pending / instances of them.
     let each_reloads = match input
@@ -379,7 +510,9 @@ async fn until_cancelling(
         Some(share) => input.pending / u64::from(share.of),
         None => input.pending,
     };
-    while Instant::now() < limit && (reloaded_at.is_none() || cancelled_at.is_none()) {
+    while Instant::now() < limit
+        && (reloaded_at.is_none() || cancelled_at.is_none() || in_flight_done_at.is_none())
+    {
         if reloaded_at.is_none() {
             // A barrier makes every instance flush its counters now (not
             // waited for past a second: a schedule may hang on a service
@@ -414,26 +547,51 @@ async fn until_cancelling(
         if cancelled_at.is_none() && cancelled(input.store, &probes).await > 0 {
             cancelled_at = Some(Instant::now());
         }
+        if in_flight_done_at.is_none() && Instant::now() >= next_in_flight_check {
+            if cancelled_among(input.store, in_flight).await >= in_flight.len() as u64 {
+                in_flight_done_at = Some(Instant::now());
+            }
+            next_in_flight_check = Instant::now() + Duration::from_millis(100);
+        }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // Probes still in flight get a moment before the count.
     tokio::time::sleep(Duration::from_secs(1)).await;
     recovery.probes = probes.len() as u64;
     recovery.probes_cancelled = cancelled(input.store, &probes).await;
-    recovery.cancelling_again_s = match (reloaded_at, cancelled_at) {
-        (Some(r), Some(c)) => Some(r.max(c).duration_since(started).as_secs_f64()),
+    if !in_flight.is_empty() {
+        recovery.in_flight = Some(in_flight_record(input.store, in_flight, started).await);
+    }
+    let limit_s = input.backlog.recovery_limit.as_secs_f64();
+    // The orders in flight count by their lateness: each was due after the
+    // restart's start, and an on-time cancel says nothing of the restart.
+    let in_flight_late_s = recovery
+        .in_flight
+        .as_ref()
+        .and_then(|f| f.max_late_ms)
+        .map_or(0.0, |ms| ms.max(0.0) / 1000.0);
+    recovery.cancelling_again_s = match (reloaded_at, cancelled_at, in_flight_done_at) {
+        (Some(r), Some(c), Some(_)) => Some(
+            r.max(c)
+                .duration_since(started)
+                .as_secs_f64()
+                .max(in_flight_late_s),
+        ),
         _ => {
             recovery.notes.push(format!(
-                "not cancelling again within {} s ({})",
-                RECOVERY_LIMIT.as_secs(),
+                "not cancelling again within {limit_s:.0} s ({})",
                 match (reloaded_at, cancelled_at) {
                     (None, _) => "the backlog was not reloaded",
-                    _ => "no probe was cancelled",
+                    (_, None) => "no probe was cancelled",
+                    _ => "an order in flight through the restart was never cancelled",
                 }
             ));
             None
         }
     };
+    if let Some(loss) = recovery.loss_text() {
+        recovery.notes.push(loss);
+    }
     if let Some(wait) = input.probe_wait {
         recovery.notes.push(format!(
             "includes the probe's {} in the shortest TTL queue (no per-message delay)",
@@ -469,6 +627,53 @@ async fn until_cancelling(
         }
     }
     Ok(())
+}
+
+/// How many of the orders `in_flight` are CANCELLED (0 while the
+/// database cannot say).
+async fn cancelled_among(store: &OrderStore, in_flight: &[(OrderId, Micros)]) -> u64 {
+    let (Some((first, _)), Some((last, _))) = (in_flight.first(), in_flight.last()) else {
+        return 0;
+    };
+    store
+        .query_i64s(
+            "SELECT COUNT(*) FROM orders WHERE id >= ? AND id <= ? AND status = 'CANCELLED'",
+            &[*first, *last],
+        )
+        .await
+        .ok()
+        .and_then(|n| n.first().copied())
+        .unwrap_or(0)
+        .max(0) as u64
+}
+
+/// What became of the orders in flight through a restart, read from the
+/// orders table: cancelled, by whom, how late.
+async fn in_flight_record(
+    store: &OrderStore,
+    in_flight: &[(OrderId, Micros)],
+    started: Instant,
+) -> InFlight {
+    let mut record = InFlight {
+        orders: in_flight.len() as u64,
+        watched_s: started.elapsed().as_secs_f64(),
+        ..InFlight::default()
+    };
+    for (id, _) in in_flight {
+        let Ok(Some(row)) = store.order(*id).await else {
+            continue;
+        };
+        let Some(at) = row.cancelled_at_us else {
+            continue;
+        };
+        record.cancelled += 1;
+        if row.cancelled_by.as_deref() == Some(strategies::db_scan::FALLBACK_BY) {
+            record.by_fallback += 1;
+        }
+        let late_ms = (at - row.expire_at_us) as f64 / 1000.0;
+        record.max_late_ms = Some(record.max_late_ms.map_or(late_ms, |m: f64| m.max(late_ms)));
+    }
+    record
 }
 
 /// How many of `ids` are CANCELLED (0 while the database cannot say).

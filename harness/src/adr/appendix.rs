@@ -352,14 +352,18 @@ fn backlog_table(out: &mut String, study: &Study, base: &Path) -> Result<()> {
                         )
                         .with(&format!("{at}.{k}.probes"), r.probes)
                         .render(base);
-                        let lost = if r.probes_cancelled < r.probes {
-                            " — **not a recovery**"
-                        } else {
-                            ""
+                        let lost = match r.loss_text() {
+                            Some(loss) if r.lost_probes() > 0 => {
+                                format!(" — {loss}: **not a recovery**")
+                            }
+                            Some(loss) => format!(" — {loss}"),
+                            None if r.lost_probes() > 0 => " — **not a recovery**".into(),
+                            None => String::new(),
                         };
                         restarts.push(format!(
-                            "{}: cancelling again after {again}, {probes}{lost}",
-                            r.what
+                            "{} ({}): cancelling again after {again}, {probes}{lost}",
+                            r.what,
+                            r.kind.label()
                         ));
                     }
                 }

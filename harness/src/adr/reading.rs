@@ -410,6 +410,25 @@ fn no_restart(pending: u64, at: &str, file: PathBuf, why: &str) -> Reading {
 /// One restart of a backlog step (`pending` orders) against `term`.
 fn read_restart(r: &Recovery, pending: u64, at: &str, file: PathBuf, term: &Term) -> Reading {
     let key = format!("{at}.backlog.recovery[what={}]", r.what);
+    if let Some(f) = r.in_flight.as_ref().filter(|f| f.lost() > 0) {
+        return Reading::Fails(
+            Figure::new(
+                format!(
+                    "{} of {} orders in flight through the {} {} restart never cancelled ({pending} pending)",
+                    f.lost(),
+                    f.orders,
+                    r.kind.label(),
+                    r.what
+                ),
+                file,
+                &format!("{key}.in_flight.cancelled"),
+                f.cancelled,
+            )
+            .with(&format!("{key}.in_flight.orders"), f.orders),
+            f64::INFINITY,
+            " (its schedule was lost: no recovery)".into(),
+        );
+    }
     if r.probes_cancelled < r.probes {
         Reading::Fails(
             Figure::new(
@@ -503,5 +522,62 @@ fn read_rate(sweep: &StrategySweep, file: PathBuf, term: &Term) -> Reading {
             0.0,
             String::new(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::records::{InFlight, RestartKind};
+
+    fn recovery_term() -> Term {
+        Term {
+            metric: Metric::Recovery,
+            op: Op::Le,
+            bound: 30e6,
+            text: "recovery<=30s".into(),
+        }
+    }
+
+    #[test]
+    fn a_restart_that_lost_orders_in_flight_fails_however_fast() {
+        let term = recovery_term();
+        let mut r = Recovery {
+            what: "redis-sigkill".into(),
+            kind: RestartKind::Unplanned,
+            cancelling_again_s: Some(0.2),
+            probes: 1,
+            probes_cancelled: 1,
+            in_flight: Some(InFlight {
+                orders: 5,
+                cancelled: 5,
+                by_fallback: 5,
+                ..InFlight::default()
+            }),
+            ..Recovery::default()
+        };
+        // Rescued by the fallback scan: a recovery, timed.
+        let at = "strategies[strategy=redis-zset+fallback].steps[pending=2000]";
+        assert!(matches!(
+            read_restart(&r, 2000, at, PathBuf::from("sweep.json"), &term),
+            Reading::Holds(..)
+        ));
+        // Lost with the schedule: no recovery, cited by its own key.
+        r.in_flight = Some(InFlight {
+            orders: 5,
+            cancelled: 0,
+            ..InFlight::default()
+        });
+        match read_restart(&r, 2000, at, PathBuf::from("sweep.json"), &term) {
+            Reading::Fails(f, v, note) => {
+                assert!(v.is_infinite());
+                assert!(note.contains("no recovery"), "{note}");
+                assert!(f.text.starts_with("5 of 5 orders in flight"), "{}", f.text);
+                assert!(f.keys[0]
+                    .0
+                    .ends_with("recovery[what=redis-sigkill].in_flight.cancelled"));
+            }
+            _ => panic!("a lost order in flight must fail"),
+        }
     }
 }

@@ -415,8 +415,15 @@ impl BacklogRecord {
 /// One restart with the backlog in place.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Recovery {
-    /// `instance 0`, `redis`, `rabbitmq`.
+    /// `instances`, `redis`, `rabbitmq`; an unplanned restart of a
+    /// service is `redis-sigkill`, `rabbitmq-sigkill`, so each restart of
+    /// a step has its own name.
     pub what: String,
+    /// Planned (stopped as its operator would: Redis saved first, the
+    /// broker's `stop_app`) or unplanned (SIGKILL, nothing saved). Runs
+    /// from before it was recorded restarted as planned.
+    #[serde(default)]
+    pub kind: RestartKind,
     /// How it was restarted (the command, or kill and start).
     pub how: String,
     /// Seconds the restart itself took (the command, or until the fresh
@@ -424,16 +431,110 @@ pub struct Recovery {
     pub restart_s: f64,
     /// Seconds from the restart's start until the strategy held its
     /// backlog again (a wheel: every instance reloaded it) and a fresh,
-    /// already-due order had been cancelled; `None`: not within the limit.
+    /// already-due order had been cancelled, or, when longer, the latest
+    /// an order in flight through the restart was cancelled past its
+    /// deadline; `None`: not within the limit, or an order in flight was
+    /// never cancelled (its schedule was lost).
     pub cancelling_again_s: Option<f64>,
     /// Fresh orders created to probe, and how many of them were cancelled.
     pub probes: u64,
     pub probes_cancelled: u64,
+    /// Orders scheduled just before a service's restart, due shortly
+    /// after it: what the strategy held through the restart, standing in
+    /// for the backlog (due an hour later); absent for the instances'
+    /// restart and in runs from before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<InFlight>,
     /// What the backends held after the restart, to compare with before.
     pub held_after: Holdings,
     /// What went wrong, in words (a failed command, a lost backlog, ...).
     #[serde(default)]
     pub notes: Vec<String>,
+}
+
+/// How a service went down before its recovery was timed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestartKind {
+    /// Stopped and started as an operator would, its data saved first.
+    #[default]
+    Planned,
+    /// SIGKILLed, nothing saved, then started again with its configuration.
+    Unplanned,
+}
+
+impl RestartKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            RestartKind::Planned => "planned",
+            RestartKind::Unplanned => "unplanned (SIGKILL, nothing saved)",
+        }
+    }
+}
+
+/// The orders in flight through a service's restart: scheduled (and
+/// returned) just before it, due shortly after.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InFlight {
+    pub orders: u64,
+    /// Each one's deadline, this long after it was created, ms.
+    pub due_after_ms: u64,
+    /// Cancelled by the end of the watch (the recovery limit).
+    pub cancelled: u64,
+    /// Of those, cancelled by the fallback scan: the strategy lost them.
+    pub by_fallback: u64,
+    /// The latest cancel's lateness (cancelled_at - expire_at), ms.
+    pub max_late_ms: Option<f64>,
+    /// Seconds they were watched for from the restart's start.
+    pub watched_s: f64,
+}
+
+impl InFlight {
+    /// Orders in flight never cancelled: their schedule was lost.
+    pub fn lost(&self) -> u64 {
+        self.orders.saturating_sub(self.cancelled)
+    }
+}
+
+impl Recovery {
+    /// Probe orders never cancelled: fresh ones, and those in flight.
+    pub fn lost_probes(&self) -> u64 {
+        self.probes.saturating_sub(self.probes_cancelled)
+            + self.in_flight.as_ref().map_or(0, InFlight::lost)
+    }
+
+    /// Cancelling again within the limit, with no probe order lost: a
+    /// restart that lost one is no recovery, however fast.
+    pub fn recovered(&self) -> bool {
+        self.cancelling_again_s.is_some() && self.lost_probes() == 0
+    }
+
+    /// What was lost or rescued, in words: `None` when every order in
+    /// flight was cancelled by the strategy itself (or none was in flight).
+    pub fn loss_text(&self) -> Option<String> {
+        let f = self.in_flight.as_ref()?;
+        let late = f
+            .max_late_ms
+            .map(|ms| format!(", the latest {:.1} s late", ms / 1000.0))
+            .unwrap_or_default();
+        match (f.lost(), f.by_fallback) {
+            (0, 0) => None,
+            (0, by) => Some(format!(
+                "{by} of {} orders in flight cancelled only by the fallback scan{late}",
+                f.orders
+            )),
+            (lost, by) => Some(format!(
+                "{lost} of {} orders in flight never cancelled within {:.0} s{}",
+                f.orders,
+                f.watched_s,
+                if by > 0 {
+                    format!(" ({by} by the fallback scan{late})")
+                } else {
+                    String::new()
+                }
+            )),
+        }
+    }
 }
 
 /// `+outbox`: how long the outbox got, from the harness's count of its

@@ -28,8 +28,26 @@ pub struct Backlog {
     pub restart_redis: Vec<String>,
     #[serde(default)]
     pub restart_rabbitmq: Vec<String>,
+    /// Unplanned restarts, each after that service's planned one: the
+    /// command SIGKILLs the service (Redis without a save, the broker
+    /// without `stop_app`) and starts it again with the configuration it
+    /// had, and returns once it serves. Timed as the planned ones, with a
+    /// few orders in flight through it whose loss it reports. Empty: none.
+    #[serde(default)]
+    pub kill_redis: Vec<String>,
+    #[serde(default)]
+    pub kill_rabbitmq: Vec<String>,
+    /// How long a restart may take to cancel again, and how long the
+    /// orders in flight through it are watched before those not cancelled
+    /// count as lost (default 3min).
+    #[serde(default = "three_minutes", with = "humantime_serde")]
+    pub recovery_limit: Duration,
 }
 
 fn an_hour() -> Duration {
     Duration::from_secs(3600)
+}
+
+fn three_minutes() -> Duration {
+    Duration::from_secs(180)
 }

@@ -26,6 +26,9 @@ use std::time::Duration;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
+/// `orders.cancelled_by` of the fallback scan beside another strategy.
+pub const FALLBACK_BY: &str = "fallback-scan";
+
 /// The db-scan strategy (also used, slower and with a grace period, as
 /// `fallback-scan`).
 #[derive(Debug)]
@@ -81,7 +84,7 @@ impl DbScan {
             config.interval,
             config.batch_size,
             config.grace,
-            "fallback-scan",
+            FALLBACK_BY,
         )
     }
 
