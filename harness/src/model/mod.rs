@@ -16,9 +16,12 @@
 //!   kinds, in `faults/record.rs`);
 //! - [`sweep`]: `sweep.json`, the steps of a `delaybench sweep`, and what
 //!   makes a step hold;
+//! - [`held_bytes`]: a backlog sweep's bytes per pending order, net of
+//!   the same run's baseline, with the noise floor they are read against;
 //! - [`schema`]: the version of `schema/*.schema.json` the files follow.
 
 pub mod cpu;
+pub mod held_bytes;
 pub mod lateness;
 pub mod records;
 pub mod run_info;
