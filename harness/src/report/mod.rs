@@ -4,6 +4,7 @@
 //! as SVG and PNG files in `plots/`, and the terminal table. The tables
 //! both reports share are built once, in `table`.
 
+mod backlog_table;
 mod compare;
 pub mod export;
 mod fault_table;
@@ -26,6 +27,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use table::rows;
 
+pub(crate) use backlog_table::bytes_text;
 pub use compare::{compare, CompareOptions, Regressed};
 pub(crate) use fault_table::fault_rows;
 pub use folder::{copy_folder, load, load_twins};

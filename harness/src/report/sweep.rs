@@ -323,68 +323,6 @@ fn mib(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / 1_048_576.0)
 }
 
-/// Bytes per pending order: what each backend held with the backlog in
-/// place beyond what it held just before it went in, over its size. Steps
-/// from before that reading was taken compare with the same strategy's
-/// step of 0 instead (said in the row); without either, no row.
-fn bytes_per_pending_table(out: &mut String, result: &SweepResult) {
-    let rows: Vec<String> = result
-        .strategies
-        .iter()
-        .filter(|s| s.status == Status::Ok)
-        .flat_map(|s| {
-            let baseline = s
-                .steps
-                .iter()
-                .find(|st| st.pending == Some(0))
-                .and_then(|st| st.backlog.as_ref())
-                .map(|b| &b.held);
-            s.steps.iter().filter_map(move |st| {
-                let n = st.pending.filter(|n| *n > 0)?;
-                let b = st.backlog.as_ref()?;
-                let (bytes, against) = match b.bytes_per_order() {
-                    Some(bytes) => (bytes, "just before it"),
-                    None => (b.held.bytes_per_order(baseline?, n), "the step of 0"),
-                };
-                let cell = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
-                Some(format!(
-                    "| {} | {n} | {} | {} | {} | {} | {against} |",
-                    s.strategy,
-                    cell(bytes.workers),
-                    cell(bytes.redis),
-                    cell(bytes.broker),
-                    cell(bytes.database),
-                ))
-            })
-        })
-        .collect();
-    if rows.is_empty() {
-        return;
-    }
-    let _ = writeln!(out, "\n### Bytes per pending order\n");
-    let _ = writeln!(
-        out,
-        "| strategy | pending | workers (all instances) | Redis used_memory | broker memory | database tables + indexes | compared with |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
-    for row in rows {
-        let _ = writeln!(out, "{row}");
-    }
-    let _ = writeln!(
-        out,
-        "\nWhat the backend held with the backlog in place beyond what it held just before the \
-         backlog went in (or, in runs from before that reading, at the same strategy's step of \
-         0), over the backlog's size, in bytes. Workers: the instances' resident memory summed, \
-         each order being scheduled on one instance, as the allocator keeps it after the hand-off's \
-         burst (a strategy that holds nothing there shows that floor); in runs whose backlog went in before the \
-         instances started, every instance had reloaded all of it. Server-wide figures (Redis, \
-         the broker) include whatever else moved meanwhile; a negative figure is such noise. \
-         Database: PostgreSQL's `pg_total_relation_size` of the namespace's tables, MariaDB's \
-         InnoDB estimate after `ANALYZE TABLE`, SQLite's pages; `-` when a step predates the \
-         reading."
-    );
-}
-
 /// The storm sweep's table: per strategy and storm size, the drain and
 /// what the regular orders saw (see `storm_table`).
 pub(crate) fn storm_tables(out: &mut String, result: &SweepResult) {
@@ -430,13 +368,9 @@ pub(crate) fn backlog_tables(out: &mut String, result: &SweepResult) {
                         .iter()
                         .map(|r| {
                             format!(
-                                "{}: {} ({}/{}){}",
+                                "{}: {}{}",
                                 r.what,
-                                r.cancelling_again_s
-                                    .map(|v| format!("{v:.2}"))
-                                    .unwrap_or_else(|| "**not recovered**".into()),
-                                r.probes_cancelled,
-                                r.probes,
+                                super::backlog_table::recovery_text(r),
                                 if r.notes.is_empty() {
                                     String::new()
                                 } else {
@@ -489,16 +423,19 @@ pub(crate) fn backlog_tables(out: &mut String, result: &SweepResult) {
             );
         }
     }
-    bytes_per_pending_table(out, result);
     let _ = writeln!(
         out,
         "\nEmpty cells (`-`): the strategy does not use that backend, or there was no backlog. \
          Redis and broker memory are server-wide; the delayed count covers every \
          delayed exchange of the node. Recovery: seconds from the restart's start until the \
-         strategy held its backlog again and a fresh, already-due order was cancelled; \
-         `instances` starts every instance afresh, `redis` and `rabbitmq` run the scenario's \
-         restart command."
+         strategy held its backlog again and a fresh, already-due order was cancelled (or the \
+         latest an order in flight through a service's restart was cancelled past its \
+         deadline, when longer; one never cancelled: not recovered); `instances` starts every \
+         instance afresh, `redis` and `rabbitmq` run the scenario's planned restart command, \
+         `redis-sigkill` and `rabbitmq-sigkill` its unplanned one (SIGKILL, nothing saved)."
     );
+    super::backlog_table::restarts_table(out, result);
+    super::backlog_table::bytes_per_pending_table(out, result);
 }
 
 /// What the ceiling of this sweep was, in words.
@@ -935,8 +872,12 @@ pub fn terminal_table(result: &SweepResult) -> String {
                                         "{} {}",
                                         r.what,
                                         r.cancelling_again_s
+                                            .filter(|_| r.recovered())
                                             .map(|v| format!("{v:.2}"))
-                                            .unwrap_or_else(|| "NOT RECOVERED".into())
+                                            .unwrap_or_else(|| format!(
+                                                "NOT RECOVERED ({} probes lost)",
+                                                r.lost_probes()
+                                            ))
                                     )
                                 })
                                 .collect::<Vec<_>>()

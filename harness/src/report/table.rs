@@ -680,7 +680,9 @@ from just before those orders went in to once every instance had them, over thei
 workers summed over the instances (each order is scheduled on one), their resident memory as \
 the allocator keeps it after the hand-off's burst: a strategy that holds nothing in its workers \
 (db-scan, db-timer) shows that floor, so read the others against it; Redis and the broker are \
-read server-wide, so what else moved meanwhile is in them. \
+read server-wide, so what else moved meanwhile is in them. One run has no baseline with no \
+backlog, so these are raw growths, noise included: a backlog sweep's table gives them net of its \
+step of 0, each with its noise floor (`≈ 0` within it). \
 The yes/no columns are the strategy's declared capabilities; the conformance suite runs a \
 check for each one declared yes (see `strategies/src/canceller.rs` for what it cannot check).";
 
