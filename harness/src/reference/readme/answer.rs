@@ -4,6 +4,7 @@
 //! without faults, and what the measurement itself cost.
 
 use super::loaded::{Loaded, Set, ADR_FILE};
+use crate::model::held_bytes::HeldBytes;
 use crate::model::summary::{Status, Summary};
 use crate::report::{self, as_ms, fig, markdown_table};
 use anyhow::{Context, Result};
@@ -142,33 +143,26 @@ fn storm_cell(set: &Set, strategy: &str) -> String {
 }
 
 /// What holding the backlog entry's pending orders cost each backend the
-/// strategy uses, in bytes per order (see `report::sweep`'s bytes table).
+/// strategy uses, in bytes per order net of the same run's baseline, each
+/// with its noise floor (see `report::sweep`'s bytes table).
 fn bytes_cell(set: &Set, strategy: &str) -> String {
     let Some((_, Loaded::Sweep { result, .. })) = set.get("backlog") else {
         return "not run".into();
     };
-    let Some(s) = result
+    if !result
         .strategies
         .iter()
-        .find(|s| s.strategy.name() == strategy && s.status == Status::Ok)
-    else {
+        .any(|s| s.strategy.name() == strategy && s.status == Status::Ok)
+    {
         return "not run".into();
-    };
+    }
     // The largest backlog the strategy held.
-    let held = s
-        .steps
-        .iter()
-        .filter_map(|st| Some((st.pending.filter(|n| *n > 0)?, st.backlog.as_ref()?)))
-        .max_by_key(|(n, _)| *n);
-    match held.and_then(|(n, b)| Some((n, b.bytes_per_order()?))) {
-        Some((n, bytes)) => {
-            let parts: Vec<String> = bytes
-                .parts()
-                .into_iter()
-                .map(|(at, b)| format!("{at} {b:.0}"))
-                .collect();
-            format!("{} (of {})", parts.join(" · "), report::as_count(n as f64))
-        }
+    match HeldBytes::of(result).largest(strategy) {
+        Some(step) => format!(
+            "of {}: {}",
+            report::as_count(step.pending as f64),
+            report::bytes_text(step)
+        ),
         None => "-".into(),
     }
 }
@@ -289,8 +283,9 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
          hit an instance already down, or never reached their point), the drain from {} (one trial: \
          the storm's orders due in one instant while the regular load runs; per core-second of \
          the CPU the drain took beyond that load, every service and the workers summed), the \
-         bytes from {} (what each backend grew by with the backlog in place, over its size; \
-         server-wide readings include whatever else moved). More: {}; the draft decision \
+         bytes from {} (what each backend grew by with the backlog in place, less what it moved \
+         by in the same run's step with no backlog, over its size, ± the run's noise floor of \
+         that backend; `≈ 0` when within it). More: {}; the draft decision \
          record [{ADR_FILE}]({reference}/{ADR_FILE}).\n",
         info.repeat,
         n_range(set, "quick", &answer_names),
