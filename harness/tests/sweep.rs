@@ -401,3 +401,150 @@ fn a_tiny_backlog_is_preloaded_held_and_survives_restarts() {
     let plots = assert_plot_files(&dir, &["backlog", "backlog-cost"]);
     assert!(plots.iter().all(|svg| svg.contains("db-scan-noindex")));
 }
+
+/// The bundled backlog preset's `[backlog]` command `key`, as TOML.
+fn preset_command(key: &str) -> String {
+    let preset: toml::Value = toml::from_str(include_str!("../scenarios/backlog.toml")).unwrap();
+    let command = preset["backlog"][key].clone();
+    assert!(
+        command.as_array().is_some_and(|c| !c.is_empty()),
+        "{key}: {command}"
+    );
+    toml::Value::Array(command.as_array().unwrap().clone()).to_string()
+}
+
+/// Redis's configuration as `CONFIG GET` says (its keys, in order).
+fn redis_config() -> Vec<String> {
+    ["dir", "bind", "save", "appendonly", "logfile", "port"]
+        .iter()
+        .map(|key| {
+            let o = std::process::Command::new("redis-cli")
+                .args(["-p", "6379", "config", "get", key])
+                .output()
+                .expect("redis-cli");
+            String::from_utf8_lossy(&o.stdout).to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn an_unplanned_redis_kill_loses_what_redis_zset_held_and_the_fallback_scan_rescues_it() {
+    let services = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/services.sh");
+    let scenario = format!(
+        r#"
+name = "tiny-backlog-kill"
+seed = 7
+warmup = "500ms"
+duration = "2s"
+drain = "1s"
+rate = 40.0
+instances = 2
+
+[[timeouts]]
+after = "500ms"
+
+[backlog]
+pending = [0, 2000]
+after = "1h"
+restart-redis = ["sh", "-c", "d=$(redis-cli -p 6379 config get dir | tail -n 1); redis-cli -p 6379 save >/dev/null && redis-cli -p 6379 shutdown nosave; {services} redis >/dev/null && rm -f \"$d/dump.rdb\""]
+kill-redis = {kill}
+recovery-limit = "15s"
+"#,
+        kill = preset_command("kill-redis")
+    );
+    let config_before = redis_config();
+    let out = common::Scratch::new();
+    let dir = sweep(&scenario, "redis-zset,redis-zset+fallback", out.path(), &[]);
+    // Redis is back, with the configuration it had (no persistence).
+    assert_eq!(redis_config(), config_before);
+    let result = read_json(&dir.join("sweep.json"));
+    for name in ["redis-zset", "redis-zset+fallback"] {
+        for step in strategy(&result, name)["steps"].as_array().unwrap() {
+            let pending = step["pending"].as_u64().unwrap();
+            let recovery = step["backlog"]["recovery"].as_array().unwrap();
+            let whats: Vec<(&str, &str)> = recovery
+                .iter()
+                .map(|r| (r["what"].as_str().unwrap(), r["kind"].as_str().unwrap()))
+                .collect();
+            assert_eq!(
+                whats,
+                [
+                    ("instances", "planned"),
+                    ("redis", "planned"),
+                    ("redis-sigkill", "unplanned")
+                ],
+                "{name} at {pending}"
+            );
+            // The planned restart saved what Redis held: every order in
+            // flight through it was cancelled by the strategy itself.
+            let planned = &recovery[1];
+            let f = &planned["in_flight"];
+            assert_eq!(f["cancelled"], f["orders"], "{name}: {planned:#}");
+            assert_eq!(f["by_fallback"], 0, "{name}: {planned:#}");
+            assert!(planned["cancelling_again_s"].is_f64(), "{planned:#}");
+            let killed = &recovery[2];
+            let f = &killed["in_flight"];
+            let orders = f["orders"].as_u64().unwrap();
+            assert!(orders >= 1, "{killed:#}");
+            if name == "redis-zset" {
+                // Nothing saved: the schedule is gone, and no scan finds
+                // the orders it held. No recovery, however fast Redis was.
+                assert_eq!(f["cancelled"], 0, "{killed:#}");
+                assert!(killed["cancelling_again_s"].is_null(), "{killed:#}");
+                assert!(
+                    killed["notes"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|n| n.as_str().unwrap().contains("never cancelled")),
+                    "{killed:#}"
+                );
+                if pending > 0 {
+                    let members = killed["held_after"]["redis_members"].as_u64().unwrap();
+                    assert!(members < pending, "the kill kept the backlog: {killed:#}");
+                }
+            } else {
+                // The fallback scan cancels what Redis lost, late.
+                assert_eq!(f["cancelled"], orders, "{killed:#}");
+                assert_eq!(f["by_fallback"], orders, "{killed:#}");
+                assert!(f["max_late_ms"].as_f64().unwrap() > 0.0, "{killed:#}");
+                assert!(killed["cancelling_again_s"].is_f64(), "{killed:#}");
+            }
+        }
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let restarts = report
+        .split("### Restarts: planned beside unplanned")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no restarts table: {report}"));
+    let row = |name: &str| {
+        restarts
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} | 2000 | redis |")))
+            .unwrap_or_else(|| panic!("no {name} row: {restarts}"))
+            .to_string()
+    };
+    let plain = row("redis-zset");
+    let cells: Vec<&str> = plain.split(" | ").collect();
+    assert!(!cells[3].contains("not recovered"), "planned: {plain}");
+    assert!(cells[4].contains("**not recovered**"), "unplanned: {plain}");
+    let rescued = row("redis-zset+fallback");
+    assert!(
+        rescued.contains("cancelled only by the fallback scan")
+            && !rescued.contains("not recovered"),
+        "{rescued}"
+    );
+    // Bytes per pending order, net of the step of 0, each with its floor.
+    let bytes = report
+        .split("### Bytes per pending order")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no bytes table: {report}"));
+    assert!(bytes.contains("Noise floors"), "{bytes}");
+    assert!(
+        bytes
+            .lines()
+            .filter(|l| l.starts_with("| redis-zset"))
+            .all(|l| l.contains("net of the step of 0") && (l.contains(" ± ") || l.contains("≈ 0"))),
+        "{bytes}"
+    );
+}
