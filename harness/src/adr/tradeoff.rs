@@ -532,7 +532,7 @@ fn recovery(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
                 // The worst restart: one that lost a probe or never
                 // cancelled again before any that merely took longer.
                 let worst = |r: &Recovery| {
-                    if r.probes_cancelled < r.probes {
+                    if r.lost_probes() > 0 {
                         f64::MAX
                     } else {
                         r.cancelling_again_s.unwrap_or(f64::MAX)
@@ -549,11 +549,14 @@ fn recovery(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
             };
             // A restart that lost a probe order, or never cancelled again,
             // is no recovery, however fast: the worst value, said so.
-            let lost = r.probes.saturating_sub(r.probes_cancelled);
+            let lost = r.lost_probes();
             let (value, verdict) = match r.cancelling_again_s {
                 _ if lost > 0 => (
                     f64::INFINITY,
-                    format!("**no recovery**: {lost} of {} probe orders lost", r.probes),
+                    format!(
+                        "**no recovery**: {lost} of {} probe orders lost",
+                        r.probes + r.in_flight.as_ref().map_or(0, |f| f.orders)
+                    ),
                 ),
                 None => (
                     f64::INFINITY,
@@ -586,7 +589,7 @@ fn recovery(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
                         format!(" {verdict}")
                     },
                     r.what,
-                    r.how,
+                    r.restart_text(),
                     step.pending.unwrap_or(0)
                 ),
             })

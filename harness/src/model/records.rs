@@ -497,6 +497,16 @@ impl InFlight {
 }
 
 impl Recovery {
+    /// How it was restarted, in words: the instances' restart as it was
+    /// made, a service's as planned or unplanned (its command is in `how`).
+    pub fn restart_text(&self) -> String {
+        if self.what == "instances" {
+            self.how.clone()
+        } else {
+            self.kind.label().to_string()
+        }
+    }
+
     /// Probe orders never cancelled: fresh ones, and those in flight.
     pub fn lost_probes(&self) -> u64 {
         self.probes.saturating_sub(self.probes_cancelled)
