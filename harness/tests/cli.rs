@@ -1318,3 +1318,106 @@ fn a_binary_replaced_mid_run_still_starts_every_strategys_workers() {
         assert_eq!(summary(&run_dir, strategy)["status"], "ok", "{strategy}");
     }
 }
+
+/// A fault aimed at a role (issue 41, finding 2): `instance = "leader"`
+/// is resolved when the fault fires by asking each instance its role, so
+/// db-timer's pause stops the instance whose own counters say it took the
+/// lead (its known weak point: a stalled leader keeps the lead, so the
+/// other instance never takes it meanwhile). A strategy whose instances
+/// are peers (the wheel) has no leader: `not-applicable`. The claim
+/// holder is the first instance to reach the pause's point: the wheel
+/// has one, db-timer's path declares none (`not-applicable`).
+#[test]
+fn a_pause_aimed_at_the_leader_stops_the_instance_that_leads() {
+    let out = common::Scratch::new();
+    let scenario = r#"
+name = "leader"
+seed = 11
+warmup = "1s"
+duration = "5s"
+drain = "3s"
+rate = 40.0
+instances = 2
+
+[[timeouts]]
+after = "500ms"
+
+[[faults]]
+kind = "pause-instance"
+instance = "leader"
+at = "2s"
+for = "1500ms"
+
+[[faults]]
+kind = "pause-instance"
+instance = "claim-holder"
+point = "after-claim"
+at = "4500ms"
+for = "500ms"
+"#;
+    let run = run_scenario_with(
+        scenario,
+        &pg(),
+        "db-timer,timing-wheel",
+        out.path(),
+        &["--allow-anomalies"],
+    );
+    let timer = summary(&run, "db-timer");
+    let pause = &timer["faults"][0];
+    assert_eq!(pause["reach"]["kind"], "hit", "{pause:#}");
+    assert_eq!(pause["aimed_at"], "leader", "{pause:#}");
+    assert!(pause["window_ms"].is_array(), "it acted: {pause:#}");
+    let paused = pause["instance"].as_u64().unwrap();
+    let instances = timer["cost"]["instances"].as_array().unwrap();
+    assert_eq!(instances.len(), 2, "{timer:#}");
+    let leads = |i: u64| -> u64 {
+        let report = instances
+            .iter()
+            .find(|r| r["instance"] == i)
+            .unwrap_or_else(|| panic!("no instance {i}: {timer:#}"));
+        report["counters"]["leads"].as_u64().unwrap_or(0)
+    };
+    // The paused instance is the one that took the lead, and kept it: the
+    // other never led, pause or not.
+    assert!(leads(paused) >= 1, "instance {paused} never led: {timer:#}");
+    assert_eq!(leads(1 - paused), 0, "{timer:#}");
+    let pid = instances.iter().find(|r| r["instance"] == paused).unwrap()["pid"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        pause["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("pid {pid} stopped")),
+        "{pause:#}"
+    );
+    // db-timer's path declares no point to catch a claim at.
+    assert_eq!(
+        timer["faults"][1]["reach"]["kind"], "not-applicable",
+        "{:#}",
+        timer["faults"][1]
+    );
+    let wheel = summary(&run, "timing-wheel");
+    let reach: Vec<&str> = wheel["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["reach"]["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(reach, ["not-applicable", "hit"], "{:#}", wheel["faults"]);
+    assert!(
+        wheel["faults"][0]["reach"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("peers"),
+        "{:#}",
+        wheel["faults"][0]
+    );
+    assert!(wheel["faults"][1]["window_ms"].is_array(), "{wheel:#}");
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("pause the leader for 1s 500ms"), "{report}");
+    assert!(
+        report.contains(&format!("aimed at the leader: instance {paused}")),
+        "{report}"
+    );
+}

@@ -3,7 +3,8 @@
 
 use super::context::FaultContext;
 use super::kind::{check_restart_after, human, Kind};
-use super::record::FaultRecord;
+use super::record::{FaultReach, FaultRecord};
+use super::role::{or_first, InstanceTarget, Role};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -15,9 +16,12 @@ use tokio::time::Instant;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct CrashAt {
-    /// Which canceller instance, 0-based (default 0).
+    /// Which canceller instance, 0-based (default 0), or a role:
+    /// `"leader"`, the instance that leads when the fault fires;
+    /// `"claim-holder"`, the first instance to reach `point` (every live
+    /// instance is armed, the others disarmed once one crashed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instance: Option<u32>,
+    pub instance: Option<InstanceTarget>,
     /// Start a fresh process this long after each crash (default 1s).
     #[serde(
         default,
@@ -42,8 +46,8 @@ impl Kind for CrashAt {
         "\"after-claim\" (or \"after-commit-before-ack\")",
     )];
 
-    fn instance(&self) -> Option<u32> {
-        Some(self.instance.unwrap_or(0))
+    fn instance(&self) -> Option<InstanceTarget> {
+        Some(or_first(self.instance))
     }
 
     fn check(&self, field: &dyn Fn(&str) -> String) -> Result<()> {
@@ -60,8 +64,8 @@ impl Kind for CrashAt {
 
     fn label(&self, at: &str) -> String {
         format!(
-            "crash instance {} at {} x{} from {at}",
-            self.instance.unwrap_or(0),
+            "crash {} at {} x{} from {at}",
+            or_first(self.instance).words(),
             self.point.as_str(),
             self.times
         )
@@ -75,27 +79,58 @@ impl Kind for CrashAt {
             record.not_applicable(why);
             return;
         }
-        let index = self.instance.unwrap_or(0) as usize;
         let restart_after = self.restart_after.unwrap_or(Duration::from_secs(1));
+        // The instances armed each time: the one in `record` (the
+        // scenario's, or the leader found as the fault fired), or every
+        // live one when it is aimed at the claim holder.
+        let candidates: Vec<usize> = match or_first(self.instance) {
+            InstanceTarget::Role(Role::ClaimHolder) => (0..cx.pool.len()).collect(),
+            _ => vec![record.instance as usize],
+        };
         let mut crashes = Vec::new();
         let start = cx.since_t0();
         for _ in 0..self.times {
-            let Some(pid) = cx.pool.arm_crash(index, point) else {
-                record.error = Some(format!("instance {index} was down when its crash was due"));
+            let armed: Vec<(usize, u32)> = candidates
+                .iter()
+                .filter_map(|&i| cx.pool.arm_crash(i, point).map(|pid| (i, pid)))
+                .collect();
+            if armed.is_empty() {
+                record.error = Some(match &candidates[..] {
+                    [index] => format!("instance {index} was down when its crash was due"),
+                    _ => "every instance was down when the crash was due".to_string(),
+                });
                 break;
+            }
+            // A process dies the next time its path gets there.
+            let died = |cx: &FaultContext| {
+                armed
+                    .iter()
+                    .copied()
+                    .find(|(i, pid)| cx.pool.pid_of(*i) != Some(*pid))
             };
-            // The process dies the next time its path gets there.
-            while cx.pool.pid_of(index) == Some(pid) && Instant::now() < cx.give_up_at {
+            while died(cx).is_none() && Instant::now() < cx.give_up_at {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
-            if cx.pool.pid_of(index) == Some(pid) {
-                cx.pool.disarm(index);
+            let first = died(cx);
+            for (i, _) in armed.iter().filter(|a| Some(**a) != first) {
+                cx.pool.disarm(*i);
+            }
+            let Some((index, pid)) = first else {
                 record.error = Some(format!(
                     "the point was not reached before the arrivals ended ({} of {} crashes)",
                     crashes.len(),
                     self.times
                 ));
+                if crashes.is_empty() && candidates.len() > 1 {
+                    record.reach = FaultReach::MissedTarget(format!(
+                        "no instance reached {point} before the arrivals ended: none was \
+                         caught holding a claim"
+                    ));
+                }
                 break;
+            };
+            if crashes.is_empty() {
+                record.instance = index as u32;
             }
             crashes.push(format!("pid {pid} at {:.1} s", cx.since_t0() as f64 / 1000.0));
             record.killed_pid.get_or_insert(pid);

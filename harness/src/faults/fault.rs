@@ -10,6 +10,7 @@ use super::fields::{FieldError, Fields};
 use super::kind::Kind;
 use super::list::{every_fault_kind, FaultKind};
 use super::record::{FaultReach, FaultRecord, Span};
+use super::role::InstanceTarget;
 use super::target::Target;
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -64,7 +65,7 @@ macro_rules! fault_action {
                 }
             }
 
-            fn instance(&self) -> Option<u32> {
+            fn instance(&self) -> Option<InstanceTarget> {
                 match self {
                     $(FaultAction::$kind(k) => k.instance(),)*
                 }
@@ -160,9 +161,10 @@ impl Fault {
         self.action.kind()
     }
 
-    /// The instance it hits (0 when the scenario does not say), or `None`
-    /// for the kinds that hit every instance.
-    pub fn instance(&self) -> Option<u32> {
+    /// The instance it hits, a number (0 when the scenario does not say) or
+    /// a role resolved when it fires, or `None` for the kinds that hit
+    /// every instance.
+    pub fn instance(&self) -> Option<InstanceTarget> {
         self.action.instance()
     }
 
@@ -196,12 +198,14 @@ impl Fault {
 
     /// Its record, before it is injected.
     pub fn planned(&self) -> FaultRecord {
+        let target = self.instance();
         let mut record = FaultRecord::planned(
             self.kind(),
-            self.instance().unwrap_or(0),
+            target.and_then(InstanceTarget::index).unwrap_or(0),
             self.at,
             self.label(),
         );
+        record.aimed_at = target.and_then(InstanceTarget::role);
         self.action.plan(&mut record);
         record
     }
@@ -351,8 +355,21 @@ impl FaultRecord {
     /// One line for the reports: what it did, and why it missed where it
     /// did not hit.
     pub fn describe(&self) -> String {
-        let text = self.describe_action();
         let reach = self.reach();
+        let text = match self.aimed_at {
+            // Aimed at a role nobody held: it did nothing, and names no
+            // instance (its record's `instance` was never resolved).
+            Some(_) if reach != FaultReach::Hit && !self.kind_took_effect() => {
+                self.describe_window()
+            }
+            Some(role) => format!(
+                "{}; aimed at {}: instance {}",
+                self.describe_action(),
+                role.words(),
+                self.instance
+            ),
+            None => self.describe_action(),
+        };
         match (&reach, reach.why()) {
             // The detail already says "not applicable: why" where it is kept.
             (FaultReach::NotApplicable(_), Some(why)) if !text.contains("not applicable") => {
@@ -398,7 +415,7 @@ mod tests {
         assert_eq!(
             faults[1].action,
             FaultAction::CrashAt(CrashAt {
-                instance: Some(1),
+                instance: Some(crate::faults::InstanceTarget::Index(1)),
                 restart_after: None,
                 point: strategies::CrashPoint::AfterCommitBeforeAck,
                 times: 1,

@@ -5,7 +5,15 @@
 use super::context::FaultContext;
 use super::fault::Fault;
 use super::record::{FaultReach, FaultRecord};
+use super::role::{InstanceTarget, Role};
+use crate::instance::Said;
+use std::time::Duration;
 use strategies::InstanceRole;
+
+/// How long the instances have to say their role when a fault aimed at
+/// one fires: a live worker answers within milliseconds; one that does
+/// not (stopped by another fault) cannot hold the role usefully.
+const ANSWER_WITHIN: Duration = Duration::from_millis(500);
 
 /// Runs every fault at its time after `t0`, each on its own task so a slow
 /// restart never delays the next fault, and returns the records in
@@ -28,10 +36,29 @@ pub async fn inject(faults: Vec<Fault>, context: FaultContext) -> Vec<FaultRecor
 async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
     let mut record = fault.planned();
     tokio::time::sleep_until(cx.t0 + fault.at).await;
-    if let Some(index) = fault.instance() {
-        if let Some(why) = missed_leader(&cx.pool.roles(), index as usize) {
-            record.reach = FaultReach::MissedTarget(why);
+    match fault.instance() {
+        Some(InstanceTarget::Index(index)) => {
+            if let Some(why) = missed_leader(&cx.pool.roles(), index as usize) {
+                record.reach = FaultReach::MissedTarget(why);
+            }
         }
+        // Whoever leads now, as the instances themselves say.
+        Some(InstanceTarget::Role(Role::Leader)) => {
+            match leader_of(&cx.pool.ask_roles(ANSWER_WITHIN).await) {
+                Ok(index) => record.instance = index as u32,
+                Err(Ok(why)) => {
+                    record.not_applicable(why);
+                    return record;
+                }
+                // Aimed at a leader nobody held: it acts on nobody else.
+                Err(Err(why)) => {
+                    record.reach = FaultReach::MissedTarget(why);
+                    return record;
+                }
+            }
+        }
+        // The kind finds it: the first instance to reach its point.
+        Some(InstanceTarget::Role(Role::ClaimHolder)) | None => {}
     }
     fault.inject(&cx, &mut record).await;
     record
@@ -54,8 +81,48 @@ fn missed_leader(roles: &[Option<InstanceRole>], index: usize) -> Option<String>
     }
 }
 
+/// The leader among `answers` (one per instance, in order): `Ok(index)`,
+/// or why the fault cannot aim at one: `Err(Ok(why))` when the strategy
+/// has no leader at all (not applicable), `Err(Err(why))` when it elects
+/// one but none held the lead (missed its target).
+pub fn leader_of(answers: &[Said]) -> Result<usize, Result<String, String>> {
+    if let Some(i) = answers
+        .iter()
+        .position(|a| *a == Said::Role(InstanceRole::Leader))
+    {
+        return Ok(i);
+    }
+    let said: Vec<InstanceRole> = answers
+        .iter()
+        .filter_map(|a| match a {
+            Said::Role(r) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    if !said.is_empty() && said.iter().all(|r| *r == InstanceRole::Peer) {
+        return Err(Ok(
+            "this strategy's instances are peers (each said \"peer\" when asked): none leads"
+                .to_string(),
+        ));
+    }
+    let each: Vec<String> = answers
+        .iter()
+        .enumerate()
+        .map(|(i, a)| match a {
+            Said::Down => format!("instance {i} was down"),
+            Said::Silent => format!("instance {i} did not answer"),
+            Said::Role(r) => format!("instance {i} said \"{}\"", r.as_str()),
+        })
+        .collect();
+    Err(Err(format!(
+        "no instance held the lead when the fault fired ({})",
+        each.join(", ")
+    )))
+}
+
 #[cfg(test)]
 mod tests {
+    use super::{leader_of, Said};
     use strategies::InstanceRole::{self, Leader, Peer, Standby};
 
     #[test]
@@ -72,5 +139,26 @@ mod tests {
         assert_eq!(missed(&[None, Some(Leader)], 0), None);
         let why = missed(&[Some(Standby), None], 0).unwrap();
         assert!(why.contains("no instance reported the lead"), "{why}");
+    }
+
+    #[test]
+    fn the_leader_is_who_says_so_and_peers_have_none() {
+        use Said::{Down, Role as As, Silent};
+        assert_eq!(leader_of(&[As(Standby), As(Leader)]), Ok(1));
+        assert_eq!(leader_of(&[Silent, As(Leader)]), Ok(1));
+        let Err(Ok(why)) = leader_of(&[As(Peer), As(Peer)]) else {
+            panic!("peers have no leader");
+        };
+        assert!(why.contains("peers"), "{why}");
+        let Err(Err(why)) = leader_of(&[As(Standby), Silent]) else {
+            panic!("standbys without a leader miss");
+        };
+        assert!(
+            why.contains("instance 0 said \"standby\", instance 1 did not answer"),
+            "{why}"
+        );
+        // Nobody answered: nothing says the strategy has no leader.
+        assert!(matches!(leader_of(&[Down, Silent]), Err(Err(_))));
+        assert!(matches!(leader_of(&[]), Err(Err(_))));
     }
 }

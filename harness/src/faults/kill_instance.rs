@@ -3,7 +3,8 @@
 use super::context::FaultContext;
 use super::kind::{check_restart_after, human, Kind};
 use super::record::{secs, FaultRecord, Span};
-use anyhow::Result;
+use super::role::{or_first, InstanceTarget, Role};
+use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -12,9 +13,10 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct KillInstance {
-    /// Which canceller instance, 0-based (default 0).
+    /// Which canceller instance, 0-based (default 0), or `"leader"`: the
+    /// instance that leads when the fault fires.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instance: Option<u32>,
+    pub instance: Option<InstanceTarget>,
     /// Start a fresh process for the instance this long after it died;
     /// omitted, it stays down for the rest of the run.
     #[serde(
@@ -28,18 +30,26 @@ pub struct KillInstance {
 impl Kind for KillInstance {
     const NEEDS: &'static [(&'static str, &'static str)] = &[];
 
-    fn instance(&self) -> Option<u32> {
-        Some(self.instance.unwrap_or(0))
+    fn instance(&self) -> Option<InstanceTarget> {
+        Some(or_first(self.instance))
     }
 
     fn check(&self, field: &dyn Fn(&str) -> String) -> Result<()> {
+        if self.instance == Some(InstanceTarget::Role(Role::ClaimHolder)) {
+            bail!(
+                "{} = \"claim-holder\" does not apply to kind = \"kill-instance\": the claim \
+                 holder is the instance that reaches a point of its path, and a kill has none; \
+                 use kind = \"crash-at\" with point = \"after-claim\"",
+                field("instance")
+            );
+        }
         check_restart_after(self.restart_after, field)
     }
 
     fn label(&self, at: &str) -> String {
         format!(
-            "kill instance {} at {at}, {}",
-            self.instance.unwrap_or(0),
+            "kill {} at {at}, {}",
+            or_first(self.instance).words(),
             match self.restart_after {
                 Some(r) => format!("restart {} later", human(r)),
                 None => "no restart".to_string(),
@@ -47,8 +57,10 @@ impl Kind for KillInstance {
         )
     }
 
+    /// Kills the instance in `record` (the scenario's, or the leader found
+    /// as the fault fired).
     async fn inject(&self, cx: &FaultContext, record: &mut FaultRecord) {
-        let index = self.instance.unwrap_or(0) as usize;
+        let index = record.instance as usize;
         match cx.pool.kill(index).await {
             Ok(pid) => {
                 record.killed_pid = pid;

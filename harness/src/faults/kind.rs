@@ -4,6 +4,7 @@
 
 use super::context::FaultContext;
 use super::record::{FaultRecord, Span};
+use super::role::InstanceTarget;
 use super::target::Target;
 use anyhow::{bail, Result};
 use std::time::Duration;
@@ -17,8 +18,9 @@ pub(super) trait Kind {
     /// message naming one that is missing.
     const NEEDS: &'static [(&'static str, &'static str)];
 
-    /// The instance it is aimed at; `None`: it hits every instance.
-    fn instance(&self) -> Option<u32> {
+    /// The instance it is aimed at, a number or a role; `None`: it hits
+    /// every instance.
+    fn instance(&self) -> Option<InstanceTarget> {
         None
     }
 

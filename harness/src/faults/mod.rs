@@ -16,8 +16,10 @@
 //! modules below, the [`FaultKind`] tag, and [`Fault`]'s dispatch in
 //! [`fault`]. What the kinds share: [`context`] (what they act on, and
 //! steps several take), [`record`] (a fault as it happened), [`loss`]
-//! (missed cancels put down to faults), [`inject`] (each fault at its time)
-//! and [`target`] (the link a network fault acts on).
+//! (missed cancels put down to faults), [`inject`] (each fault at its time,
+//! an instance fault's role resolved then), [`role`] (the instance a
+//! fault acts on: a number or a role such as the leader) and [`target`]
+//! (the link a network fault acts on).
 
 mod context;
 mod fault;
@@ -27,6 +29,7 @@ mod kind;
 mod list;
 mod loss;
 mod record;
+mod role;
 mod target;
 
 macro_rules! kind_modules {
@@ -46,4 +49,5 @@ pub use list::FaultKind;
 pub use loss::{missed_by_fault, FaultLoss};
 pub use pause_instance::count_duplicates;
 pub use record::{FaultReach, FaultRecord};
+pub use role::{InstanceTarget, Role};
 pub use target::Target;

@@ -5,8 +5,9 @@
 use super::context::FaultContext;
 use super::kind::{check_lasts, human, Kind};
 use super::list::FaultKind;
-use super::record::FaultRecord;
-use anyhow::Result;
+use super::record::{FaultReach, FaultRecord};
+use super::role::{or_first, InstanceTarget, Role};
+use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use strategies::signal::{self, Sig};
@@ -19,9 +20,12 @@ use tokio::time::Instant;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct PauseInstance {
-    /// Which canceller instance, 0-based (default 0).
+    /// Which canceller instance, 0-based (default 0), or a role:
+    /// `"leader"`, the instance that leads when the fault fires;
+    /// `"claim-holder"` (with `point`), the first instance to reach the
+    /// point once it fires.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instance: Option<u32>,
+    pub instance: Option<InstanceTarget>,
     /// How long it lasts.
     #[serde(rename = "for", with = "humantime_serde")]
     pub lasts: Duration,
@@ -34,8 +38,8 @@ pub struct PauseInstance {
 impl Kind for PauseInstance {
     const NEEDS: &'static [(&'static str, &'static str)] = &[("for", "\"6s\"")];
 
-    fn instance(&self) -> Option<u32> {
-        Some(self.instance.unwrap_or(0))
+    fn instance(&self) -> Option<InstanceTarget> {
+        Some(or_first(self.instance))
     }
 
     fn lasts(&self) -> Duration {
@@ -43,13 +47,21 @@ impl Kind for PauseInstance {
     }
 
     fn check(&self, field: &dyn Fn(&str) -> String) -> Result<()> {
+        if self.instance == Some(InstanceTarget::Role(Role::ClaimHolder)) && self.point.is_none() {
+            bail!(
+                "{} = \"claim-holder\" needs {}: the claim holder is the first instance to \
+                 reach it, e.g. point = \"after-claim\"",
+                field("instance"),
+                field("point")
+            );
+        }
         check_lasts(self.lasts, field)
     }
 
     fn label(&self, at: &str) -> String {
         format!(
-            "pause instance {} for {}{} from {at}",
-            self.instance.unwrap_or(0),
+            "pause {} for {}{} from {at}",
+            or_first(self.instance).words(),
             human(self.lasts),
             self.point
                 .map(|p| format!(" at {}", p.as_str()))
@@ -57,46 +69,55 @@ impl Kind for PauseInstance {
         )
     }
 
+    /// Stops the instance in `record` (the scenario's, or the leader found
+    /// as the fault fired), or the claim holder, the first instance to
+    /// reach `point`; then continues it after `for`.
     async fn inject(&self, cx: &FaultContext, record: &mut FaultRecord) {
-        let index = self.instance.unwrap_or(0) as usize;
-        let Some(pid) = cx.pool.pid_of(index) else {
-            record.detail = Some(format!("instance {index} was down"));
-            return;
-        };
         // A strategy whose path lacks the point is paused wherever it
         // is, as a pause without a point would be (and the record says so).
         let undeclared_point = self.point.and_then(|point| cx.undeclared(point));
-        match self.point.filter(|_| undeclared_point.is_none()) {
-            Some(point) => {
-                // It stops itself when its path gets there.
-                if cx.pool.arm_stall(index, point) != Some(pid) {
-                    record.detail = Some(format!("instance {index} was down"));
-                    return;
-                }
-                while !is_stopped(pid) && Instant::now() < cx.give_up_at {
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                }
-                if !is_stopped(pid) {
-                    // Disarmed, and continued in case it stopped just now.
-                    cx.pool.disarm(index);
-                    let _ = signal::to_process(pid, Sig::Cont);
-                    record.error = Some(format!(
-                        "the point {point} was not reached before the arrivals ended"
-                    ));
-                    return;
+        let point = self.point.filter(|_| undeclared_point.is_none());
+        let (pid, others) = match (or_first(self.instance), point) {
+            (InstanceTarget::Role(Role::ClaimHolder), None) => {
+                // No instance of it can be caught holding a claim.
+                record.not_applicable(format!(
+                    "no instance can be caught holding a claim: {}",
+                    undeclared_point.unwrap_or_default()
+                ));
+                return;
+            }
+            (InstanceTarget::Role(Role::ClaimHolder), Some(point)) => {
+                match stop_first_at(cx, point, record).await {
+                    Some(stopped) => stopped,
+                    None => return,
                 }
             }
-            None => {
+            (_, Some(point)) => match stop_at(cx, record.instance as usize, point, record).await {
+                Some(pid) => (pid, Vec::new()),
+                None => return,
+            },
+            (_, None) => {
+                let index = record.instance as usize;
+                let Some(pid) = cx.pool.pid_of(index) else {
+                    record.detail = Some(format!("instance {index} was down"));
+                    return;
+                };
                 if let Err(e) = signal::to_process(pid, Sig::Stop) {
                     record.error = Some(e);
                     return;
                 }
+                (pid, Vec::new())
             }
-        }
+        };
         let start = cx.since_t0();
         tokio::time::sleep(self.lasts).await;
         // Whatever happens, the process must not stay stopped.
         let resumed = signal::to_process(pid, Sig::Cont);
+        // An instance armed with it that got to the point as well, in the
+        // same instant, is not left stopped either.
+        for other in others.iter().filter(|other| is_stopped(**other)) {
+            let _ = signal::to_process(*other, Sig::Cont);
+        }
         record.window_ms = Some((start, cx.since_t0()));
         record.error = resumed.err();
         // The duplicate attempts it caused are counted once the run is
@@ -112,6 +133,91 @@ impl Kind for PauseInstance {
                 .unwrap_or_default()
         ));
     }
+}
+
+/// Arms `point` in instance `index` and waits until it stopped itself
+/// there; its pid, or `None` (recorded) when it was down or never got there.
+async fn stop_at(
+    cx: &FaultContext,
+    index: usize,
+    point: CrashPoint,
+    record: &mut FaultRecord,
+) -> Option<u32> {
+    // It stops itself when its path gets there.
+    let Some(pid) = cx.pool.arm_stall(index, point) else {
+        record.detail = Some(format!("instance {index} was down"));
+        return None;
+    };
+    while !is_stopped(pid) && Instant::now() < cx.give_up_at {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    if !is_stopped(pid) {
+        // Disarmed, and continued in case it stopped just now.
+        cx.pool.disarm(index);
+        let _ = signal::to_process(pid, Sig::Cont);
+        record.error = Some(format!(
+            "the point {point} was not reached before the arrivals ended"
+        ));
+        return None;
+    }
+    Some(pid)
+}
+
+/// The claim holder: arms `point` in every live instance, and the first to
+/// stop itself there holds a claim by its own path. The others are
+/// disarmed; `record.instance` names the one stopped. Returns its pid and
+/// the other armed pids (to continue any that stopped in the same instant),
+/// or `None` (recorded) when none got there.
+async fn stop_first_at(
+    cx: &FaultContext,
+    point: CrashPoint,
+    record: &mut FaultRecord,
+) -> Option<(u32, Vec<u32>)> {
+    let armed: Vec<(usize, u32)> = (0..cx.pool.len())
+        .filter_map(|index| cx.pool.arm_stall(index, point).map(|pid| (index, pid)))
+        .collect();
+    if armed.is_empty() {
+        record.reach = FaultReach::MissedTarget(
+            "every instance was down when the fault fired: none could hold a claim".into(),
+        );
+        return None;
+    }
+    let first = loop {
+        if let Some(first) = armed.iter().find(|(_, pid)| is_stopped(*pid)) {
+            break Some(*first);
+        }
+        if Instant::now() >= cx.give_up_at {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    for (index, pid) in &armed {
+        if Some((*index, *pid)) != first {
+            cx.pool.disarm(*index);
+        }
+    }
+    let others: Vec<u32> = armed
+        .iter()
+        .filter(|armed| Some(**armed) != first)
+        .map(|(_, pid)| *pid)
+        .collect();
+    let Some((index, pid)) = first else {
+        for pid in &others {
+            let _ = signal::to_process(*pid, Sig::Cont);
+        }
+        record.reach = FaultReach::MissedTarget(format!(
+            "no instance reached {point} before the arrivals ended: none was caught holding a claim"
+        ));
+        return None;
+    };
+    // One that got there in the same instant, before its disarm arrived,
+    // is continued: only the first is paused.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    for other in others.iter().filter(|other| is_stopped(**other)) {
+        let _ = signal::to_process(*other, Sig::Cont);
+    }
+    record.instance = index as u32;
+    Some((pid, others))
 }
 
 /// Whether process `pid` is stopped (SIGSTOP: state `T`).

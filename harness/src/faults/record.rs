@@ -5,6 +5,7 @@
 //! `fault.rs`, which knows every kind, answers them for a record.
 
 use super::list::FaultKind;
+use super::role::Role;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -12,7 +13,13 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FaultRecord {
     pub kind: FaultKind,
+    /// The instance it acted on: the scenario's number, or the one that
+    /// held [`FaultRecord::aimed_at`] when it fired (0 while unresolved).
     pub instance: u32,
+    /// The role it was aimed at instead of an instance number (`leader`,
+    /// `claim-holder`), resolved when it fired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aimed_at: Option<Role>,
     pub planned_at_ms: u64,
     /// When the process was dead (`None` if it was already down).
     pub killed_at_ms: Option<u64>,
@@ -109,6 +116,7 @@ impl FaultRecord {
         FaultRecord {
             kind,
             instance,
+            aimed_at: None,
             planned_at_ms: at.as_millis() as u64,
             killed_at_ms: None,
             killed_pid: None,

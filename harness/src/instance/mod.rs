@@ -12,8 +12,10 @@
 //!   to schedule, `m` to start measuring (end of warm-up), `b` for a
 //!   barrier (the worker flushes with `"barrier": true` once every
 //!   schedule sent before it has returned), `c <point>` / `p <point>` to
-//!   arm a crash or a stall at a crash point, `d` to disarm them; EOF to
-//!   stop.
+//!   arm a crash or a stall at a crash point, `d` to disarm them, `r <n>`
+//!   to ask its role now (it answers `{"answer":{"asked":n,"role":"leader"}}`
+//!   at once, from its strategy's own state: a fault aimed at a role acts
+//!   on the instance that holds it when the fault fires); EOF to stop.
 //!
 //! A worker that dies without its last flush is an event of the run
 //! ([`WorkerEvent`](crate::model::WorkerEvent)): the pool keeps its measurements, sends new orders to
@@ -27,6 +29,6 @@ mod pool;
 mod protocol;
 mod worker;
 
-pub use pool::{Pool, PoolRecord};
+pub use pool::{Pool, PoolRecord, Said};
 pub use protocol::WorkerSpec;
 pub use worker::worker_main;

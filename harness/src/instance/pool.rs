@@ -1,12 +1,12 @@
 //! The harness side: the pool of worker processes, their stdin commands
 //! and the flushes they send back, deaths and restarts.
 
-use super::protocol::{lock, Flush, WorkerSpec, READY_TIMEOUT};
+use super::protocol::{lock, AnswerLine, Flush, RoleAnswer, WorkerSpec, READY_TIMEOUT};
 use crate::agent;
 use crate::child;
 use crate::model::{WorkerEvent, WorkerEventKind, WorkerReport};
 use anyhow::{anyhow, bail, Context, Result};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 use strategies::domain::slot_of;
@@ -34,6 +34,20 @@ struct ProcessLog {
     barriers: u64,
     /// How a worker on an agent exited (its agent's `!exit` line).
     exit: Option<String>,
+    /// Its latest answer to a role question (`r`).
+    answer: Option<RoleAnswer>,
+}
+
+/// What one instance said when the harness asked its role
+/// ([`Pool::ask_roles`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Said {
+    /// It has no live process.
+    Down,
+    /// It did not answer in time (stopped by another fault, or stuck).
+    Silent,
+    /// Its role, as its strategy said it then.
+    Role(strategies::InstanceRole),
 }
 
 type SharedLog = Arc<Mutex<ProcessLog>>;
@@ -198,6 +212,11 @@ impl Instance {
         seen
     }
 
+    /// Asks the worker its role now (`r <asked>`); false if it is gone.
+    fn ask_role(&self, asked: u64) -> bool {
+        self.alive.load(Ordering::SeqCst) && self.commands.send(format!("r {asked}\n")).is_ok()
+    }
+
     /// Tells the worker the warm-up is over: counters restart from here.
     fn start_measuring(&self) {
         let _ = self.commands.send("m\n".to_string());
@@ -321,6 +340,15 @@ async fn read_flushes(
             lock(&log).exit = Some(status.to_string());
             continue;
         }
+        if line.starts_with(r#"{"answer""#) {
+            match serde_json::from_str::<AnswerLine>(&line) {
+                Ok(line) => lock(&log).answer = Some(line.answer),
+                Err(e) => {
+                    tracing::warn!(error = %e, "ignoring a malformed answer from a worker: {line}")
+                }
+            }
+            continue;
+        }
         match serde_json::from_str::<Flush>(&line) {
             Ok(flush) => {
                 let mut log = lock(&log);
@@ -382,6 +410,8 @@ pub struct Pool {
     restart_dead_after: Option<Duration>,
     /// Payments are passed on ([`Pool::paid`]).
     hears_payments: bool,
+    /// The number of the last role question ([`Pool::ask_roles`]).
+    asked: AtomicU64,
     /// Schedules are passed on ([`Pool::schedule`]).
     takes_schedules: bool,
 }
@@ -410,6 +440,7 @@ impl Pool {
             deaths,
             t0: OnceLock::new(),
             restart_dead_after,
+            asked: AtomicU64::new(0),
         });
         for index in 0..pool.specs.len() {
             let instance = pool.start(index).await?;
@@ -614,6 +645,43 @@ impl Pool {
                     .map(|instance| lock(&instance.log).report.role)
             })
             .collect()
+    }
+
+    /// Each instance's role as it answers now, asked on the worker protocol
+    /// (`r`) and answered from its strategy's own state: what a fault aimed
+    /// at a role is resolved by when it fires. An instance that does not
+    /// answer within `within` (stopped by another fault, stuck) is
+    /// [`Said::Silent`]; one without a live process [`Said::Down`].
+    pub async fn ask_roles(&self, within: Duration) -> Vec<Said> {
+        let asked = self.asked.fetch_add(1, Ordering::SeqCst) + 1;
+        let logs: Vec<Option<SharedLog>> = (0..self.slots.len())
+            .map(|index| {
+                self.slot(index)
+                    .as_ref()
+                    .filter(|instance| instance.ask_role(asked))
+                    .map(|instance| Arc::clone(&instance.log))
+            })
+            .collect();
+        let answer = |log: &SharedLog| {
+            lock(log)
+                .answer
+                .filter(|a| a.asked == asked)
+                .map(|a| Said::Role(a.role))
+        };
+        let give_up = Instant::now() + within;
+        loop {
+            let said: Vec<Said> = logs
+                .iter()
+                .map(|log| match log {
+                    None => Said::Down,
+                    Some(log) => answer(log).unwrap_or(Said::Silent),
+                })
+                .collect();
+            if !said.contains(&Said::Silent) || Instant::now() >= give_up {
+                return said;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
     }
 
     /// The warm-up is over: every live instance, and any started later,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 use std::time::Duration;
 use strategies::registry::Variant;
-use strategies::{DbLocation, Micros, OrderId, StrategyOptions};
+use strategies::{DbLocation, InstanceRole, Micros, OrderId, StrategyOptions};
 
 pub(super) const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a worker sends its counters and timings to the harness: the
@@ -81,6 +81,24 @@ pub(super) struct Flush {
     /// Sent for a `b` command: every schedule before it has returned.
     #[serde(default)]
     pub(super) barrier: bool,
+}
+
+/// A worker's answer to `r <asked>`: its role at that moment, from its
+/// strategy's own state ([`strategies::Canceller::role`]), so a fault aimed
+/// at a role acts on the instance that holds it now, not a second ago.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct RoleAnswer {
+    /// The number the question carried.
+    pub(super) asked: u64,
+    pub(super) role: InstanceRole,
+}
+
+/// The line a [`RoleAnswer`] travels in, told apart from a flush by its
+/// only key.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AnswerLine {
+    pub(super) answer: RoleAnswer,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -1,7 +1,9 @@
 //! The worker side: `delaybench worker`, one canceller instance in its own
 //! process, reading commands on stdin and flushing on stdout.
 
-use super::protocol::{lock, Flush, WorkerSpec, FLUSH_EVERY, SCHEDULES_IN_FLIGHT};
+use super::protocol::{
+    lock, AnswerLine, Flush, RoleAnswer, WorkerSpec, FLUSH_EVERY, SCHEDULES_IN_FLIGHT,
+};
 use crate::model::WorkerReport;
 use anyhow::{bail, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -239,6 +241,16 @@ pub async fn worker_main() -> Result<()> {
                         strategies::crash::arm_stall(point.parse()?);
                     }
                     (Some("d"), None, None, None) => strategies::crash::disarm_all(),
+                    (Some("r"), Some(asked), None, None) => {
+                        // Who it is now, straight from the strategy.
+                        let answer = AnswerLine {
+                            answer: RoleAnswer {
+                                asked: asked.parse()?,
+                                role: canceller.role(),
+                            },
+                        };
+                        write_line(&mut out, &format!("{}\n", serde_json::to_string(&answer)?)).await?;
+                    }
                     (Some("b"), None, None, None) => {
                         // Every schedule sent before this has returned once
                         // all permits are free again.

@@ -334,10 +334,19 @@ impl Scenario {
                     arrivals
                 );
             }
-            if let Some(instance) = f.instance().filter(|i| *i >= self.instances) {
+            if let Some(instance) = f
+                .instance()
+                .and_then(crate::faults::InstanceTarget::index)
+                .filter(|i| *i >= self.instances)
+            {
+                let roles: Vec<String> = crate::faults::Role::ALL
+                    .iter()
+                    .map(|r| format!("\"{r}\""))
+                    .collect();
                 bail!(
-                    "field `faults[{i}].instance` = {instance} is out of range; accepted values: 0 to instances - 1 ({})",
-                    self.instances - 1
+                    "field `faults[{i}].instance` = {instance} is out of range; accepted values: 0 to instances - 1 ({}), or a role ({})",
+                    self.instances - 1,
+                    roles.join(", ")
                 );
             }
             f.check(i)?;

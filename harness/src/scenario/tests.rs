@@ -108,13 +108,16 @@ fn faults_parse_and_out_of_range_ones_name_the_field() {
         vec![Fault {
             at: Duration::from_secs(8),
             action: FaultAction::KillInstance(KillInstance {
-                instance: Some(1),
+                instance: Some(crate::faults::InstanceTarget::Index(1)),
                 restart_after: Some(Duration::from_secs(3)),
             }),
         }]
     );
     let s = Scenario::parse(&with("kind = \"kill-instance\"\nat = \"8s\""), "f.toml").unwrap();
-    assert_eq!(s.faults[0].instance(), Some(0));
+    assert_eq!(
+        s.faults[0].instance(),
+        Some(crate::faults::InstanceTarget::Index(0))
+    );
     assert_eq!(
         s.faults[0].action,
         FaultAction::KillInstance(KillInstance {
@@ -149,6 +152,54 @@ fn faults_parse_and_out_of_range_ones_name_the_field() {
     )
     .unwrap();
     assert_eq!(s.faults_label().unwrap(), "run `true` at 1s");
+    // An instance fault can name a role (issue 41): resolved when it
+    // fires; a role it cannot take, or a value that is neither, is named
+    // by its field.
+    let s = Scenario::parse(
+        &with("kind = \"pause-instance\"\nat = \"3s\"\ninstance = \"leader\"\nfor = \"2s\""),
+        "f.toml",
+    )
+    .unwrap();
+    assert_eq!(
+        s.faults[0].instance(),
+        Some(crate::faults::InstanceTarget::Role(
+            crate::faults::Role::Leader
+        ))
+    );
+    assert_eq!(s.faults[0].label(), "pause the leader for 2s from 3s");
+    let s = Scenario::parse(
+        &with(
+            "kind = \"crash-at\"\nat = \"3s\"\ninstance = \"claim-holder\"\npoint = \"after-claim\"",
+        ),
+        "f.toml",
+    )
+    .unwrap();
+    assert_eq!(
+        s.faults_label().unwrap(),
+        "crash the claim holder at after-claim x1 from 3s"
+    );
+    for (fault, says) in [
+        (
+            "kind = \"pause-instance\"\nat = \"1s\"\nfor = \"1s\"\ninstance = \"boss\"",
+            "field `faults[0].instance` = \"boss\" is invalid: no role \"boss\"; accepted values: \
+             an instance number (0-based) or a role: \"leader\", \"claim-holder\"",
+        ),
+        (
+            "kind = \"kill-instance\"\nat = \"1s\"\ninstance = -1",
+            "field `faults[0].instance` = -1 is invalid",
+        ),
+        (
+            "kind = \"kill-instance\"\nat = \"1s\"\ninstance = \"claim-holder\"",
+            "field `faults[0].instance` = \"claim-holder\" does not apply to kind = \"kill-instance\"",
+        ),
+        (
+            "kind = \"pause-instance\"\nat = \"1s\"\nfor = \"1s\"\ninstance = \"claim-holder\"",
+            "field `faults[0].instance` = \"claim-holder\" needs field `faults[0].point`",
+        ),
+    ] {
+        let msg = err(fault);
+        assert!(msg.contains(says), "{msg}");
+    }
     // The new kinds: each names what it misses or what it does not take.
     for (fault, field, says) in [
         (
