@@ -80,7 +80,7 @@ pub const MATRIX: &[Entry] = &[
     },
     Entry {
         name: "chaos",
-        what: "nine faults at the same times for every strategy, remedy and teaching variant",
+        what: "ten faults at the same times for every strategy, remedy and teaching variant, the pauses aimed at the leader and at a claim holder",
         args: &[
             "run",
             "--scenario",
