@@ -320,7 +320,8 @@ pub struct FaultTally {
     pub hit: usize,
     /// Could not touch this strategy.
     pub not_applicable: usize,
-    /// Acted on something else (a standby, a master without its shards).
+    /// Acted on something else (a standby, a master without its shards),
+    /// or aimed at a role nobody held and did nothing.
     pub missed_target: usize,
 }
 
@@ -478,5 +479,26 @@ pub fn measure_hint(option: Variant, condition: Condition) -> String {
         }
         Condition::Capacity => format!("`delaybench sweep --strategies {name}`"),
         Condition::Backlog => format!("`delaybench sweep --scenario backlog --strategies {name}`"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::summary::{DatabaseInfo, Status, Summary};
+
+    /// The draft's fault tally counts a fault aimed at a role nobody held
+    /// as missed, never as hit.
+    #[test]
+    fn a_role_nobody_held_is_tallied_missed() {
+        let mut s = Summary::not_run(
+            "db-timer".parse().unwrap(),
+            Status::Ok,
+            String::new(),
+            DatabaseInfo::default(),
+        );
+        s.faults = crate::faults::FaultRecord::role_examples();
+        let t = super::FaultTally::of(&s);
+        assert_eq!((t.hit, t.missed_target, t.not_applicable), (1, 1, 1));
+        assert_eq!(t.words(), "1 of 3 faults hit, 1 n/a, 1 missed its target");
     }
 }

@@ -71,7 +71,9 @@ pub enum FaultReach {
     NotApplicable(String),
     /// It acted, but not on the part that matters: a standby instead of
     /// the leader, a Redis master that held none of the strategy's shards.
-    /// Losses while it was in effect are still put down to it.
+    /// Losses while it was in effect are still put down to it. Or it was
+    /// aimed at a role ([`FaultRecord::aimed_at`]) that no instance held
+    /// when it fired, and did nothing.
     MissedTarget(String),
 }
 

@@ -153,9 +153,74 @@ impl<'de> Deserialize<'de> for InstanceTarget {
     }
 }
 
+/// Records of faults aimed at roles, as a db-timer run could leave them:
+/// a pause of the leader that hit, one that found no leader (missed its
+/// target, did nothing), and a claim-holder pause its path cannot take
+/// (n/a). For the tests of what reads them (report, decision record).
+#[cfg(test)]
+impl super::FaultRecord {
+    pub fn role_examples() -> Vec<super::FaultRecord> {
+        use super::{FaultKind, FaultReach, FaultRecord};
+        use std::time::Duration;
+        let pause = |at: u64, role: Role| {
+            let mut r = FaultRecord::planned(
+                FaultKind::PauseInstance,
+                0,
+                Duration::from_secs(at),
+                format!("pause {} for 6s from {at}s", role.words()),
+            );
+            r.aimed_at = Some(role);
+            r
+        };
+        let mut hit = pause(37, Role::Leader);
+        hit.instance = 1;
+        hit.window_ms = Some((37_000, 43_000));
+        hit.detail = Some("pid 42 stopped with SIGSTOP, resumed with SIGCONT".into());
+        let mut missed = pause(48, Role::Leader);
+        missed.reach = FaultReach::MissedTarget(
+            "no instance held the lead when the fault fired (instance 0 said \"standby\", \
+             instance 1 did not answer)"
+                .into(),
+        );
+        let mut not_applicable = pause(59, Role::ClaimHolder);
+        not_applicable.not_applicable("no instance can be caught holding a claim".into());
+        vec![hit, missed, not_applicable]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_role_nobody_held_reads_as_missed_and_names_no_instance() {
+        let records = super::super::FaultRecord::role_examples();
+        let said: Vec<String> = records.iter().map(|r| r.describe()).collect();
+        assert!(
+            said[0].ends_with("aimed at the leader: instance 1"),
+            "{}",
+            said[0]
+        );
+        assert!(records[0].took_effect());
+        // It did nothing: no instance named, never "acted".
+        assert!(!records[1].took_effect());
+        assert!(
+            said[1].starts_with("pause the leader for 6s from 48s; **missed its target**: no instance held the lead"),
+            "{}",
+            said[1]
+        );
+        assert!(!said[1].contains("instance 0 was"), "{}", said[1]);
+        assert!(!records[2].took_effect());
+        assert!(said[2].contains("not applicable"), "{}", said[2]);
+        // Saved and read back, the role stays.
+        let back: super::super::FaultRecord =
+            serde_json::from_value(serde_json::to_value(&records[1]).unwrap()).unwrap();
+        assert_eq!(back, records[1]);
+        assert_eq!(
+            serde_json::to_value(&records[0]).unwrap()["aimed_at"],
+            "leader"
+        );
+    }
 
     #[test]
     fn an_instance_is_a_number_or_a_role() {

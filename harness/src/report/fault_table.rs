@@ -93,12 +93,34 @@ pub(crate) fn fault_rows(summaries: &[Summary]) -> Option<Vec<Vec<String>>> {
 pub(crate) const FAULT_NOTES: &str = "Each missed cancel (an order still PENDING `drain` after its \
      deadline) is put down to the fault in effect during the order's life, from its creation to a \
      second past its deadline; when several were, the run cannot tell which and counts it apart. `n/a`: the fault does not touch this strategy \
-     (a link or service it does not use, a crash point its path does not have), so it proves nothing \
-     about it; `missed target`: the fault acted, but not on the part that matters (a standby instead \
-     of the leader, a Redis master serving none of the strategy's shards). `schedules dropped`: \
+     (a link, service, crash point or role it does not have), so it proves nothing about it; \
+     `missed target`: the fault acted, but not on the part that matters (a standby instead of the \
+     leader, a Redis master serving none of the strategy's shards), or it was aimed at a role \
+     (`instance = \"leader\"`) that no instance held when it fired, and did nothing; never counted \
+     as hit. `schedules dropped`: \
      schedule calls given up on after `[schedule-retry]`, plus those sent to a process that died \
      before it made them (an upper bound); only a fallback cancels those orders. \
      `duplicates absorbed`: attempts on an order an earlier attempt had already decided \
      (cancelled, or found paid), made from each pause until 2 s after it, by any instance and \
      for any cause in that window; `other anomalies` at 0 proves they had no effect (no double \
      release).";
+
+#[cfg(test)]
+mod tests {
+    use crate::model::summary::{DatabaseInfo, Status, Summary};
+
+    /// A fault aimed at the leader that found none reads `missed target`
+    /// in the faults table, never a plain count that would pass for hit.
+    #[test]
+    fn a_role_nobody_held_is_missed_in_the_table() {
+        let mut s = Summary::not_run(
+            "db-timer".parse().unwrap(),
+            Status::Ok,
+            String::new(),
+            DatabaseInfo::default(),
+        );
+        s.faults = crate::faults::FaultRecord::role_examples();
+        let rows = super::fault_rows(&[s]).unwrap();
+        assert_eq!(rows[1][1..4], ["0", "0 (missed target)", "n/a"], "{rows:?}");
+    }
+}
