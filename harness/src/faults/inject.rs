@@ -14,6 +14,10 @@ use strategies::InstanceRole;
 /// one fires: a live worker answers within milliseconds; one that does
 /// not (stopped by another fault) cannot hold the role usefully.
 const ANSWER_WITHIN: Duration = Duration::from_millis(500);
+/// The same for a fault aimed at an instance number, which acts on it
+/// whatever it says: the question only tells whether it was a standby, so
+/// the fault waits for it no longer than this.
+const NUMBER_ANSWER_WITHIN: Duration = Duration::from_millis(100);
 
 /// Runs every fault at its time after `t0`, each on its own task so a slow
 /// restart never delays the next fault, and returns the records in
@@ -38,7 +42,19 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
     tokio::time::sleep_until(cx.t0 + fault.at).await;
     match fault.instance() {
         Some(InstanceTarget::Index(index)) => {
-            if let Some(why) = missed_leader(&cx.pool.roles(), index as usize) {
+            // Whether it lands on a standby: the roles the instances say
+            // now, or, for one that does not answer at once, its last report.
+            let said = cx.pool.ask_roles(NUMBER_ANSWER_WITHIN).await;
+            let roles: Vec<Option<InstanceRole>> = said
+                .iter()
+                .zip(cx.pool.roles())
+                .map(|(said, reported)| match said {
+                    Said::Role(role) => Some(*role),
+                    Said::Silent => reported,
+                    Said::Down => None,
+                })
+                .collect();
+            if let Some(why) = missed_leader(&roles, index as usize) {
                 record.reach = FaultReach::MissedTarget(why);
             }
         }
@@ -69,11 +85,12 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
 fn missed_leader(roles: &[Option<InstanceRole>], index: usize) -> Option<String> {
     let leader = roles.iter().position(|r| *r == Some(InstanceRole::Leader));
     match roles.get(index).copied().flatten() {
-        // Roles as of each instance's last flush, at most FLUSH_EVERY old.
+        // Roles as the instances said them when the fault fired (one
+        // that did not answer at once: its last flush, at most FLUSH_EVERY old).
         Some(InstanceRole::Standby) => Some(match leader {
             Some(l) => format!(
-                "instance {index} was a standby; instance {l} held the lead (as of their last \
-                 reports, at most 1 s before the fault)"
+                "instance {index} was a standby; instance {l} held the lead (as they said when \
+                 the fault fired); aim it at instance = \"leader\" to hit the leader"
             ),
             None => format!("instance {index} was a standby; no instance reported the lead"),
         }),
@@ -85,7 +102,7 @@ fn missed_leader(roles: &[Option<InstanceRole>], index: usize) -> Option<String>
 /// or why the fault cannot aim at one: `Err(Ok(why))` when the strategy
 /// has no leader at all (not applicable), `Err(Err(why))` when it elects
 /// one but none held the lead (missed its target).
-pub fn leader_of(answers: &[Said]) -> Result<usize, Result<String, String>> {
+fn leader_of(answers: &[Said]) -> Result<usize, Result<String, String>> {
     if let Some(i) = answers
         .iter()
         .position(|a| *a == Said::Role(InstanceRole::Leader))
