@@ -60,7 +60,8 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
         }
         // Whoever leads now, as the instances themselves say.
         Some(InstanceTarget::Role(Role::Leader)) => {
-            match leader_of(&cx.pool.ask_roles(ANSWER_WITHIN).await) {
+            let said = cx.pool.ask_roles(ANSWER_WITHIN).await;
+            match leader_of(&said, &cx.pool.roles()) {
                 Ok(index) => record.instance = index as u32,
                 Err(Ok(why)) => {
                     record.not_applicable(why);
@@ -101,25 +102,31 @@ fn missed_leader(roles: &[Option<InstanceRole>], index: usize) -> Option<String>
 /// The leader among `answers` (one per instance, in order): `Ok(index)`,
 /// or why the fault cannot aim at one: `Err(Ok(why))` when the strategy
 /// has no leader at all (not applicable), `Err(Err(why))` when it elects
-/// one but none held the lead (missed its target).
-fn leader_of(answers: &[Said]) -> Result<usize, Result<String, String>> {
+/// one but none held the lead (missed its target). Only an instance that
+/// answers now can be the leader; one that does not (busy, stopped) is
+/// known by its last report (`reported`) only to tell peers apart, as a
+/// strategy's instances are peers or not whatever the moment.
+fn leader_of(
+    answers: &[Said],
+    reported: &[Option<InstanceRole>],
+) -> Result<usize, Result<String, String>> {
     if let Some(i) = answers
         .iter()
         .position(|a| *a == Said::Role(InstanceRole::Leader))
     {
         return Ok(i);
     }
-    let said: Vec<InstanceRole> = answers
+    let known: Vec<InstanceRole> = answers
         .iter()
-        .filter_map(|a| match a {
+        .zip(reported.iter().chain(std::iter::repeat(&None)))
+        .filter_map(|(said, reported)| match said {
             Said::Role(r) => Some(*r),
-            _ => None,
+            _ => *reported,
         })
         .collect();
-    if !said.is_empty() && said.iter().all(|r| *r == InstanceRole::Peer) {
+    if !known.is_empty() && known.iter().all(|r| *r == InstanceRole::Peer) {
         return Err(Ok(
-            "this strategy's instances are peers (each said \"peer\" when asked): none leads"
-                .to_string(),
+            "this strategy's instances are peers (each said \"peer\"): none leads".to_string(),
         ));
     }
     let each: Vec<String> = answers
@@ -161,13 +168,19 @@ mod tests {
     #[test]
     fn the_leader_is_who_says_so_and_peers_have_none() {
         use Said::{Down, Role as As, Silent};
-        assert_eq!(leader_of(&[As(Standby), As(Leader)]), Ok(1));
-        assert_eq!(leader_of(&[Silent, As(Leader)]), Ok(1));
-        let Err(Ok(why)) = leader_of(&[As(Peer), As(Peer)]) else {
+        let none = [None, None];
+        assert_eq!(leader_of(&[As(Standby), As(Leader)], &none), Ok(1));
+        assert_eq!(leader_of(&[Silent, As(Leader)], &none), Ok(1));
+        // A leader by its last report only is not one now.
+        assert!(leader_of(&[Silent, As(Standby)], &[Some(Leader), None]).is_err());
+        let Err(Ok(why)) = leader_of(&[As(Peer), As(Peer)], &none) else {
             panic!("peers have no leader");
         };
         assert!(why.contains("peers"), "{why}");
-        let Err(Err(why)) = leader_of(&[As(Standby), Silent]) else {
+        // Peers busy with their schedules are still peers.
+        let busy_peers = leader_of(&[Silent, Silent], &[Some(Peer), Some(Peer)]);
+        assert!(matches!(busy_peers, Err(Ok(_))), "{busy_peers:?}");
+        let Err(Err(why)) = leader_of(&[As(Standby), Silent], &[None, Some(Leader)]) else {
             panic!("standbys without a leader miss");
         };
         assert!(
@@ -175,7 +188,7 @@ mod tests {
             "{why}"
         );
         // Nobody answered: nothing says the strategy has no leader.
-        assert!(matches!(leader_of(&[Down, Silent]), Err(Err(_))));
-        assert!(matches!(leader_of(&[]), Err(Err(_))));
+        assert!(matches!(leader_of(&[Down, Silent], &none), Err(Err(_))));
+        assert!(matches!(leader_of(&[], &[]), Err(Err(_))));
     }
 }
