@@ -230,7 +230,12 @@ fn instances_on_two_namespace_hosts_stay_correct_with_their_clocks_corrected() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        stderr(&o),
+        common::anomalies_under(&out)
+    );
     assert!(started.elapsed() < Duration::from_secs(600));
     let dir = run_dir_of(&o);
     for strategy in ["db-timer", "timing-wheel", "redis-zset"] {

@@ -38,6 +38,35 @@ pub fn run_dir_of(run: &Output) -> std::path::PathBuf {
     std::path::PathBuf::from(dir)
 }
 
+/// What every strategy of the run folders under `out` broke, with the
+/// examples the checker kept: for a failed run's message, since the
+/// scratch folder is gone once the test ends.
+pub fn anomalies_under(out: &std::path::Path) -> String {
+    let mut lines = Vec::new();
+    let runs = std::fs::read_dir(out).into_iter().flatten().flatten();
+    for run in runs.map(|e| e.path()).filter(|p| p.is_dir()) {
+        let strategies = std::fs::read_dir(&run).into_iter().flatten().flatten();
+        for file in strategies.map(|e| e.path().join("summary.json")) {
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
+            let Ok(s) = serde_json::from_str::<serde_json::Value>(&text) else {
+                continue;
+            };
+            let broke = s["anomalies"]
+                .as_object()
+                .is_some_and(|a| a.values().any(|v| v.as_u64().unwrap_or(0) > 0));
+            if broke {
+                lines.push(format!(
+                    "{}: anomalies {} examples {} faults {}",
+                    s["strategy"], s["anomalies"], s["anomaly_examples"], s["faults"]
+                ));
+            }
+        }
+    }
+    lines.join("\n")
+}
+
 /// Checks that the run folder has `plots/<name>.svg` and `.png` for each
 /// of `names`, each a real image, that `report.md` links both files, and
 /// returns the SVGs' text in the order of `names`.
