@@ -151,7 +151,7 @@ impl Objective {
     /// bound without faults, since a difference far inside the bound is
     /// no reason to choose; CPU and capacity: 10 % of the smaller figure;
     /// services, faults and recovery: any).
-    pub fn material(&self, criterion: Criterion, _from: &str) -> Material {
+    pub fn material(&self, criterion: Criterion) -> Material {
         if let Some((_, m)) = self.material.iter().find(|(c, _)| *c == criterion) {
             return m.clone();
         }
@@ -500,7 +500,7 @@ pub fn words(objective: &Objective, sources: &[Source]) -> Vec<String> {
         },
         Criterion::ALL
             .iter()
-            .map(|c| format!("{} {}", c.name(), objective.material(*c, "").words()))
+            .map(|c| format!("{} {}", c.name(), objective.material(*c).words()))
             .collect::<Vec<_>>()
             .join("; ")
     ));

@@ -60,7 +60,7 @@ impl<'a> Tradeoff<'a> {
             ),
         ];
         for c in &mut columns {
-            c.material = objective.material(c.criterion, &c.from);
+            c.material = objective.material(c.criterion);
         }
         let pick = separation::pick(&columns, options.len(), &objective.prefer);
         Tradeoff {
@@ -123,11 +123,18 @@ fn not_run(source: &Source) -> Reading {
     Reading::NotMeasured(format!("it did not run in {}", source.label))
 }
 
-fn none_of(options: &[&Eval], why: &str) -> Vec<Reading> {
-    options
-        .iter()
-        .map(|_| Reading::NotMeasured(why.to_string()))
-        .collect()
+/// A column no option could be read on: `from` says why, and each
+/// option's reading is `why`.
+fn unread(criterion: Criterion, from: String, options: &[&Eval], why: &str) -> Column {
+    Column {
+        material: Material::Any,
+        criterion,
+        from,
+        readings: options
+            .iter()
+            .map(|_| Reading::NotMeasured(why.to_string()))
+            .collect(),
+    }
 }
 
 fn services(options: &[&Eval]) -> Column {
@@ -224,23 +231,23 @@ fn range_of(
 
 fn lateness(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
     let Some(source) = source else {
-        return Column {
-            material: Material::Any,
-            criterion: Criterion::Lateness,
-            from: "no run without faults ran these options".into(),
-            readings: none_of(options, "no run without faults"),
-        };
+        return unread(
+            Criterion::Lateness,
+            "no run without faults ran these options".into(),
+            options,
+            "no run without faults",
+        );
     };
     let Some((pct, fewest)) = common_percentile(source, options) else {
-        return Column {
-            material: Material::Any,
-            criterion: Criterion::Lateness,
-            from: format!(
+        return unread(
+            Criterion::Lateness,
+            format!(
                 "{}: too few cancels a repetition for any percentile",
                 source.label
             ),
-            readings: none_of(options, "too few samples"),
-        };
+            options,
+            "too few samples",
+        );
     };
     let name = pct_name(pct);
     let readings = options
@@ -297,12 +304,12 @@ fn cpu(source: Option<&Source>, options: &[&Eval], base: &Path, scope: Scope) ->
         Scope::Database => Criterion::DatabaseCpu,
     };
     let Some(source) = source else {
-        return Column {
-            material: Material::Any,
+        return unread(
             criterion,
-            from: "no run without faults ran these options".into(),
-            readings: none_of(options, "no run without faults"),
-        };
+            "no run without faults ran these options".into(),
+            options,
+            "no run without faults",
+        );
     };
     let readings = options
         .iter()
@@ -397,12 +404,12 @@ fn cpu(source: Option<&Source>, options: &[&Eval], base: &Path, scope: Scope) ->
 /// which every repetition held to the lowest at which one did not.
 fn capacity(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
     let Some(source) = source else {
-        return Column {
-            material: Material::Any,
-            criterion: Criterion::Capacity,
-            from: "no rate sweep ran these options".into(),
-            readings: none_of(options, "no rate sweep"),
-        };
+        return unread(
+            Criterion::Capacity,
+            "no rate sweep ran these options".into(),
+            options,
+            "no rate sweep",
+        );
     };
     let file = source.sweep_file();
     let readings = options
@@ -463,12 +470,12 @@ fn capacity(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
 /// never separated).
 fn faults(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
     let Some(source) = source else {
-        return Column {
-            material: Material::Any,
-            criterion: Criterion::Faults,
-            from: "no fault run ran these options".into(),
-            readings: none_of(options, "no fault run"),
-        };
+        return unread(
+            Criterion::Faults,
+            "no fault run ran these options".into(),
+            options,
+            "no fault run",
+        );
     };
     let readings = options
         .iter()
@@ -513,12 +520,12 @@ fn faults(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
 /// in one backlog sweep (one trial: never separated).
 fn recovery(source: Option<&Source>, options: &[&Eval], base: &Path) -> Column {
     let Some(source) = source else {
-        return Column {
-            material: Material::Any,
-            criterion: Criterion::Recovery,
-            from: "no backlog sweep ran these options".into(),
-            readings: none_of(options, "no backlog sweep"),
-        };
+        return unread(
+            Criterion::Recovery,
+            "no backlog sweep ran these options".into(),
+            options,
+            "no backlog sweep",
+        );
     };
     let file = source.sweep_file();
     let readings = options
