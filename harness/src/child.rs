@@ -12,6 +12,24 @@ pub const SPEC_ENV: &str = "DELAYBENCH_WORKER_SPEC";
 /// their host's clock is off by this much (µs), as a real host's could be.
 pub const CLOCK_SKEW_ENV: &str = "DELAYBENCH_CLOCK_SKEW_US";
 
+/// The name every delaybench process goes by: in `ps` and `top`, and in
+/// the CPU accounting ([`crate::resources`]), which finds the harness and
+/// its workers by it. A child started from `/proc/self/exe` ([`own_binary`])
+/// is otherwise named `exe` by the kernel, and its CPU was counted as
+/// "other processes or the host" (a rate sweep then read every step near
+/// its top as disturbed by something else on the host).
+pub const PROCESS_NAME: &str = "delaybench";
+
+/// Names this process [`PROCESS_NAME`] (Linux: the main thread's name,
+/// which is the process's); call first in `main`, before any thread starts.
+pub fn name_this_process() {
+    #[cfg(target_os = "linux")]
+    {
+        // Best effort: a process left named `exe` is only counted as other.
+        let _ = nix::sys::prctl::set_name(c"delaybench");
+    }
+}
+
 /// The first line a child writes once it runs (a worker after its
 /// wheel's reload, a shard once connected); anything else is its failure.
 pub const READY_LINE: &str = r#"{"ready":true}"#;
@@ -22,6 +40,8 @@ pub const READY_LINE: &str = r#"{"ready":true}"#;
 /// a test agent's pretended clock skew, 0 otherwise.
 pub fn command(kind: &str, spec: &str, skew_us: i64) -> Result<tokio::process::Command> {
     let mut command = tokio::process::Command::new(own_binary()?);
+    #[cfg(unix)]
+    command.arg0(PROCESS_NAME);
     command
         .arg(kind)
         .env(SPEC_ENV, spec)

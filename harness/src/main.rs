@@ -250,6 +250,7 @@ enum ReferenceCommand {
 }
 
 fn main() -> ExitCode {
+    child::name_this_process();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

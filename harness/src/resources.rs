@@ -25,7 +25,7 @@ const SERVICES: &[(&str, &str)] = &[
     ("mysqld", "mariadb"),
     ("redis-server", "redis"),
     ("beam.smp", "rabbitmq"),
-    ("delaybench", HARNESS_SERVICE),
+    (crate::child::PROCESS_NAME, HARNESS_SERVICE),
 ];
 
 /// CPU counters at one moment: the machine's (kept in `system`, whose next

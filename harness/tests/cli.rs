@@ -1421,3 +1421,41 @@ for = "500ms"
         "{report}"
     );
 }
+
+/// Every delaybench process is named `delaybench`, however it was started:
+/// workers and reference entries start from `/proc/self/exe`, which the
+/// kernel would name `exe`, and the CPU accounting finds the harness and
+/// its workers by name (their CPU was once "other processes or the host",
+/// and a rate sweep read every step near its top as disturbed).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_delaybench_started_under_another_name_goes_by_delaybench() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("exe");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_delaybench"), &exe).unwrap();
+    let mut agent = Command::new(&exe)
+        .args(["agent", "--listen", "127.0.0.1:0"])
+        .env("DELAYBENCH_AGENT_TOKEN", "a-token-for-this-test-only")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let comm = format!("/proc/{}/comm", agent.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut name = String::new();
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = agent.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut agent.stderr.take().unwrap(), &mut err).unwrap();
+            panic!("the agent ended ({status}) before it could be read: {err}");
+        }
+        name = std::fs::read_to_string(&comm).unwrap_or_default();
+        if name.trim() == "delaybench" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert_eq!(name.trim(), "delaybench", "started as {}", exe.display());
+}

@@ -312,6 +312,9 @@ async fn run_entry(
         Err(e) => return (None, Err(format!("cannot find the delaybench binary: {e}"))),
     };
     let mut cmd = tokio::process::Command::new(exe);
+    // run.json records `delaybench run ...`, not `/proc/self/exe run ...`.
+    #[cfg(unix)]
+    cmd.arg0(crate::child::PROCESS_NAME);
     cmd.args(command)
         .args(args.services.child_flags(db))
         .arg("--out")
