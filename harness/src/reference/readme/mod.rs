@@ -9,7 +9,8 @@
 //! number fails CI), or when a folder it cites comes from a dirty tree.
 //!
 //! The rooms: `loaded` (the set, every folder read), one per text
-//! (`answer`, `chaos`, `clusters`: README.md's sections;
+//! (`answer`, `chaos`, `clusters`: README.md's sections, repeated in the
+//! book's pages under `docs/src/` that carry their markers;
 //! `reference_readme`: the set's own README); this file finds the
 //! markers, splices the sections in, and writes or checks every file.
 
@@ -148,7 +149,39 @@ fn render_all(dir: &Path, readme: &Path) -> Result<Vec<(PathBuf, String)>> {
         })?;
     }
     files.push((readme.to_path_buf(), text));
+    // The book's pages carry the same sections, linked from their folder.
+    for page in book_pages(readme) {
+        let mut text = std::fs::read_to_string(&page)
+            .with_context(|| format!("reading {}", page.display()))?;
+        let relative = relative_to(&page, dir);
+        let mut spliced = false;
+        for (name, render) in SECTIONS {
+            if text.contains(&begin(name)) {
+                text = splice(&text, name, &render(&set, &relative)?)
+                    .with_context(|| format!("{}: section `{name}`", page.display()))?;
+                spliced = true;
+            }
+        }
+        if spliced {
+            files.push((page, text));
+        }
+    }
     Ok(files)
+}
+
+/// The book's pages (`docs/src/*.md` beside the README), where some of the
+/// README's sections are repeated in full; none when there is no book.
+fn book_pages(readme: &Path) -> Vec<PathBuf> {
+    let book = readme.parent().unwrap_or(Path::new("")).join("docs/src");
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(&book)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    pages
 }
 
 /// `text` with what lies between section `name`'s markers replaced by
@@ -164,12 +197,38 @@ fn splice(text: &str, name: &str, section: &str) -> Result<String> {
     ))
 }
 
-/// The path from the README's folder to the reference folder, for links.
-fn relative_to(readme: &Path, dir: &Path) -> String {
-    let base = readme.parent().unwrap_or(Path::new(""));
-    dir.strip_prefix(base)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| dir.to_string_lossy().into_owned())
+/// The path from the folder of `file` (the README, a page of the book) to
+/// the reference folder, for links: `results/reference` from the README,
+/// `../../results/reference` from `docs/src/`.
+fn relative_to(file: &Path, dir: &Path) -> String {
+    let base = file.parent().unwrap_or(Path::new(""));
+    if let Ok(inside) = dir.strip_prefix(base) {
+        return inside.to_string_lossy().into_owned();
+    }
+    let (base, dir) = (lexical(base), lexical(dir));
+    let common = base.iter().zip(&dir).take_while(|(a, b)| a == b).count();
+    let mut parts = vec!["..".to_string(); base.len() - common];
+    parts.extend(dir[common..].iter().cloned());
+    parts.join("/")
+}
+
+/// The components of `path` made absolute from the working folder, `..`
+/// and `.` resolved by name (the paths here are the checkout's own, with
+/// no symbolic link to climb out of).
+fn lexical(path: &Path) -> Vec<String> {
+    use std::path::Component;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut parts: Vec<String> = Vec::new();
+    for component in absolute.components() {
+        match component {
+            Component::Normal(name) => parts.push(name.to_string_lossy().into_owned()),
+            Component::ParentDir => {
+                parts.pop();
+            }
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    parts
 }
 
 #[cfg(test)]
@@ -187,5 +246,29 @@ mod tests {
             format!("# top\n\nbefore\n{b}\nnew 2.0\n{e}\nafter\n{other}\n")
         );
         assert!(splice("no markers", "answer", "x").is_err());
+    }
+
+    #[test]
+    fn a_book_page_links_the_set_from_its_own_folder() {
+        let set = Path::new("results/reference");
+        assert_eq!(
+            relative_to(Path::new("README.md"), set),
+            "results/reference"
+        );
+        assert_eq!(
+            relative_to(Path::new("docs/src/answer.md"), set),
+            "../../results/reference"
+        );
+        assert_eq!(
+            relative_to(
+                Path::new("/r/harness/../docs/src/answer.md"),
+                Path::new("/r/harness/../results/reference")
+            ),
+            "../../results/reference"
+        );
+        assert_eq!(
+            relative_to(Path::new("/r/README.md"), Path::new("/r/results/reference")),
+            "results/reference"
+        );
     }
 }

@@ -89,16 +89,44 @@ pub(super) fn reference_readme(set: &Set) -> Result<String> {
                 twins,
             } => run_section(&mut out, &RunTables::build(info, summaries, twins)),
             Loaded::Sweep { result, .. } => {
+                // The sweep's tables link from its own folder; here they
+                // are read from the set's.
+                let mut tables = String::new();
                 match result.axis {
-                    SweepAxis::Rate => report::sweep::rate_tables(&mut out, result),
-                    SweepAxis::Pending => report::sweep::backlog_tables(&mut out, result),
-                    SweepAxis::Storm => report::sweep::storm_tables(&mut out, result),
+                    SweepAxis::Rate => report::sweep::rate_tables(&mut tables, result),
+                    SweepAxis::Pending => report::sweep::backlog_tables(&mut tables, result),
+                    SweepAxis::Storm => report::sweep::storm_tables(&mut tables, result),
                 }
+                out.push_str(&rebase_links(&tables, folder));
                 let _ = writeln!(out);
             }
         }
     }
     Ok(out)
+}
+
+/// `text` with every relative Markdown link (`](x)`: not a URL, not
+/// absolute, not an anchor) made relative to the folder holding `folder`.
+fn rebase_links(text: &str, folder: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("](") {
+        let (before, after) = rest.split_at(at + 2);
+        out.push_str(before);
+        let relative = !(after.starts_with('#')
+            || after.starts_with('/')
+            || after.starts_with("../")
+            || after
+                .split_once(')')
+                .is_some_and(|(target, _)| target.contains("://")));
+        if relative {
+            out.push_str(folder);
+            out.push('/');
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A run's tables: the trade-offs (as its report prints them), then what
@@ -136,5 +164,22 @@ fn run_section(out: &mut String, tables: &RunTables) {
         let _ = writeln!(out, "The deadline storm, drained:\n");
         markdown_table(out, rows);
         let _ = writeln!(out, "{}\n", report::STORM_NOTES);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rebase_links;
+
+    #[test]
+    fn a_sweep_table_links_from_the_set_folder() {
+        let table = "| a | [0](db-scan/pending-0/summary.json) | [r](report.md) |\n\
+                     [x](#top) [y](https://example.com/a) [z](../up.md)\n";
+        assert_eq!(
+            rebase_links(table, "20261205-171815-backlog-1m"),
+            "| a | [0](20261205-171815-backlog-1m/db-scan/pending-0/summary.json) | \
+             [r](20261205-171815-backlog-1m/report.md) |\n\
+             [x](#top) [y](https://example.com/a) [z](../up.md)\n"
+        );
     }
 }
