@@ -12,6 +12,22 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The book's pages (`docs/src/*.md`) and CONTRIBUTING.md, each with the
+/// folder its relative links are read from: prose moved out of README.md
+/// is held to README.md's rules.
+fn book_pages(root: &Path) -> Vec<(String, String)> {
+    let mut pages: Vec<(String, String)> = std::fs::read_dir(root.join("docs/src"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| (format!("docs/src/{name}"), "docs/src".to_string()))
+        .collect();
+    pages.sort();
+    pages.push(("CONTRIBUTING.md".into(), String::new()));
+    pages
+}
+
 fn check(reference: &Path, readme: &Path) -> std::process::Output {
     delaybench(&[
         "reference",
@@ -152,11 +168,22 @@ fn a_cited_folder_from_a_dirty_tree_fails_the_check() {
 fn every_results_path_the_readmes_cite_is_committed() {
     let root = root();
     let mut missing = std::collections::BTreeSet::new();
-    for readme in ["README.md", "results/README.md"] {
+    let mut readmes = vec!["README.md".to_string(), "results/README.md".into()];
+    readmes.extend(book_pages(&root).into_iter().map(|(file, _)| file));
+    for readme in &readmes {
         let text = std::fs::read_to_string(root.join(readme)).unwrap();
+        // A book page names the folder from docs/src: `../../results/`.
+        let up = if readme.starts_with("docs/src/") {
+            "../../"
+        } else {
+            ""
+        };
         for (at, _) in text.match_indices("results/") {
+            let Some(before) = text[..at].strip_suffix(up) else {
+                continue;
+            };
             // Part of a longer path (`/tmp/results/`, `../results/`): not ours.
-            if text[..at]
+            if before
                 .chars()
                 .next_back()
                 .is_some_and(|c| c.is_ascii_alphanumeric() || "_./-".contains(c))
@@ -264,23 +291,7 @@ fn cited_runs<'a>(
         if !token.contains('/') || text[..start].ends_with("--out ") {
             continue;
         }
-        let token = token.trim_end_matches('/');
-        let joined = if token.starts_with("results/") || base.is_empty() {
-            token.to_string()
-        } else {
-            format!("{base}/{token}")
-        };
-        let mut segments: Vec<&str> = Vec::new();
-        for segment in joined.split('/') {
-            match segment {
-                "" | "." => {}
-                ".." => {
-                    segments.pop();
-                }
-                s => segments.push(s),
-            }
-        }
-        let path = segments.join("/");
+        let path = resolve(base, token.trim_end_matches('/'));
         // A folder's README naming its own folder: each run in it is
         // cited by name where it is described; `results/` holds them all.
         if path == base || path == "results" {
@@ -298,6 +309,27 @@ fn cited_runs<'a>(
     cited.sort_by_key(|(at, d)| (*at, &d.0));
     cited.dedup();
     cited
+}
+
+/// The path `token`, written in a file in the folder `base`, relative to
+/// the repository: `results/...` from the root, anything else from `base`.
+fn resolve(base: &str, token: &str) -> String {
+    let joined = if token.starts_with("results/") || base.is_empty() {
+        token.to_string()
+    } else {
+        format!("{base}/{token}")
+    };
+    let mut segments: Vec<&str> = Vec::new();
+    for segment in joined.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                segments.pop();
+            }
+            s => segments.push(s),
+        }
+    }
+    segments.join("/")
 }
 
 /// The sentence of `text` around byte `at`: it ends at `.`, `!` or `?`
@@ -374,6 +406,26 @@ fn generated_sections(readme: &str) -> Vec<(usize, &str)> {
     sections
 }
 
+/// `text` with its fenced code blocks blanked out, line for line: a
+/// command that names folders (`delaybench adr results/reference/*/`)
+/// states no figure.
+fn without_commands(text: &str) -> String {
+    let mut fenced = false;
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let fence = line.trim_start().starts_with("```");
+        if fence {
+            fenced = !fenced;
+        }
+        if fence || fenced {
+            out.push_str(if line.ends_with('\n') { "\n" } else { "" });
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
 /// README.md with its generated sections blanked out, line for line (so
 /// no sentence runs across one, and line numbers stay).
 fn hand_written(readme: &str) -> String {
@@ -411,6 +463,16 @@ fn no_generated_text_cites_a_folder_from_a_dirty_tree() {
             )
         })
         .collect();
+    for (page, base) in book_pages(&root) {
+        let text = std::fs::read_to_string(root.join(&page)).unwrap();
+        for (line, section) in generated_sections(&text) {
+            texts.push((
+                format!("{page}'s section at line {line}"),
+                base.clone(),
+                section.to_string(),
+            ));
+        }
+    }
     let reference = root.join("results/reference");
     for entry in std::fs::read_dir(&reference).unwrap().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -440,8 +502,9 @@ fn no_generated_text_cites_a_folder_from_a_dirty_tree() {
     );
 }
 
-/// Hand-written prose (README.md outside its generated sections, the
-/// READMEs of results/ and its folders, rabbitmq-plugin/README.md) that
+/// Hand-written prose (README.md and the book's pages outside their
+/// generated sections, CONTRIBUTING.md, the READMEs of results/ and its
+/// folders, rabbitmq-plugin/README.md) that
 /// cites a folder from a dirty tree says so in the same sentence: the word
 /// "dirty" and the commit (its first seven characters) the folder's
 /// run.json records.
@@ -455,6 +518,7 @@ fn prose_that_cites_a_folder_from_a_dirty_tree_says_so() {
         ("rabbitmq-plugin/README.md".into(), "rabbitmq-plugin".into()),
         ("bench/README.md".into(), "bench".into()),
     ];
+    files.extend(book_pages(&root));
     for entry in std::fs::read_dir(root.join("results")).unwrap().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name != "reference" && entry.path().join("README.md").exists() {
@@ -469,11 +533,7 @@ fn prose_that_cites_a_folder_from_a_dirty_tree_says_so() {
         let Ok(text) = std::fs::read_to_string(root.join(file)) else {
             continue;
         };
-        let text = if file == "README.md" {
-            hand_written(&text)
-        } else {
-            text
-        };
+        let text = hand_written(&text);
         for (at, (folder, commit)) in cited_runs(&root, base, &text, &dirty) {
             let sentence = sentence_at(&text, at);
             let short = &commit[..7];
@@ -494,8 +554,8 @@ fn prose_that_cites_a_folder_from_a_dirty_tree_says_so() {
     );
 }
 
-/// Hand-written prose in README.md (outside its generated sections) that
-/// cites a run folder (its path, a file in it, or its name) gives that
+/// Hand-written prose in README.md and the book (outside their generated
+/// sections and code blocks) that cites a run folder (its path, a file in it, or its name) gives that
 /// folder's commit, the first seven characters its run.json records, in
 /// the same sentence: a figure read from a run is only as good as the
 /// build that made it, and a reader should not have to open the folder to
@@ -505,12 +565,23 @@ fn prose_that_cites_a_folder_from_a_dirty_tree_says_so() {
 fn prose_that_cites_a_run_folder_names_its_commit() {
     let root = root();
     let runs = run_folders(&root);
-    let text = hand_written(&std::fs::read_to_string(root.join("README.md")).unwrap());
-    let uncommitted = cited_without_commit(&root, &text, &runs);
+    let mut pages = vec![("README.md".to_string(), String::new())];
+    pages.extend(book_pages(&root));
+    let mut uncommitted = Vec::new();
+    for (page, base) in &pages {
+        let text = without_commands(&hand_written(
+            &std::fs::read_to_string(root.join(page)).unwrap(),
+        ));
+        uncommitted.extend(
+            cited_without_commit(&root, base, &text, &runs)
+                .into_iter()
+                .map(|line| format!("{page}, {line}")),
+        );
+    }
     assert!(
         uncommitted.is_empty(),
-        "these sentences of README.md cite a run folder without its commit (the first seven \
-         characters of its run.json's git_commit):\n{}",
+        "these sentences cite a run folder without its commit (the first seven characters of \
+         its run.json's git_commit):\n{}",
         uncommitted.join("\n")
     );
     // The check itself: a folder cited without its commit, then with it.
@@ -519,32 +590,41 @@ fn prose_that_cites_a_run_folder_names_its_commit() {
         .find(|(_, c)| c.len() >= 7)
         .expect("a committed run folder");
     let bare = format!("# T\n\nA figure from [{folder}]({folder}/report.md) reads 5 ms.\n");
-    assert_eq!(cited_without_commit(&root, &bare, &runs).len(), 1, "{bare}");
+    assert_eq!(
+        cited_without_commit(&root, "", &bare, &runs).len(),
+        1,
+        "{bare}"
+    );
     let cited = bare.replace(" reads", &format!(", at {}, reads", &commit[..7]));
     assert!(
-        cited_without_commit(&root, &cited, &runs).is_empty(),
+        cited_without_commit(&root, "", &cited, &runs).is_empty(),
         "{cited}"
     );
     let holder = folder.rsplit_once('/').unwrap().0;
     let group = format!("# T\n\nEvery run is in [{holder}]({holder}/).\n");
     assert!(
-        cited_without_commit(&root, &group, &runs).is_empty(),
+        cited_without_commit(&root, "", &group, &runs).is_empty(),
         "{group}"
     );
 }
 
-/// The citations of run folders (of `runs`) in `text`, a file at the
-/// repository's root, whose sentence lacks the folder's commit (its first
+/// The citations of run folders (of `runs`) in `text`, a file in the folder
+/// `base` (relative to the repository), whose sentence lacks the folder's commit (its first
 /// seven characters), each as a line naming where, what and the sentence.
 /// A path to a folder that holds runs is not a citation of each of them.
-fn cited_without_commit(root: &Path, text: &str, runs: &[(String, String)]) -> Vec<String> {
+fn cited_without_commit(
+    root: &Path,
+    base: &str,
+    text: &str,
+    runs: &[(String, String)],
+) -> Vec<String> {
     let is_path = |c: char| c.is_ascii_alphanumeric() || "_./*-".contains(c);
     let mut uncommitted = std::collections::BTreeSet::new();
-    for (at, (folder, commit)) in cited_runs(root, "", text, runs) {
+    for (at, (folder, commit)) in cited_runs(root, base, text, runs) {
         let end = text[at..]
             .find(|c: char| !is_path(c))
             .map_or(text.len(), |i| at + i);
-        let token = text[at..end].trim_end_matches(['.', '/']);
+        let token = resolve(base, text[at..end].trim_end_matches(['.', '/']));
         if folder.starts_with(&format!("{token}/")) {
             continue;
         }
@@ -581,6 +661,10 @@ fn a_citation_is_read_in_its_own_sentence() {
         "<!-- BEGIN GENERATED s -->"
     );
     assert_eq!(hand_written(&readme), "a\n\n\n\nb\n");
+    assert_eq!(
+        without_commands("a x/y\n```sh\nrun x/y\n```\nb\n"),
+        "a x/y\n\n\n\nb\n"
+    );
     assert_eq!(generated_sections(&readme).len(), 1);
 }
 
