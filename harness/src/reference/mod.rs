@@ -53,8 +53,10 @@ pub struct ReferenceArgs {
     /// Start over, even where a run at this commit was cut short.
     #[arg(long)]
     pub fresh: bool,
-    /// Only these entries (comma-separated names), for trying it out; the
-    /// set is then incomplete and the READMEs are not written.
+    /// Run only these entries of the set (comma-separated names) this
+    /// time: a set longer than one sitting is made in parts, in any order,
+    /// each part resuming the same set. The READMEs are written once every
+    /// entry is done.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// The README whose answer section is generated.
@@ -97,7 +99,6 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
     let matrix: Vec<&Entry> = MATRIX
         .iter()
         .chain(if args.clusters { CLUSTERS } else { &[] })
-        .filter(|e| args.only.is_empty() || args.only.iter().any(|o| o == e.name))
         .collect();
     if let Some(unknown) = args
         .only
@@ -184,7 +185,7 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
     let mut clusters_started = false;
     for k in 0..total {
         let entry = manifest.entries[k].clone();
-        if entry.status == EntryStatus::Done {
+        if entry.status == EntryStatus::Done || !asked(&args.only, &entry.name) {
             continue;
         }
         // The clusters run only for their entries, so their idle nodes
@@ -260,25 +261,23 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
         manifest.write(&args.out)?;
         eprintln!("{said}");
     }
-    let failed: Vec<String> = manifest
-        .entries
-        .iter()
-        .filter(|e| e.status != EntryStatus::Done)
-        .map(|e| format!("{}: {}", e.name, e.reason.as_deref().unwrap_or("not run")))
-        .collect();
-    if !failed.is_empty() {
-        bail!(
+    match set_state(&manifest.entries, &args.only) {
+        SetState::Failed(failed) => bail!(
             "the reference set is incomplete ({}); the older folders are kept. Run the same \
              command again to repeat what failed",
             failed.join("; ")
-        );
-    }
-    if !args.only.is_empty() {
-        eprintln!(
-            "delaybench reference: --only ran part of the set: the older folders are kept and \
-             the READMEs are not written"
-        );
-        return Ok(());
+        ),
+        SetState::Part(left) => {
+            eprintln!(
+                "delaybench reference: --only ran part of the set ({} of {total} entries done; \
+                 left: {}): the older folders are kept and the READMEs are written once the \
+                 same command without --only (or naming the rest) has finished it",
+                total - left.len(),
+                left.join(", ")
+            );
+            return Ok(());
+        }
+        SetState::Complete => {}
     }
     let removed = remove_replaced(&args.out, &manifest);
     if !removed.is_empty() {
@@ -296,6 +295,39 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
         args.readme.display()
     );
     Ok(())
+}
+
+/// Whether `--only` (empty: every entry) asks for the entry `name`.
+fn asked(only: &[String], name: &str) -> bool {
+    only.is_empty() || only.iter().any(|o| o == name)
+}
+
+/// Where a set stands once the entries asked for have run.
+#[derive(Debug, PartialEq)]
+enum SetState {
+    /// Every entry is done: the READMEs can be written.
+    Complete,
+    /// An entry asked for did not finish: each as `name: why`.
+    Failed(Vec<String>),
+    /// Every entry asked for is done, these others are not yet.
+    Part(Vec<String>),
+}
+
+fn set_state(entries: &[ManifestEntry], only: &[String]) -> SetState {
+    let undone = entries.iter().filter(|e| e.status != EntryStatus::Done);
+    let failed: Vec<String> = undone
+        .clone()
+        .filter(|e| asked(only, &e.name))
+        .map(|e| format!("{}: {}", e.name, e.reason.as_deref().unwrap_or("not run")))
+        .collect();
+    let left: Vec<String> = undone.map(|e| e.name.clone()).collect();
+    if !failed.is_empty() {
+        SetState::Failed(failed)
+    } else if !left.is_empty() {
+        SetState::Part(left)
+    } else {
+        SetState::Complete
+    }
 }
 
 /// Runs one entry as its own `delaybench` process (so a crash of one
@@ -385,6 +417,46 @@ fn remove_replaced(dir: &Path, manifest: &Manifest) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entry(name: &str, status: EntryStatus) -> ManifestEntry {
+        ManifestEntry {
+            name: name.into(),
+            what: String::new(),
+            command: Vec::new(),
+            folder: None,
+            partial: Vec::new(),
+            status,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn a_set_made_in_parts_is_complete_only_when_every_entry_is_done() {
+        use EntryStatus::*;
+        let only = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let set = [
+            entry("quick", Done),
+            entry("sweep", Pending),
+            entry("storm", Done),
+        ];
+        // The part asked for is done, the sweep is left for another sitting.
+        assert_eq!(
+            set_state(&set, &only(&["storm"])),
+            SetState::Part(vec!["sweep".into()])
+        );
+        // Asked for and not done: a failure, whatever else is left.
+        assert_eq!(
+            set_state(&set, &only(&["sweep"])),
+            SetState::Failed(vec!["sweep: not run".into()])
+        );
+        assert_eq!(
+            set_state(&set, &[]),
+            SetState::Failed(vec!["sweep: not run".into()])
+        );
+        let done = [entry("quick", Done), entry("sweep", Done)];
+        assert_eq!(set_state(&done, &only(&["sweep"])), SetState::Complete);
+        assert_eq!(set_state(&done, &[]), SetState::Complete);
+    }
 
     /// The value after `flag` in an entry's arguments.
     fn value<'a>(entry: &'a Entry, flag: &str) -> Option<&'a str> {
