@@ -18,8 +18,9 @@
 //! due order, its own and the other instances', so two instances share the
 //! work as two db-scan instances do, and a paid order costs nothing (the
 //! claim never sees it). At most one claim per [`WINDOW`] per instance,
-//! db-scan's default interval, the coarsest batching of any shipped
-//! default; a full batch does not wait.
+//! the db-scan interval the sweep, storm and backlog presets set (db-scan's
+//! own default, 250 ms, batches more coarsely: a sweep of db-scan at its
+//! default would not be bounded by this); a full batch does not wait.
 //!
 //! So under load it does db-scan's work, every window, and when little is
 //! due it claims only when something is: never more work than db-scan's, and

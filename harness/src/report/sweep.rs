@@ -440,6 +440,10 @@ pub(crate) fn backlog_tables(out: &mut String, result: &SweepResult) {
 
 /// What the ceiling of this sweep was, in words.
 fn ceiling_line(result: &SweepResult) -> String {
+    // The ceiling's window is the db-scan interval the sweep, storm and
+    // backlog presets set, not db-scan's default (250 ms, coarser).
+    const SCAN_WINDOW: &str = "the db-scan interval the sweep, storm and backlog presets \
+         set; db-scan's own default, 250 ms, batches more coarsely";
     const MAXIMUM: &str = "Its maximum is the highest rate it held in any step; when a \
          strategy held more, the ceiling was run again at that rate after every strategy, so \
          one slow moment of a shared machine does not stand as the bound. % of ceiling is a \
@@ -452,16 +456,15 @@ fn ceiling_line(result: &SweepResult) -> String {
              in-process list times it: no broker, no Redis, no scan on a clock), db-scan's \
              claim of every due order, its own and the other instances', with the one \
              conditional cancel in the same transaction; at most one claim per {window:.0} ms \
-             per instance (db-scan's default interval, the coarsest batching of any shipped \
-             default). So it never does more work than db-scan, and paid orders cost it \
-             nothing. {MAXIMUM}"
+             per instance ({SCAN_WINDOW}). So it never does more work than db-scan, and paid \
+             orders cost it nothing. {MAXIMUM}"
         ),
         Some(window) => format!(
             "The **ceiling** is meant to bound every strategy's rate, by construction and by \
              measure. It does what every strategy must and little more: the generator's \
              creates and payments, then, from an in-process list (no broker, no Redis), one \
-             transaction per {window:.0} ms at most per instance (db-scan's default interval, \
-             the coarsest batching of any shipped default) that reads that instance's due \
+             transaction per {window:.0} ms at most per instance ({SCAN_WINDOW}) that reads \
+             that instance's due \
              orders by id, keeps the pending ones and cancels them with the one conditional \
              cancel, so paid orders cost no refused UPDATE. {MAXIMUM}"
         ),
