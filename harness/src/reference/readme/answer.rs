@@ -280,7 +280,7 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
          part with at least 3 repetitions a step), the missed cancels from {} (one trial; `hit` \
          counts the faults that acted on what they were aimed at in the strategy: the others \
          could not touch it, missed their target (a standby instead of the leader: said so), \
-         hit an instance already down, or never reached their point), the drain from {} (one trial: \
+         hit an instance already down, or never reached their point), the drain from {} ({}: \
          the storm's orders due in one instant while the regular load runs; per core-second of \
          the CPU the drain took beyond that load, every service and the workers summed), the \
          bytes from {} (what each backend grew by with the backlog in place, less what it moved \
@@ -296,6 +296,10 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
         set.get("sweep").map_or(0, |(_, l)| l.info().repeat),
         link("chaos"),
         link("storm"),
+        match set.get("storm").map_or(1, |(_, l)| l.info().repeat) {
+            1 => "one trial".to_string(),
+            n => format!("{n} trials, each drain rate shown as their range"),
+        },
         link("backlog"),
         [
             "probe-cost",
@@ -310,9 +314,63 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
         .collect::<Vec<_>>()
         .join(", ")
     );
+    db_scan_sentence(&mut out, set);
     anomaly_sentence(&mut out, set);
     measurement_sentence(&mut out, set);
     Ok(out)
+}
+
+/// How db-scan was configured in each run its row reads: the presets set
+/// it differently (the sweep, storm and backlog presets scan more often,
+/// in bigger batches), so its row can mix configurations, and says so.
+fn db_scan_sentence(out: &mut String, set: &Set) {
+    let mut configs: Vec<((u128, u32), Vec<&str>)> = Vec::new();
+    for entry in ["quick", "busy", "chaos", "sweep", "storm", "backlog"] {
+        let Some((_, loaded)) = set.get(entry) else {
+            continue;
+        };
+        let scan = &loaded.info().scenario.strategies.db_scan;
+        let key = (scan.interval.as_millis(), scan.batch_size);
+        match configs.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, entries)) => entries.push(entry),
+            None => configs.push((key, vec![entry])),
+        }
+    }
+    let described: Vec<String> = configs
+        .iter()
+        .map(|((interval, batch), entries)| {
+            format!(
+                "every {interval} ms in batches of {batch} in {}",
+                english_list(entries)
+            )
+        })
+        .collect();
+    match described.len() {
+        0 => {}
+        1 => {
+            let _ = writeln!(
+                out,
+                "db-scan scanned {} (as its presets set it).\n",
+                described[0]
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                out,
+                "db-scan's row mixes configurations, as each preset sets it: it scanned {}.\n",
+                described.join("; ")
+            );
+        }
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn english_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// Which strategies broke an invariant in the runs without faults.
