@@ -35,6 +35,10 @@ pub struct FaultContext {
     /// Its Redis, where it uses one: `(url, resource prefix, shards)`, to
     /// tell whether a fault on a cluster node touched its shards.
     pub redis: Option<(String, String, u32)>,
+    /// The strategy's RabbitMQ URL and its queues' prefix (`dlb.<prefix>.`),
+    /// when it uses the broker: where a fault aimed at the node hosting its
+    /// queues looks.
+    pub rabbit: Option<(String, String)>,
 }
 
 impl FaultContext {

@@ -10,7 +10,7 @@ use super::fields::{FieldError, Fields};
 use super::kind::Kind;
 use super::list::{every_fault_kind, FaultKind};
 use super::record::{FaultReach, FaultRecord, Span};
-use super::role::InstanceTarget;
+use super::role::{InstanceTarget, Role};
 use super::target::Target;
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -362,6 +362,8 @@ impl FaultRecord {
             Some(_) if reach != FaultReach::Hit && !self.kind_took_effect() => {
                 self.describe_window()
             }
+            // A node's role: its detail names the node it acted on.
+            Some(Role::NextDeadline | Role::QueueHost) => self.describe_action(),
             Some(role) => format!(
                 "{}; aimed at {}: instance {}",
                 self.describe_action(),

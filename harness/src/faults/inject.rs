@@ -74,8 +74,10 @@ async fn inject_one(fault: Fault, cx: FaultContext) -> FaultRecord {
                 }
             }
         }
-        // The kind finds it: the first instance to reach its point.
-        Some(InstanceTarget::Role(Role::ClaimHolder)) | None => {}
+        // The kind finds it: the first instance to reach its point (or,
+        // for a node's role, which `instance` never takes, the node).
+        Some(InstanceTarget::Role(Role::ClaimHolder | Role::NextDeadline | Role::QueueHost))
+        | None => {}
     }
     fault.inject(&cx, &mut record).await;
     record

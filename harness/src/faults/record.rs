@@ -27,6 +27,10 @@ pub struct FaultRecord {
     /// When the fresh process was ready, if the scenario restarts it.
     pub restarted_at_ms: Option<u64>,
     pub restarted_pid: Option<u32>,
+    /// `run-command` with a `node`: the node it acted on (`host:port`),
+    /// the scenario's or the one its role named when it fired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     /// `run-command`: the command, and how it ended.
     #[serde(default)]
     pub command: Vec<String>,
@@ -124,6 +128,7 @@ impl FaultRecord {
             killed_pid: None,
             restarted_at_ms: None,
             restarted_pid: None,
+            node: None,
             command: Vec::new(),
             exit_status: None,
             finished_at_ms: None,

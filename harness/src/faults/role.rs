@@ -30,17 +30,27 @@ pub enum Role {
     Leader,
     /// The first instance to reach the fault's `point` once it fires.
     ClaimHolder,
+    /// Not an instance: the Redis Cluster master serving the strategy's
+    /// shard whose deadline comes first (`run-command`'s `node`).
+    NextDeadline,
+    /// Not an instance: the RabbitMQ node hosting most of the strategy's
+    /// queues (`run-command`'s `node`).
+    QueueHost,
 }
 
 impl Role {
     /// Every role, in the order messages list them.
     pub const ALL: &[Role] = &[Role::Leader, Role::ClaimHolder];
+    // NextDeadline is a node's role, not an instance's: not in ALL, which
+    // lists what `instance` accepts.
 
     /// The scenario's spelling, the same as serde's.
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Leader => "leader",
             Role::ClaimHolder => "claim-holder",
+            Role::NextDeadline => "next-deadline",
+            Role::QueueHost => "queue-host",
         }
     }
 
@@ -49,6 +59,8 @@ impl Role {
         match self {
             Role::Leader => "the leader",
             Role::ClaimHolder => "the claim holder",
+            Role::NextDeadline => "the Redis node of the next deadline",
+            Role::QueueHost => "the broker node hosting the queues",
         }
     }
 }

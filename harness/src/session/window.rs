@@ -127,6 +127,11 @@ pub(super) async fn observe(
                     options.redis_zset.shards(),
                 )
             }),
+            rabbit: setup
+                .capabilities
+                .requires
+                .contains(&Service::RabbitMq)
+                .then(|| (options.rabbit.url.clone(), location.resource_prefix())),
         },
     ));
     let stop_sampling = CancellationToken::new();

@@ -86,6 +86,20 @@ pub fn cluster_shard_slots(prefix: &str, shards: u32) -> Vec<u16> {
         .collect()
 }
 
+/// The delay-set key of each of the `shards` shards a redis-zset run on
+/// the namespace with `prefix` uses on a Redis Cluster, in shard order:
+/// where a fault can find the shard of the next deadline.
+pub fn cluster_delay_keys(prefix: &str, shards: u32) -> Vec<String> {
+    (0..shards)
+        .map(|k| delay_key_of(&shard_tag(prefix, k, shards, true)))
+        .collect()
+}
+
+/// The delay set of the shard with hash tag `tag`.
+fn delay_key_of(tag: &str) -> String {
+    format!("dlb:{{{tag}}}:delay")
+}
+
 /// How due members are taken from the delay set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClaimMode {
@@ -148,7 +162,7 @@ impl RedisZset {
                 Shard {
                     index: k as usize,
                     waker: DeadlineWaker::default(),
-                    delay: format!("dlb:{{{tag}}}:delay"),
+                    delay: delay_key_of(&tag),
                     processing: format!("dlb:{{{tag}}}:processing"),
                     dead: format!("dlb:{{{tag}}}:dead"),
                 }
