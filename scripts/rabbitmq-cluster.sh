@@ -7,6 +7,9 @@
 #   dlb2@localhost  127.0.0.1:5682   127.0.0.1:25682
 #   dlb3@localhost  127.0.0.1:5683   127.0.0.1:25683
 #
+# and the management API of each on http://127.0.0.1:1569N (N its number),
+# which a fault aimed at the node hosting a strategy's queues asks.
+#
 # Each node has its own data, log, config and enabled-plugins file under
 # $DELAYBENCH_RABBIT_CLUSTER_DIR (default /var/lib/delaybench/rabbitmq-cluster),
 # and all three share one Erlang cookie of their own in that folder (not the
@@ -131,7 +134,15 @@ prepare() {
   prepare_base
   build_plugin
   local n
-  for n in "${NODES[@]}"; do node_files "$n" "$PLUGIN" </dev/null; done
+  # The management API on each node (127.0.0.1:1569N, plain HTTP on
+  # loopback): a fault aimed at the node hosting a strategy's queues asks
+  # it where they are (`node = "queue-host"`).
+  for n in "${NODES[@]}"; do
+    node_files "$n" "$PLUGIN,rabbitmq_management" <<EOF
+management.tcp.port = $(management_port "$n")
+management.tcp.ip = 127.0.0.1
+EOF
+  done
 }
 
 # The management node: the management API over HTTPS only, and AMQP over
@@ -252,7 +263,16 @@ check_plugin() { # n
 
 start() {
   prepare
-  local n
+  local n i
+  # A node started before its management API was configured: restart it
+  # with its new configuration (its data stays; it rejoins the others).
+  for n in "${NODES[@]}"; do
+    if running "$n" && app_running "$n" && ! port_open "$(management_port "$n")"; then
+      say "restarting $(node_name "$n") to serve its management API on 127.0.0.1:$(management_port "$n")"
+      ctl "$n" -q stop || true
+      for ((i = 0; i < 60; i++)); do running "$n" || break; sleep 1; done
+    fi
+  done
   for n in "${NODES[@]}"; do launch_node "$n"; done
   for n in "${NODES[@]}"; do await_node "$n"; done
   for n in 2 3; do join "$n"; done
@@ -260,7 +280,12 @@ start() {
   up=$(running_nodes | grep -c '^dlb[123]@localhost$' || true)
   [ "$up" = 3 ] || { ctl 1 cluster_status >&2 || true; die "cluster_status shows $up of 3 nodes running"; }
   for n in "${NODES[@]}"; do check_plugin "$n"; done
-  say "cluster up: 3 running nodes ($(running_nodes | paste -sd' ' -)), $PLUGIN enabled on each"
+  for n in "${NODES[@]}"; do
+    for ((i = 0; i < 60; i++)); do port_open "$(management_port "$n")" && break; sleep 1; done
+    port_open "$(management_port "$n")" ||
+      die "$(node_name "$n") does not serve its management API on 127.0.0.1:$(management_port "$n"); see $BASE/dlb$n/log/"
+  done
+  say "cluster up: 3 running nodes ($(running_nodes | paste -sd' ' -)), $PLUGIN and the management API (127.0.0.1:15691-15693) on each"
   say "AMQP: amqp://guest:guest@127.0.0.1:5681,amqp://guest:guest@127.0.0.1:5682,amqp://guest:guest@127.0.0.1:5683"
 }
 

@@ -25,6 +25,7 @@ mod holdings;
 mod keys;
 mod management;
 mod objects;
+mod placement;
 mod plugin;
 mod teardown;
 
@@ -32,5 +33,6 @@ pub use broker::{delete_broker, delete_broker_prefix, list_broker};
 pub use holdings::{broker_holdings, BrokerHoldings};
 pub use keys::{delete_redis_keys, delete_redis_prefix, redis_keys};
 pub use objects::{broker_prefix, redis_patterns, BrokerKind, BrokerObject};
+pub use placement::queue_nodes;
 pub use plugin::{delayed_plugin_build, PluginBuild};
 pub use teardown::{block_on_fresh_thread, TeardownGuard, TestNamespace};
