@@ -379,3 +379,166 @@ for = "2s"
         "the report does not say why db-timer has no schedule path: {report}"
     );
 }
+
+/// A fault aimed at "the Redis node of the next deadline" acts on the
+/// master serving the strategy's shard whose deadline comes first when it
+/// fires, found by the harness then: the command gets that node (`{node}`,
+/// `{port}`), and the record names it. A strategy that uses no Redis has
+/// no such node: the fault is n/a to it and its command does not run.
+#[test]
+fn a_fault_aimed_at_the_next_deadline_acts_on_the_master_that_holds_it() {
+    let services = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/services.sh");
+    let up = std::process::Command::new("bash")
+        .args([services, "redis-cluster"])
+        .status()
+        .expect("run scripts/services.sh redis-cluster");
+    assert!(
+        up.success(),
+        "scripts/services.sh redis-cluster failed: {up}"
+    );
+    let out = common::Scratch::new();
+    let acted = out.path().join("acted-on");
+    let scenario = out.path().join("next-deadline.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"
+name = "next-deadline"
+seed = 5
+warmup = "1s"
+duration = "6s"
+drain = "3s"
+rate = 30.0
+instances = 2
+[[timeouts]]
+after = "2s"
+[strategies.redis-zset]
+url = "redis+cluster://127.0.0.1:7000"
+shards = 4
+[[faults]]
+kind = "run-command"
+target = "redis"
+node = "next-deadline"
+at = "4s"
+command = ["sh", "-c", "echo {{node}} {{port}} >> {}"]
+"#,
+            acted.display()
+        ),
+    )
+    .unwrap();
+    let run = delaybench(&[
+        "run",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--db",
+        &pg(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--strategies",
+        "redis-zset,db-scan",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let dir = run_dir_of(&run);
+    let zset = &summary(&dir, "redis-zset")["faults"][0];
+    assert_eq!(zset["aimed_at"], "next-deadline", "{zset:#}");
+    assert_eq!(zset["reach"]["kind"], "hit", "{zset:#}");
+    let node = zset["node"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no node: {zset:#}"));
+    assert!(
+        ["127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"].contains(&node),
+        "{zset:#}"
+    );
+    let detail = zset["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains(node) && detail.contains("shard"),
+        "{zset:#}"
+    );
+    let port = node.rsplit_once(':').unwrap().1;
+    assert!(
+        zset["command"][2]
+            .as_str()
+            .unwrap()
+            .contains(&format!("echo {node} {port} >>")),
+        "{zset:#}"
+    );
+    let scan = &summary(&dir, "db-scan")["faults"][0];
+    assert_eq!(scan["reach"]["kind"], "not-applicable", "{scan:#}");
+    assert!(scan.get("node").is_none_or(Value::is_null), "{scan:#}");
+    // The command ran once: for redis-zset, on its node; not for db-scan.
+    let ran = std::fs::read_to_string(&acted).unwrap();
+    assert_eq!(ran, format!("{node} {port}\n"));
+}
+
+/// A fault aimed at "the broker node hosting the queues" acts on the node
+/// the management API names as hosting most of the strategy's queues when
+/// it fires (on the local cluster, dlb1: its clients declare there first);
+/// the command gets the node's name (`{node}`).
+#[test]
+fn a_fault_aimed_at_the_queue_host_acts_on_the_node_the_broker_names() {
+    let cluster = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scripts/rabbitmq-cluster.sh"
+    );
+    let up = std::process::Command::new("bash")
+        .args([cluster, "start"])
+        .status()
+        .expect("run scripts/rabbitmq-cluster.sh start");
+    assert!(
+        up.success(),
+        "scripts/rabbitmq-cluster.sh start failed: {up}"
+    );
+    let out = common::Scratch::new();
+    let acted = out.path().join("acted-on");
+    let scenario = out.path().join("queue-host.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"
+name = "queue-host"
+seed = 6
+warmup = "1s"
+duration = "5s"
+drain = "3s"
+rate = 30.0
+instances = 2
+[[timeouts]]
+after = "2s"
+[strategies.rabbit]
+url = "amqp://guest:guest@127.0.0.1:5681/%2f?management=http://127.0.0.1:15691,amqp://guest:guest@127.0.0.1:5682/%2f,amqp://guest:guest@127.0.0.1:5683/%2f"
+queue-type = "quorum"
+[[faults]]
+kind = "run-command"
+target = "rabbitmq"
+node = "queue-host"
+at = "3s"
+command = ["sh", "-c", "echo {{node}} >> {}"]
+"#,
+            acted.display()
+        ),
+    )
+    .unwrap();
+    let run = delaybench(&[
+        "run",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--db",
+        &pg(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--strategies",
+        "rabbit-ttl",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let dir = run_dir_of(&run);
+    let fault = &summary(&dir, "rabbit-ttl")["faults"][0];
+    assert_eq!(fault["aimed_at"], "queue-host", "{fault:#}");
+    assert_eq!(fault["reach"]["kind"], "hit", "{fault:#}");
+    assert_eq!(fault["node"], "dlb1@localhost", "{fault:#}");
+    let detail = fault["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("work") && detail.contains("wait.2000ms"),
+        "{fault:#}"
+    );
+    assert_eq!(std::fs::read_to_string(&acted).unwrap(), "dlb1@localhost\n");
+}
