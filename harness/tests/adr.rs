@@ -1006,3 +1006,68 @@ fn a_fault_that_missed_its_target_is_reported_missed_never_survived() {
     );
     assert!(!draft.contains("with db-timer"), "{draft}");
 }
+
+/// A fault aimed at an option's weak point (db-timer's leader) is read
+/// beside that option in the draft: whether it reached it and the missed
+/// cancels put down to it alone, with the run it comes from; one that
+/// missed says so.
+#[test]
+fn a_fault_aimed_at_a_weak_point_is_read_beside_the_option() {
+    let root = tempfile::tempdir().unwrap();
+    let pause = |reach: Value| {
+        json!({
+            "kind": "pause-instance", "instance": 0, "aimed_at": "leader", "planned_at_ms": 3000,
+            "label": "pause the leader for 2s at 3s", "window_ms": [3000, 5000], "reach": reach,
+        })
+    };
+    let chaos = fixture_run(
+        root.path(),
+        "20261201-110000-chaos",
+        vec![json!({"kind": "pause-instance", "instance": "leader", "at": "3s", "for": "2s"})],
+        false,
+        &[
+            Strategy {
+                missed: 3,
+                faults: vec![pause(json!({"kind": "hit"}))],
+                ..quiet("db-timer", (1500, 2.0, 3.0, 4.0, 8.0))
+            },
+            Strategy {
+                faults: vec![pause(
+                    json!({"kind": "missed-target", "why": "no instance led"}),
+                )],
+                ..quiet("db-scan", (1500, 40.0, 90.0, 200.0, 250.0))
+            },
+        ],
+    );
+    let timer = chaos.join("db-timer").join("summary.json");
+    let mut summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(&timer).unwrap()).unwrap();
+    summary["missed_by_fault"] =
+        json!([{"fault": 0, "label": "pause the leader for 2s at 3s", "missed": 3}]);
+    std::fs::write(&timer, serde_json::to_string_pretty(&summary).unwrap()).unwrap();
+    let file = root.path().join("adr.md");
+    let (draft, _) = adr(&[chaos], "faults: p99<=10s,missed=0", &file).unwrap();
+    let line = |option: &str| -> String {
+        let section = draft
+            .split(&format!("### {option}\n"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no section for {option}: {draft}"));
+        section
+            .lines()
+            .take_while(|l| !l.starts_with("### "))
+            .find(|l| l.contains("Faults aimed at its weak points"))
+            .unwrap_or_else(|| panic!("no weak-point line for {option}: {section}"))
+            .to_string()
+    };
+    let timer = line("db-timer");
+    assert!(
+        timer.contains("#1 aimed at the leader (pause the leader for 2s at 3s): hit; 3 missed cancels put down to it alone")
+            && timer.contains("20261201-110000-chaos/db-timer/summary.json"),
+        "{timer}"
+    );
+    let scan = line("db-scan");
+    assert!(
+        scan.contains("**missed its target**: no instance led"),
+        "{scan}"
+    );
+}

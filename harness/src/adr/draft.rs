@@ -12,6 +12,7 @@ use super::sla::Condition;
 use super::study::{Eval, Standing, Study};
 use super::tradeoff::Tradeoff;
 use super::words::{applied, cell, cost_line, failures, measured_line};
+use crate::faults::FaultReach;
 use anyhow::Result;
 use std::fmt::Write;
 use std::path::Path;
@@ -439,9 +440,71 @@ fn strategy_pros_and_cons(
         if let Some(cost) = cost_line(e, study, tradeoff, base).filter(|_| !brief) {
             writeln!(out, "  Cost: {cost}.")?;
         }
+        for line in weak_points(e, study, base) {
+            writeln!(out, "  {line}")?;
+        }
     }
     writeln!(out)?;
     Ok(())
+}
+
+/// What the faults aimed at a role (a leader, a claim holder, the node of
+/// the next deadline or of the queues: an option's known weak points) did
+/// to option `e`, one line per fault run: whether each reached it and the
+/// missed cancels put down to it, so a weak point the registry names is
+/// read beside what was measured of it.
+fn weak_points(e: &Eval, study: &Study, base: &Path) -> Vec<String> {
+    let mut lines = Vec::new();
+    for source in study
+        .sources
+        .iter()
+        .filter(|s| matches!(s.condition, Condition::Faults | Condition::Cluster))
+    {
+        let Some(s) = source.summary(e.variant) else {
+            continue;
+        };
+        let aimed: Vec<String> = s
+            .faults
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| {
+                let role = f.aimed_at?;
+                let missed: u64 = s
+                    .missed_by_fault
+                    .iter()
+                    .filter(|l| l.fault == Some(i))
+                    .map(|l| l.missed)
+                    .sum();
+                let reach = match f.reach() {
+                    FaultReach::Hit => format!(
+                        "hit; {missed} missed cancel{} put down to it alone",
+                        if missed == 1 { "" } else { "s" }
+                    ),
+                    FaultReach::NotApplicable(why) => format!("not applicable: {why}"),
+                    other => format!(
+                        "**missed its target**: {}",
+                        other.why().unwrap_or("(no reason recorded)")
+                    ),
+                };
+                Some(format!(
+                    "#{} aimed at {} ({}): {reach}",
+                    i + 1,
+                    role.words(),
+                    f.label
+                ))
+            })
+            .collect();
+        if !aimed.is_empty() {
+            let file = source.summary_file(e.name.as_str());
+            lines.push(format!(
+                "Faults aimed at its weak points, in [{}]({}) (one trial): {}.",
+                source.label,
+                super::evidence::relative(base, &file).replace(' ', "%20"),
+                aimed.join("; ")
+            ));
+        }
+    }
+    lines
 }
 
 /// The options left off the shortlist, one line each.
