@@ -43,14 +43,17 @@ fn documents(root: &Path) -> Vec<String> {
     files
 }
 
-/// `text` with fenced code blocks and inline code blanked (line for line),
-/// so a link or heading shown as code is not read as one.
-fn without_code(text: &str) -> String {
+/// `text` with fenced code blocks blanked (line for line), so a link or
+/// heading shown as code is not read as one; inline code too unless
+/// `keep_inline` (a heading's inline code is part of its anchor).
+fn without_code(text: &str, keep_inline: bool) -> String {
     let mut out = String::with_capacity(text.len());
     let mut fenced = false;
     for line in text.lines() {
         if line.trim_start().starts_with("```") {
             fenced = !fenced;
+        } else if !fenced && keep_inline {
+            out.push_str(line);
         } else if !fenced {
             let mut in_code = false;
             for c in line.chars() {
@@ -141,7 +144,7 @@ fn resolve(base: &str, target: &str) -> String {
 /// The broken links of the document `file` (relative to `root`).
 fn broken_links(root: &Path, file: &str) -> Vec<String> {
     let raw = std::fs::read_to_string(root.join(file)).unwrap();
-    let text = without_code(&raw);
+    let text = without_code(&raw, false);
     let base = file.rsplit_once('/').map_or("", |(b, _)| b);
     let mut broken = Vec::new();
     for (line, target) in links(&text) {
@@ -160,7 +163,7 @@ fn broken_links(root: &Path, file: &str) -> Vec<String> {
         }
         if !anchor.is_empty() && full.ends_with(".md") {
             let linked = std::fs::read_to_string(root.join(&full)).unwrap();
-            if !anchors(&without_code_keeping_headings(&linked)).contains(anchor) {
+            if !anchors(&without_code(&linked, true)).contains(anchor) {
                 broken.push(format!(
                     "{file}:{line}: {target} (no heading #{anchor} in {full})"
                 ));
@@ -168,22 +171,6 @@ fn broken_links(root: &Path, file: &str) -> Vec<String> {
         }
     }
     broken
-}
-
-/// Fenced blocks blanked, inline code kept (a heading's code is part of
-/// its anchor).
-fn without_code_keeping_headings(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut fenced = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-        } else if !fenced {
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
-    out
 }
 
 #[test]
