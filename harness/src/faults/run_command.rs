@@ -111,6 +111,7 @@ impl Kind for RunCommand {
                 field("node")
             ),
         }
+        self.check_placeholders(field)?;
         match self.lasts {
             Some(lasts) => check_lasts(lasts, field),
             None => Ok(()),
@@ -272,14 +273,18 @@ impl Kind for RunCommand {
         })
     }
 
-    /// A command that could not run, or failed, did not act.
+    /// A command that could not run, or failed, did not act; nor did one
+    /// that never ran (aimed at a role nothing held, or at a service the
+    /// strategy does not use), which has no exit status.
     fn took_effect(record: &FaultRecord) -> bool {
-        record.error.is_none()
+        record.error.is_none() && record.exit_status.is_some()
     }
 
     fn describe(record: &FaultRecord) -> String {
+        let ran = record.exit_status.is_some();
         let mut text = format!(
-            "ran `{}` at {}",
+            "{} `{}` at {}",
+            if ran { "ran" } else { "did not run" },
             record.command.join(" "),
             secs(record.planned_at_ms)
         );
@@ -296,6 +301,38 @@ impl Kind for RunCommand {
             text += &format!("; error: {e}");
         }
         text
+    }
+}
+
+impl RunCommand {
+    /// `{node}` and `{port}` name the node the fault acts on, so they need
+    /// one, `{port}` needs a Redis node (a RabbitMQ node is `name@host`),
+    /// and a role, which is a different node per strategy, needs the
+    /// command to say which: otherwise the same command would run for
+    /// every strategy whatever its role resolved to, and the record would
+    /// name a node the command never touched.
+    fn check_placeholders(&self, field: &dyn Fn(&str) -> String) -> Result<()> {
+        let uses = |p: &str| self.command.iter().any(|a| a.contains(p));
+        match self.node.as_deref() {
+            None if uses("{node}") || uses("{port}") => bail!(
+                "{} uses {{node}} or {{port}}, which stand for the node the fault acts on, but \
+                 no {} is given",
+                field("command"),
+                field("node")
+            ),
+            Some(_) if self.target == Some(Target::Rabbitmq) && uses("{port}") => bail!(
+                "{} uses {{port}}, but a RabbitMQ node is name@host and has none: use {{node}}",
+                field("command")
+            ),
+            Some(role) if is_role(role) && !uses("{node}") && !uses("{port}") => bail!(
+                "{} = \"{role}\" is a different node for each strategy, but {} never says \
+                 which: put {{node}}{} in it",
+                field("node"),
+                field("command"),
+                if role == NEXT_DEADLINE { " or {port}" } else { "" }
+            ),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -358,11 +395,17 @@ async fn next_deadline_master(
     Ok(match first {
         Some((due_us, k, master)) => {
             let in_ms = (due_us as i64 - strategies::domain::now_us() as i64) / 1000;
+            // A deadline already past is one the strategy has yet to cancel.
+            let due = if in_ms < 0 {
+                format!("{} ms overdue", -in_ms)
+            } else {
+                format!("due in {in_ms} ms")
+            };
             Ok((
                 master.addr.clone(),
                 format!(
-                    "aimed at {}, the master serving shard {k}, whose earliest deadline was due \
-                     in {in_ms} ms when the fault fired",
+                    "aimed at {}, the master serving shard {k}, whose earliest deadline was {due} \
+                     when the fault fired",
                     master.addr
                 ),
             ))
@@ -447,8 +490,13 @@ mod tests {
     use super::*;
 
     fn fault(target: Option<Target>, node: Option<&str>) -> RunCommand {
+        // A RabbitMQ node has no port to put in.
+        let stop = match target {
+            Some(Target::Rabbitmq) => "stop -n {node}",
+            _ => "stop -p {port} -n {node}",
+        };
         RunCommand {
-            command: vec!["sh".into(), "-c".into(), "stop -p {port} -n {node}".into()],
+            command: vec!["sh".into(), "-c".into(), stop.into()],
             target,
             node: node.map(String::from),
             lasts: None,
@@ -486,5 +534,49 @@ mod tests {
             "stop -p 7002 -n 127.0.0.1:7002"
         );
         assert_eq!(with_node(&f.command, None), f.command);
+    }
+
+    #[test]
+    fn a_placeholder_needs_a_node_and_a_role_needs_a_placeholder() {
+        let mut f = fault(None, None);
+        let said = checked(&f).unwrap_err().to_string();
+        assert!(
+            said.contains("faults[0].command") && said.contains("no faults[0].node"),
+            "{said}"
+        );
+        f = fault(Some(Target::Rabbitmq), Some(QUEUE_HOST));
+        f.command[2] = "stop -p {port}".into();
+        let said = checked(&f).unwrap_err().to_string();
+        assert!(said.contains("{port}") && said.contains("use {node}"), "{said}");
+        for (target, role) in [(Target::Redis, NEXT_DEADLINE), (Target::Rabbitmq, QUEUE_HOST)] {
+            f = fault(Some(target), Some(role));
+            f.command[2] = "restart the cluster".into();
+            let said = checked(&f).unwrap_err().to_string();
+            assert!(
+                said.contains("faults[0].node") && said.contains("never says which"),
+                "{said}"
+            );
+        }
+        // A fixed node may be written into the command by hand.
+        f = fault(Some(Target::Redis), Some("127.0.0.1:7001"));
+        f.command[2] = "redis-cli -p 7001 shutdown".into();
+        assert!(checked(&f).is_ok());
+    }
+
+    #[test]
+    fn a_command_that_never_ran_did_not_act_and_says_so() {
+        let mut r = FaultRecord::planned(
+            crate::faults::FaultKind::RunCommand,
+            0,
+            Duration::from_secs(6),
+            "run `x` at 6s".into(),
+        );
+        r.command = vec!["x".into()];
+        r.reach = FaultReach::MissedTarget("no shard held a deadline".into());
+        assert!(!RunCommand::took_effect(&r));
+        assert!(RunCommand::describe(&r).starts_with("did not run `x` at "));
+        r.exit_status = Some("exit status: 0".into());
+        assert!(RunCommand::took_effect(&r));
+        assert!(RunCommand::describe(&r).starts_with("ran `x` at "));
     }
 }
