@@ -1037,6 +1037,12 @@ fn a_fault_aimed_at_a_weak_point_is_read_beside_the_option() {
                 )],
                 ..quiet("db-scan", (1500, 40.0, 90.0, 200.0, 250.0))
             },
+            Strategy {
+                faults: vec![pause(
+                    json!({"kind": "not-applicable", "why": "no instance leads"}),
+                )],
+                ..quiet("timing-wheel", (1500, 2.0, 3.0, 4.0, 8.0))
+            },
         ],
     );
     let timer = chaos.join("db-timer").join("summary.json");
@@ -1069,5 +1075,18 @@ fn a_fault_aimed_at_a_weak_point_is_read_beside_the_option() {
     assert!(
         scan.contains("**missed its target**: no instance led"),
         "{scan}"
+    );
+    // A fault that cannot touch an option says nothing of its weak
+    // points: no line, where there was "not applicable" before.
+    let wheel = draft
+        .split("### timing-wheel\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no section for timing-wheel: {draft}"));
+    assert!(
+        !wheel
+            .lines()
+            .take_while(|l| !l.starts_with("### "))
+            .any(|l| l.contains("Faults aimed at its weak points")),
+        "{wheel}"
     );
 }

@@ -469,6 +469,11 @@ fn weak_points(e: &Eval, study: &Study, base: &Path) -> Vec<String> {
             .enumerate()
             .filter_map(|(i, f)| {
                 let role = f.aimed_at?;
+                // A fault that cannot touch this option says nothing of
+                // its weak points.
+                if matches!(f.reach(), FaultReach::NotApplicable(_)) {
+                    return None;
+                }
                 let missed: u64 = s
                     .missed_by_fault
                     .iter()
@@ -476,11 +481,17 @@ fn weak_points(e: &Eval, study: &Study, base: &Path) -> Vec<String> {
                     .map(|l| l.missed)
                     .sum();
                 let reach = match f.reach() {
-                    FaultReach::Hit => format!(
+                    FaultReach::Hit if f.took_effect() => format!(
                         "hit; {missed} missed cancel{} put down to it alone",
                         if missed == 1 { "" } else { "s" }
                     ),
-                    FaultReach::NotApplicable(why) => format!("not applicable: {why}"),
+                    // Aimed right, but it never acted (a command that
+                    // failed, a pause whose process was gone): no
+                    // measurement of the weak point.
+                    FaultReach::Hit => format!(
+                        "**did not act**, so nothing was measured of it: {}",
+                        f.describe()
+                    ),
                     other => format!(
                         "**missed its target**: {}",
                         other.why().unwrap_or("(no reason recorded)")
@@ -496,8 +507,12 @@ fn weak_points(e: &Eval, study: &Study, base: &Path) -> Vec<String> {
             .collect();
         if !aimed.is_empty() {
             let file = source.summary_file(e.name.as_str());
+            let trials = match s.repeats.as_ref().map_or(1, |r| r.count) {
+                1 => "one trial".to_string(),
+                n => format!("the median trial of {n}"),
+            };
             lines.push(format!(
-                "Faults aimed at its weak points, in [{}]({}) (one trial): {}.",
+                "Faults aimed at its weak points, in [{}]({}) ({trials}): {}.",
                 source.label,
                 super::evidence::relative(base, &file).replace(' ', "%20"),
                 aimed.join("; ")

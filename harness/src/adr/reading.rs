@@ -413,9 +413,12 @@ fn read_restart(r: &Recovery, pending: u64, at: &str, file: PathBuf, term: &Term
     if let Some(f) = r.in_flight.as_ref().filter(|f| f.lost() > 0) {
         return Reading::Fails(
             Figure::new(
+                // The figures the keys hold (cancelled of orders), so the
+                // number shown is the one in the file.
                 format!(
-                    "{} of {} orders in flight through the {} {} restart never cancelled ({pending} pending)",
-                    f.lost(),
+                    "only {} of {} orders in flight through the {} {} restart cancelled, the \
+                     rest never ({pending} pending)",
+                    f.cancelled,
                     f.orders,
                     r.kind.label(),
                     r.what
@@ -572,7 +575,11 @@ mod tests {
             Reading::Fails(f, v, note) => {
                 assert!(v.is_infinite());
                 assert!(note.contains("no recovery"), "{note}");
-                assert!(f.text.starts_with("5 of 5 orders in flight"), "{}", f.text);
+                assert!(
+                    f.text.starts_with("only 0 of 5 orders in flight"),
+                    "{}",
+                    f.text
+                );
                 assert!(f.keys[0]
                     .0
                     .ends_with("recovery[what=redis-sigkill].in_flight.cancelled"));

@@ -8,6 +8,7 @@ use super::judge::Kind;
 use super::sla::Condition;
 use super::study::{CondEval, Eval, Study};
 use super::tradeoff::Tradeoff;
+use crate::model::summary::Summary;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -114,13 +115,14 @@ pub(super) fn cost_line(
             .find(|s| &s.label == label)
             .and_then(|src| src.summary(e.variant).map(|sum| (src, sum)))
         {
-            let figs: Vec<String> =
-                evidence::cost_figures(s, &source.summary_file(s.strategy.name()))
-                    .iter()
-                    .map(|f| f.render(base))
-                    .collect();
+            let (figs, no_cpu) = cost_parts(s, source, base);
             if !figs.is_empty() {
-                return Some(format!("{} per cancel ({})", figs.join(", "), source.label));
+                return Some(format!(
+                    "{} per cancel ({}{})",
+                    figs.join(", "),
+                    source.label,
+                    no_cpu.map(|c| format!("; {c}")).unwrap_or_default()
+                ));
             }
         }
     }
@@ -132,15 +134,11 @@ pub(super) fn cost_line(
             .filter_map(|s| s.summary(e.variant).map(|sum| (s, sum)))
             .max_by_key(|(_, sum)| sum.lateness_us.count);
         if let Some((source, s)) = best {
-            let figs: Vec<String> =
-                evidence::cost_figures(s, &source.summary_file(s.strategy.name()))
-                    .iter()
-                    .map(|f| f.render(base))
-                    .collect();
+            let (figs, no_cpu) = cost_parts(s, source, base);
             if figs.is_empty() {
                 continue;
             }
-            let mut caveats = Vec::new();
+            let mut caveats: Vec<String> = no_cpu.into_iter().collect();
             if c != Condition::Normal {
                 caveats.push(format!("{}: no run without faults ran it", c.words()));
             }
@@ -158,6 +156,32 @@ pub(super) fn cost_line(
         }
     }
     None
+}
+
+/// `s`'s cost figures as the draft cites them, and, where CPU is not
+/// among them, why: a run without repetitions writes no CPU figure in the
+/// one scope (every service and the workers), and the workers' own figure
+/// alone would read cheaper than the others' beside it.
+fn cost_parts(
+    s: &Summary,
+    source: &evidence::Source,
+    base: &Path,
+) -> (Vec<String>, Option<String>) {
+    let figures = evidence::cost_figures(s, &source.summary_file(s.strategy.name()));
+    let has_cpu = figures.iter().any(|f| {
+        f.keys
+            .iter()
+            .any(|(k, _)| k.contains("cpu_all_us_per_cancel"))
+    });
+    let figs = figures.iter().map(|f| f.render(base)).collect();
+    let no_cpu = (!has_cpu).then(|| {
+        format!(
+            "no CPU figure: {} wrote none with every service and the workers in one scope \
+             (a run with --repeat writes it)",
+            source.label
+        )
+    });
+    (figs, no_cpu)
 }
 
 /// What was measured of an option, condition by condition: failures with

@@ -296,9 +296,10 @@ pub(super) fn answer(set: &Set, reference: &str) -> Result<String> {
         set.get("sweep").map_or(0, |(_, l)| l.info().repeat),
         link("chaos"),
         link("storm"),
-        match set.get("storm").map_or(1, |(_, l)| l.info().repeat) {
-            1 => "one trial".to_string(),
-            n => format!("{n} trials, each drain rate shown as their range"),
+        match set.get("storm").map(|(_, l)| l.info().repeat) {
+            None => "not run in this set".to_string(),
+            Some(0 | 1) => "one trial".to_string(),
+            Some(n) => format!("{n} trials, each drain rate shown as their range"),
         },
         link("backlog"),
         [

@@ -105,21 +105,23 @@ pub(super) fn reference_readme(set: &Set) -> Result<String> {
     Ok(out)
 }
 
-/// `text` with every relative Markdown link (`](x)`: not a URL, not
-/// absolute, not an anchor) made relative to the folder holding `folder`.
+/// `text` with every relative Markdown link (`](x)`: not a URL or
+/// `mailto:`, not absolute, not an anchor), written from inside `folder`,
+/// made relative to the folder holding `folder` (`../x` there is `x`).
 fn rebase_links(text: &str, folder: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("](") {
-        let (before, after) = rest.split_at(at + 2);
+        let (before, mut after) = rest.split_at(at + 2);
         out.push_str(before);
-        let relative = !(after.starts_with('#')
-            || after.starts_with('/')
-            || after.starts_with("../")
-            || after
-                .split_once(')')
-                .is_some_and(|(target, _)| target.contains("://")));
-        if relative {
+        let target = after.split_once(')').map_or(after, |(t, _)| t);
+        let relative = !(target.starts_with('#')
+            || target.starts_with('/')
+            || target.contains("://")
+            || target.starts_with("mailto:"));
+        if let Some(up) = after.strip_prefix("../").filter(|_| relative) {
+            after = up;
+        } else if relative {
             out.push_str(folder);
             out.push('/');
         }
@@ -174,12 +176,12 @@ mod tests {
     #[test]
     fn a_sweep_table_links_from_the_set_folder() {
         let table = "| a | [0](db-scan/pending-0/summary.json) | [r](report.md) |\n\
-                     [x](#top) [y](https://example.com/a) [z](../up.md)\n";
+                     [x](#top) [y](https://example.com/a) [z](../up.md) [m](mailto:a@b.c)\n";
         assert_eq!(
             rebase_links(table, "20261205-171815-backlog-1m"),
             "| a | [0](20261205-171815-backlog-1m/db-scan/pending-0/summary.json) | \
              [r](20261205-171815-backlog-1m/report.md) |\n\
-             [x](#top) [y](https://example.com/a) [z](../up.md)\n"
+             [x](#top) [y](https://example.com/a) [z](up.md) [m](mailto:a@b.c)\n"
         );
     }
 }
