@@ -7,6 +7,9 @@
 //! table carries a date or an issue number (they belong to the history,
 //! not to what a user reads). Nothing here needs a service.
 
+mod common;
+
+use common::{resolve, without_code};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -41,32 +44,6 @@ fn documents(root: &Path) -> Vec<String> {
         files.extend(found);
     }
     files
-}
-
-/// `text` with fenced code blocks blanked (line for line), so a link or
-/// heading shown as code is not read as one; inline code too unless
-/// `keep_inline` (a heading's inline code is part of its anchor).
-fn without_code(text: &str, keep_inline: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut fenced = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-        } else if !fenced && keep_inline {
-            out.push_str(line);
-        } else if !fenced {
-            let mut in_code = false;
-            for c in line.chars() {
-                if c == '`' {
-                    in_code = !in_code;
-                } else if !in_code {
-                    out.push(c);
-                }
-            }
-        }
-        out.push('\n');
-    }
-    out
 }
 
 /// The anchor a heading gets (GitHub's and mdBook's rule): lower case,
@@ -126,21 +103,6 @@ fn links(text: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// `path` relative to the repository, `..` and `.` resolved by name.
-fn resolve(base: &str, target: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for segment in base.split('/').chain(target.split('/')) {
-        match segment {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            s => parts.push(s),
-        }
-    }
-    parts.join("/")
-}
-
 /// The broken links of the document `file` (relative to `root`).
 fn broken_links(root: &Path, file: &str) -> Vec<String> {
     let raw = std::fs::read_to_string(root.join(file)).unwrap();
@@ -154,8 +116,13 @@ fn broken_links(root: &Path, file: &str) -> Vec<String> {
         let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
         let full = if path.is_empty() {
             file.to_string()
+        } else if let Some(full) = resolve(base, path) {
+            full
         } else {
-            resolve(base, path)
+            broken.push(format!(
+                "{file}:{line}: {target} (climbs above the repository)"
+            ));
+            continue;
         };
         if !root.join(&full).exists() {
             broken.push(format!("{file}:{line}: {target} (no {full})"));

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{delaybench, stderr};
+use common::{delaybench, stderr, without_code};
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
@@ -52,7 +52,7 @@ fn the_committed_text_is_what_the_reference_set_gives() {
 }
 
 /// Copies the reference set's text files (the JSON and Markdown, not the
-/// plots) and README.md into a scratch folder.
+/// plots), README.md and the book's pages into a scratch folder.
 fn scratch_copy() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let root = root();
     let scratch = tempfile::tempdir().unwrap();
@@ -60,6 +60,8 @@ fn scratch_copy() -> (tempfile::TempDir, PathBuf, PathBuf) {
     copy_text(&root.join("results/reference"), &to);
     let readme = scratch.path().join("README.md");
     std::fs::copy(root.join("README.md"), &readme).unwrap();
+    // The book's pages beside it repeat some sections in full.
+    copy_text(&root.join("docs/src"), &scratch.path().join("docs/src"));
     (scratch, to, readme)
 }
 
@@ -102,6 +104,7 @@ fn a_hand_edit_of_a_number_fails() {
         ("README.md", "GENERATED chaos"),
         ("results/reference/README.md", "## busy"),
         ("results/reference/adr-draft.md", "## Decision Outcome"),
+        ("docs/src/chaos.md", "GENERATED chaos"),
     ] {
         let (scratch, reference, readme) = scratch_copy();
         let o = check(&reference, &readme);
@@ -312,24 +315,16 @@ fn cited_runs<'a>(
 }
 
 /// The path `token`, written in a file in the folder `base`, relative to
-/// the repository: `results/...` from the root, anything else from `base`.
+/// the repository: `results/...` from the root, anything else from `base`
+/// (as written where it would climb above the repository: it names
+/// nothing there).
 fn resolve(base: &str, token: &str) -> String {
-    let joined = if token.starts_with("results/") || base.is_empty() {
-        token.to_string()
+    let from = if token.starts_with("results/") {
+        ""
     } else {
-        format!("{base}/{token}")
+        base
     };
-    let mut segments: Vec<&str> = Vec::new();
-    for segment in joined.split('/') {
-        match segment {
-            "" | "." => {}
-            ".." => {
-                segments.pop();
-            }
-            s => segments.push(s),
-        }
-    }
-    segments.join("/")
+    common::resolve(from, token).unwrap_or_else(|| token.to_string())
 }
 
 /// The sentence of `text` around byte `at`: it ends at `.`, `!` or `?`
@@ -404,26 +399,6 @@ fn generated_sections(readme: &str) -> Vec<(usize, &str)> {
         rest = end;
     }
     sections
-}
-
-/// `text` with its fenced code blocks blanked out, line for line: a
-/// command that names folders (`delaybench adr results/reference/*/`)
-/// states no figure.
-fn without_commands(text: &str) -> String {
-    let mut fenced = false;
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let fence = line.trim_start().starts_with("```");
-        if fence {
-            fenced = !fenced;
-        }
-        if fence || fenced {
-            out.push_str(if line.ends_with('\n') { "\n" } else { "" });
-        } else {
-            out.push_str(line);
-        }
-    }
-    out
 }
 
 /// README.md with its generated sections blanked out, line for line (so
@@ -569,9 +544,12 @@ fn prose_that_cites_a_run_folder_names_its_commit() {
     pages.extend(book_pages(&root));
     let mut uncommitted = Vec::new();
     for (page, base) in &pages {
-        let text = without_commands(&hand_written(
-            &std::fs::read_to_string(root.join(page)).unwrap(),
-        ));
+        // A command that names folders (`delaybench adr
+        // results/reference/*/`) states no figure.
+        let text = without_code(
+            &hand_written(&std::fs::read_to_string(root.join(page)).unwrap()),
+            true,
+        );
         uncommitted.extend(
             cited_without_commit(&root, base, &text, &runs)
                 .into_iter()
@@ -662,7 +640,7 @@ fn a_citation_is_read_in_its_own_sentence() {
     );
     assert_eq!(hand_written(&readme), "a\n\n\n\nb\n");
     assert_eq!(
-        without_commands("a x/y\n```sh\nrun x/y\n```\nb\n"),
+        without_code("a x/y\n```sh\nrun x/y\n```\nb\n", true),
         "a x/y\n\n\n\nb\n"
     );
     assert_eq!(generated_sections(&readme).len(), 1);
@@ -756,4 +734,24 @@ fn is_committed(root: &Path, path: &str) -> bool {
         Some(o) if o.status.success() => !o.stdout.is_empty(),
         _ => true,
     }
+}
+
+#[test]
+fn a_cluster_entry_asked_for_without_clusters_is_refused_not_skipped() {
+    // Before, `--only redis-cluster` without --clusters ran nothing and
+    // said the part was done. Refused before anything runs or is written.
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("set");
+    let o = delaybench(&[
+        "reference",
+        "--out",
+        out.to_str().unwrap(),
+        "--allow-dirty",
+        "--allow-debug",
+        "--only",
+        "redis-cluster",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("add --clusters"), "{}", stderr(&o));
+    assert!(!out.exists());
 }

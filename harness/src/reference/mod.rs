@@ -50,7 +50,8 @@ pub struct ReferenceArgs {
     /// Run although this is a debug build (for trying the command out).
     #[arg(long)]
     pub allow_debug: bool,
-    /// Start over, even where a run at this commit was cut short.
+    /// Start over, even where a run at this commit was cut short, and
+    /// replace an unfinished set of another commit (refused without it).
     #[arg(long)]
     pub fresh: bool,
     /// Run only these entries of the set (comma-separated names) this
@@ -115,6 +116,17 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
                 .join(", ")
         );
     }
+    if let Some(cluster) = args
+        .only
+        .iter()
+        .find(|o| CLUSTERS.iter().any(|e| e.name == o.as_str()))
+        .filter(|_| !args.clusters)
+    {
+        bail!(
+            "--only {cluster} is a cluster entry, which runs only with --clusters (that \
+             starts the local clusters first): add --clusters"
+        );
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let db = args.services.database(DEFAULT_DB)?;
@@ -124,14 +136,7 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
     // Resumed only when it is the same set: the same commit, build,
     // database and entries, and not finished.
     let same_set = |m: &Manifest| {
-        m.commit == commit
-            && m.build_profile == profile
-            && m.database_url == db_display
-            && m.finished_at.is_none()
-            && m.entries
-                .iter()
-                .map(|e| e.name.as_str())
-                .eq(wanted.iter().copied())
+        m.finished_at.is_none() && m.differs(&commit, profile, &db_display, &wanted).is_none()
     };
     // What a new set replaces: every folder the last manifest named (its
     // entries', what failed attempts left, and what it was replacing).
@@ -145,18 +150,29 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
             )
         })
         .collect();
+    // An unfinished set is never replaced by accident: a part run from
+    // another commit (or with other entries) would start a new set and
+    // throw the measured entries away.
+    if let Some(m) = previous.as_ref().filter(|&m| {
+        !args.fresh
+            && m.finished_at.is_none()
+            && !same_set(m)
+            && m.entries.iter().any(|e| e.status == EntryStatus::Done)
+    }) {
+        bail!(
+            "{} holds an unfinished set ({}); this run {}. Finish that set from its own \
+             commit (`git worktree add <dir> {}` and run there), or pass --fresh to start a \
+             new set that replaces it",
+            args.out.display(),
+            m.progress(),
+            m.differs(&commit, profile, &db_display, &wanted)
+                .unwrap_or_default(),
+            short(&m.commit)
+        );
+    }
     let mut manifest = match previous {
         Some(m) if !args.fresh && same_set(&m) => {
-            eprintln!(
-                "delaybench reference: resuming the set of {} (started {}): {} of {} entries done",
-                short(&commit),
-                m.started_at,
-                m.entries
-                    .iter()
-                    .filter(|e| e.status == EntryStatus::Done)
-                    .count(),
-                m.entries.len()
-            );
+            eprintln!("delaybench reference: resuming the set of {}", m.progress());
             m
         }
         _ => Manifest {
@@ -456,6 +472,47 @@ mod tests {
         let done = [entry("quick", Done), entry("sweep", Done)];
         assert_eq!(set_state(&done, &only(&["sweep"])), SetState::Complete);
         assert_eq!(set_state(&done, &[]), SetState::Complete);
+    }
+
+    #[test]
+    fn a_part_of_another_commit_or_entries_is_not_the_same_set() {
+        let m = Manifest {
+            commit: "3772c7a4e4".into(),
+            build_profile: "release".into(),
+            database_url: DEFAULT_DB.into(),
+            started_at: "then".into(),
+            finished_at: None,
+            entries: vec![
+                entry("quick", EntryStatus::Done),
+                entry("sweep", EntryStatus::Pending),
+            ],
+            replaces: Vec::new(),
+        };
+        let wanted = ["quick", "sweep"];
+        assert_eq!(
+            m.differs("3772c7a4e4", "release", DEFAULT_DB, &wanted),
+            None
+        );
+        let other = m
+            .differs("313729a3aa", "release", DEFAULT_DB, &wanted)
+            .unwrap();
+        assert!(other.contains("313729a"), "{other}");
+        assert!(m
+            .differs("3772c7a4e4", "debug", DEFAULT_DB, &wanted)
+            .is_some());
+        assert!(m
+            .differs("3772c7a4e4", "release", "postgres://x/y", &wanted)
+            .is_some());
+        let more = m
+            .differs(
+                "3772c7a4e4",
+                "release",
+                DEFAULT_DB,
+                &["quick", "sweep", "redis-cluster"],
+            )
+            .unwrap();
+        assert!(more.contains("--clusters"), "{more}");
+        assert_eq!(m.progress(), "3772c7a (started then): 1 of 2 entries done");
     }
 
     /// The value after `flag` in an entry's arguments.

@@ -232,6 +232,55 @@ impl Manifest {
             .with_context(|| format!("writing {}", path.display()))
     }
 
+    /// The set in a few words: `3772c7a (started ...): 7 of 13 entries done`.
+    pub(super) fn progress(&self) -> String {
+        format!(
+            "{} (started {}): {} of {} entries done",
+            short(&self.commit),
+            self.started_at,
+            self.entries
+                .iter()
+                .filter(|e| e.status == EntryStatus::Done)
+                .count(),
+            self.entries.len()
+        )
+    }
+
+    /// How a run at `commit`, built `profile`, against database `db`,
+    /// of entries `wanted`, is not this set (`None`: it is the same set,
+    /// which it resumes while unfinished).
+    pub(super) fn differs(
+        &self,
+        commit: &str,
+        profile: &str,
+        db: &str,
+        wanted: &[&str],
+    ) -> Option<String> {
+        let names: Vec<&str> = self.entries.iter().map(|e| e.name.as_str()).collect();
+        if self.commit != commit {
+            Some(format!(
+                "is at commit {} (code changed since)",
+                short(commit)
+            ))
+        } else if self.build_profile != profile {
+            Some(format!(
+                "is a {profile} build, the set's is {}",
+                self.build_profile
+            ))
+        } else if self.database_url != db {
+            Some(format!("uses {db}, the set used {}", self.database_url))
+        } else if names != wanted {
+            Some(format!(
+                "asks for the entries {} where the set has {} (--clusters adds the cluster \
+                 entries)",
+                wanted.join(", "),
+                names.join(", ")
+            ))
+        } else {
+            None
+        }
+    }
+
     /// The done entries' folders, in matrix order, that `delaybench adr` reads, and the
     /// names of the entries it leaves out ([`crate::adr::reads`]: the
     /// storm's).

@@ -198,3 +198,47 @@ impl Drop for Scratch {
         }
     }
 }
+
+/// `text` with fenced code blocks blanked (line for line, so line numbers
+/// stay), so a link, heading or folder shown as a command is not read as
+/// one; inline code too unless `keep_inline` (a heading's inline code is
+/// part of its anchor).
+pub fn without_code(text: &str, keep_inline: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && keep_inline {
+            out.push_str(line);
+        } else if !fenced {
+            let mut in_code = false;
+            for c in line.chars() {
+                if c == '`' {
+                    in_code = !in_code;
+                } else if !in_code {
+                    out.push(c);
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `target`, written in a file in the folder `base` (both relative to the
+/// repository), relative to the repository, `.` and `..` resolved by name;
+/// `None` where it climbs above the repository.
+pub fn resolve(base: &str, target: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for segment in base.split('/').chain(target.split('/')) {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            s => parts.push(s),
+        }
+    }
+    Some(parts.join("/"))
+}
