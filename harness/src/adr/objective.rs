@@ -554,6 +554,24 @@ mod tests {
         assert!((implied_lateness_us(&delayed, 0.01).unwrap() - 8_000.0).abs() < 1.0);
     }
 
+    /// docs/slo.toml, the file users copy, is the tool's example written
+    /// out: it reads, and says what the tool does with no objective.
+    #[test]
+    fn the_committed_example_file_is_the_tools_example() {
+        let file = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/slo.toml"));
+        let o = Objective::new(Some(file), None, None).unwrap();
+        let example = Objective::new(None, None, None).unwrap();
+        assert_eq!(o.sla.text, EXAMPLE_SLA);
+        assert_eq!(o.prefer, example.prefer);
+        for c in [Criterion::Lateness, Criterion::Cpu, Criterion::Capacity] {
+            assert_eq!(
+                format!("{:?}", o.material(c)),
+                format!("{:?}", example.material(c)),
+                "{c:?}"
+            );
+        }
+    }
+
     #[test]
     fn an_objective_file_is_read_and_a_bad_field_is_named() {
         let dir = tempfile::tempdir().unwrap();
