@@ -548,3 +548,81 @@ recovery-limit = "15s"
         "{bytes}"
     );
 }
+
+/// The broker SIGKILLed mid-backlog (the preset's `kill-rabbitmq`): the
+/// record says unplanned, the broker serves again with its plugins, and
+/// each strategy's orders in flight through the kill are accounted for:
+/// the fallback scan cancels every one, and the plain strategy either
+/// cancels every one (its queues kept them) or reads "not recovered",
+/// never a recovery time with an order lost.
+#[test]
+fn an_unplanned_broker_kill_is_recovered_only_where_every_order_in_flight_is_cancelled() {
+    let scenario = format!(
+        r#"
+name = "tiny-backlog-broker-kill"
+seed = 7
+warmup = "500ms"
+duration = "2s"
+drain = "1s"
+rate = 40.0
+instances = 2
+
+[[timeouts]]
+after = "500ms"
+
+[backlog]
+pending = [0, 500]
+after = "1h"
+restart-rabbitmq = {restart}
+kill-rabbitmq = {kill}
+recovery-limit = "30s"
+"#,
+        restart = preset_command("restart-rabbitmq"),
+        kill = preset_command("kill-rabbitmq")
+    );
+    let out = common::Scratch::new();
+    let dir = sweep(&scenario, "rabbit-ttl,rabbit-ttl+fallback", out.path(), &[]);
+    // The broker is back with the delayed-message plugin the other tests
+    // need (its enabled-plugins file survives the kill).
+    let enabled = std::process::Command::new("rabbitmq-plugins")
+        .args(["is_enabled", "delaybench_delayed_exchange"])
+        .status()
+        .expect("rabbitmq-plugins");
+    assert!(enabled.success(), "the plugin is off after the kill");
+    let result = read_json(&dir.join("sweep.json"));
+    for name in ["rabbit-ttl", "rabbit-ttl+fallback"] {
+        for step in strategy(&result, name)["steps"].as_array().unwrap() {
+            let pending = step["pending"].as_u64().unwrap();
+            let recovery = step["backlog"]["recovery"].as_array().unwrap();
+            let whats: Vec<(&str, &str)> = recovery
+                .iter()
+                .map(|r| (r["what"].as_str().unwrap(), r["kind"].as_str().unwrap()))
+                .collect();
+            assert_eq!(
+                whats,
+                [
+                    ("instances", "planned"),
+                    ("rabbitmq", "planned"),
+                    ("rabbitmq-sigkill", "unplanned")
+                ],
+                "{name} at {pending}"
+            );
+            let killed = &recovery[2];
+            let f = &killed["in_flight"];
+            let orders = f["orders"].as_u64().unwrap();
+            let cancelled = f["cancelled"].as_u64().unwrap();
+            assert!(orders >= 1, "{killed:#}");
+            assert_eq!(
+                cancelled == orders,
+                killed["cancelling_again_s"].is_f64(),
+                "a recovery time only where every order in flight was cancelled: {killed:#}"
+            );
+            if name == "rabbit-ttl+fallback" {
+                assert_eq!(
+                    cancelled, orders,
+                    "the scan rescues what the broker lost: {killed:#}"
+                );
+            }
+        }
+    }
+}
