@@ -321,7 +321,7 @@ impl RunCommand {
                 field("node")
             ),
             Some(_) if self.target == Some(Target::Rabbitmq) && uses("{port}") => bail!(
-                "{} uses {{port}}, but a RabbitMQ node is name@host and has none: use {{node}}",
+                "{} uses {{port}}, but a RabbitMQ node is name@host and has none: put {{node}} there",
                 field("command")
             ),
             Some(role) if is_role(role) && !uses("{node}") && !uses("{port}") => bail!(
@@ -547,7 +547,7 @@ mod tests {
         f = fault(Some(Target::Rabbitmq), Some(QUEUE_HOST));
         f.command[2] = "stop -p {port}".into();
         let said = checked(&f).unwrap_err().to_string();
-        assert!(said.contains("{port}") && said.contains("use {node}"), "{said}");
+        assert!(said.contains("{port}") && said.contains("put {node} there"), "{said}");
         for (target, role) in [(Target::Redis, NEXT_DEADLINE), (Target::Rabbitmq, QUEUE_HOST)] {
             f = fault(Some(target), Some(role));
             f.command[2] = "restart the cluster".into();
