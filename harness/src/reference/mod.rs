@@ -153,20 +153,21 @@ pub async fn reference(args: &ReferenceArgs) -> Result<()> {
     // An unfinished set is never replaced by accident: a part run from
     // another commit (or with other entries) would start a new set and
     // throw the measured entries away.
-    if let Some(m) = previous.as_ref().filter(|&m| {
-        !args.fresh
-            && m.finished_at.is_none()
-            && !same_set(m)
-            && m.entries.iter().any(|e| e.status == EntryStatus::Done)
-    }) {
+    if let Some((m, why)) = previous
+        .as_ref()
+        .filter(|m| {
+            !args.fresh
+                && m.finished_at.is_none()
+                && m.entries.iter().any(|e| e.status == EntryStatus::Done)
+        })
+        .and_then(|m| Some((m, m.differs(&commit, profile, &db_display, &wanted)?)))
+    {
         bail!(
-            "{} holds an unfinished set ({}); this run {}. Finish that set from its own \
+            "{} holds an unfinished set ({}); this run {why}. Finish that set from its own \
              commit (`git worktree add <dir> {}` and run there), or pass --fresh to start a \
              new set that replaces it",
             args.out.display(),
             m.progress(),
-            m.differs(&commit, profile, &db_display, &wanted)
-                .unwrap_or_default(),
             short(&m.commit)
         );
     }
